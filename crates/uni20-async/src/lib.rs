@@ -1,0 +1,1 @@
+//! uni20-async (placeholder being built)

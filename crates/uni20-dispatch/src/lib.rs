@@ -1,0 +1,1 @@
+//! uni20-dispatch (placeholder being built)

@@ -1,0 +1,1 @@
+//! uni20-dist (placeholder being built)

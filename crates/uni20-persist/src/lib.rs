@@ -1,0 +1,1 @@
+//! uni20-persist (placeholder being built)

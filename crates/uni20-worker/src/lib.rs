@@ -1,0 +1,1 @@
+//! uni20-worker (placeholder being built)

@@ -1,0 +1,1 @@
+//! uni20 facade (placeholder being built)
