@@ -1,1 +1,51 @@
-//! uni20-persist (placeholder being built)
+//! Immutable persistent objects by global ID.
+//!
+//! A [`PersistentPtr<T>`] names an immutable committed value by its global
+//! [`ObjectId`] (origin rank + per-store counter, never reused). It never
+//! dereferences and never does I/O: a value is materialized explicitly with
+//! [`Store::try_load_local`] (no I/O), [`Store::load_wait`] (blocking) or
+//! [`Store::load`] (async; completes at once on a cache hit), which return a
+//! [`PValue<T>`]: a resident, read-only, pinned materialization. While a `PValue` is
+//! alive its cache entry is never evicted; dropping the last one just unpins.
+//!
+//! Because objects are immutable they can be replicated freely: [`Store::encoded`]
+//! gives the bytes to send to another rank and [`Store::insert_replica`] takes them
+//! in, checking size and CRC-32; a second, different value for one ID is a fatal
+//! [`PersistError::Conflict`].
+//!
+//! A [`Store`] is either in memory ([`Store::in_memory`]) or backed by a directory
+//! per rank ([`Store::open`]) with explicit durability ([`Store::flush`],
+//! [`Store::flush_all`]), a memory budget with LRU eviction and spill, restart, and
+//! [`Store::gc`].
+//!
+//! ```
+//! use uni20_persist::{Store, PersistentPtr};
+//! let store = Store::in_memory(0);
+//! let p: PersistentPtr<Vec<f64>> = store.commit(vec![1.0, 2.0, 3.0]).unwrap();
+//! let v = store.load_wait(p).unwrap();
+//! assert_eq!(&*v, &[1.0, 2.0, 3.0]);
+//! // Ship it to another rank's store.
+//! let (meta, bytes) = store.encoded(p.id()).unwrap();
+//! let other = Store::in_memory(1);
+//! other.insert_replica(meta, bytes.to_vec()).unwrap();
+//! assert_eq!(&*other.try_load_local(p).unwrap(), &[1.0, 2.0, 3.0]);
+//! ```
+//!
+//! Not here yet: the `persist_copy` / `persist_take` bridge from `Async<T>` epochs
+//! (it will live here once `uni20-async` exists) and the storage-rank service.
+
+#![warn(missing_docs)]
+
+mod disk;
+mod error;
+mod id;
+mod persist;
+mod pool;
+mod store;
+mod value;
+
+pub use error::PersistError;
+pub use id::{ObjectId, ObjectMeta, ParseObjectIdError, PersistentPtr};
+pub use persist::{decode_postcard, encode_postcard, Persist};
+pub use store::{GcReport, RemoteSource, Store, StoreOptions, StoreStats};
+pub use value::PValue;

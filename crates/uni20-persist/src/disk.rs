@@ -1,0 +1,304 @@
+//! On-disk layout of a rank's store.
+//!
+//! `<root>/rank-<rank>/` holds one file per object, `<origin>-<seq>.obj`, and a
+//! `counter` file. An object file is
+//!
+//! ```text
+//! magic "U20OBJ\0\x01" (8) | header_len u32 LE | header_crc u32 LE | header | payload
+//! ```
+//!
+//! where `header` is the postcard encoding of [`FileHeader`] (the object's metadata
+//! and, when known, the IDs it references) and `payload` is the encoded object
+//! (`meta.size` bytes, CRC-32 `meta.checksum`). Files are written to a temporary
+//! name (`.tmp-*`) and renamed into place, so a reader never sees a partial object
+//! under its final name; leftover temporaries are deleted at open. Durability needs
+//! an explicit flush (fsync of the file and of the directory).
+//!
+//! The `counter` file holds the reserved high-water mark of this rank's ID counter:
+//! magic "U20CNT\0\x01" (8) | value u64 LE | crc32 of the first 16 bytes (4).
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+
+use crate::{ObjectId, ObjectMeta, PersistError};
+
+const OBJ_MAGIC: &[u8; 8] = b"U20OBJ\0\x01";
+const CNT_MAGIC: &[u8; 8] = b"U20CNT\0\x01";
+/// Upper bound on a header's size; anything larger is treated as corruption.
+const MAX_HEADER: u32 = 64 << 20;
+
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub(crate) struct FileHeader {
+    pub meta: ObjectMeta,
+    pub refs: Option<Vec<ObjectId>>,
+}
+
+pub(crate) struct Disk {
+    dir: PathBuf,
+    tmp_counter: AtomicU64,
+}
+
+fn io(op: impl Into<String>, path: &Path) -> impl FnOnce(std::io::Error) -> PersistError + '_ {
+    let op = op.into();
+    move |e| PersistError::io(op, path, e)
+}
+
+impl Disk {
+    /// Creates (if needed) `<root>/rank-<rank>` and returns the handle.
+    pub fn create(root: &Path, rank: u32) -> Result<Disk, PersistError> {
+        let dir = root.join(format!("rank-{rank}"));
+        let existed = dir.is_dir();
+        fs::create_dir_all(&dir).map_err(io("create store directory", &dir))?;
+        if !existed {
+            // Make the new directory entry itself durable.
+            sync_dir(root)?;
+        }
+        Ok(Disk {
+            dir,
+            tmp_counter: AtomicU64::new(0),
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn object_path(&self, id: ObjectId) -> PathBuf {
+        self.dir.join(format!("{}-{}.obj", id.origin, id.seq))
+    }
+
+    fn tmp_path(&self, stem: &str) -> PathBuf {
+        let n = self.tmp_counter.fetch_add(1, Ordering::Relaxed);
+        self.dir.join(format!(".tmp-{stem}-{}-{n}", std::process::id()))
+    }
+
+    /// Writes an object file (temp file + rename). Does not fsync.
+    pub fn write_object(
+        &self,
+        meta: &ObjectMeta,
+        refs: Option<&[ObjectId]>,
+        payload: &[u8],
+    ) -> Result<PathBuf, PersistError> {
+        let header = postcard::to_allocvec(&FileHeader {
+            meta: meta.clone(),
+            refs: refs.map(|r| r.to_vec()),
+        })
+        .map_err(|e| PersistError::Decode(format!("encoding file header: {e}")))?;
+        let final_path = self.object_path(meta.id);
+        let tmp = self.tmp_path(&format!("{}-{}", meta.id.origin, meta.id.seq));
+        let op = format!("write object {}", meta.id);
+        let res = (|| {
+            let mut f = File::create(&tmp).map_err(io(op.clone(), &tmp))?;
+            let mut pre = Vec::with_capacity(16 + header.len());
+            pre.extend_from_slice(OBJ_MAGIC);
+            pre.extend_from_slice(&(header.len() as u32).to_le_bytes());
+            pre.extend_from_slice(&crc32fast::hash(&header).to_le_bytes());
+            pre.extend_from_slice(&header);
+            f.write_all(&pre).map_err(io(op.clone(), &tmp))?;
+            f.write_all(payload).map_err(io(op.clone(), &tmp))?;
+            drop(f);
+            fs::rename(&tmp, &final_path).map_err(io(op.clone(), &final_path))
+        })();
+        if res.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        res.map(|_| final_path)
+    }
+
+    fn corrupt(id: Option<ObjectId>, path: &Path, reason: impl Into<String>) -> PersistError {
+        PersistError::Corrupt {
+            id,
+            path: path.to_owned(),
+            reason: reason.into(),
+        }
+    }
+
+    /// Reads and checks the header of an open object file, and checks that the file
+    /// length is exactly header + payload. Leaves the reader at the payload.
+    fn read_header_from(f: &mut File, path: &Path, id: Option<ObjectId>) -> Result<FileHeader, PersistError> {
+        let len = f.metadata().map_err(io("stat object file", path))?.len();
+        let mut pre = [0u8; 16];
+        if len < 16 {
+            return Err(Self::corrupt(id, path, format!("truncated: {len} bytes")));
+        }
+        f.read_exact(&mut pre).map_err(io("read object file", path))?;
+        if &pre[..8] != OBJ_MAGIC {
+            return Err(Self::corrupt(id, path, "bad magic"));
+        }
+        let hlen = u32::from_le_bytes([pre[8], pre[9], pre[10], pre[11]]);
+        let hcrc = u32::from_le_bytes([pre[12], pre[13], pre[14], pre[15]]);
+        if hlen > MAX_HEADER || 16 + hlen as u64 > len {
+            return Err(Self::corrupt(id, path, "truncated or oversized header"));
+        }
+        let mut hbuf = vec![0u8; hlen as usize];
+        f.read_exact(&mut hbuf).map_err(io("read object file", path))?;
+        if crc32fast::hash(&hbuf) != hcrc {
+            return Err(Self::corrupt(id, path, "header checksum mismatch"));
+        }
+        let header: FileHeader =
+            postcard::from_bytes(&hbuf).map_err(|e| Self::corrupt(id, path, format!("undecodable header: {e}")))?;
+        if let Some(id) = id {
+            if header.meta.id != id {
+                return Err(Self::corrupt(
+                    Some(id),
+                    path,
+                    format!("file holds object {}", header.meta.id),
+                ));
+            }
+        }
+        let expect = 16 + hlen as u64 + header.meta.size;
+        if len != expect {
+            return Err(PersistError::Checksum {
+                id: header.meta.id,
+                expected: header.meta.checksum,
+                actual: 0,
+                expected_size: header.meta.size,
+                actual_size: len.saturating_sub(16 + hlen as u64),
+                path: Some(path.to_owned()),
+            });
+        }
+        Ok(header)
+    }
+
+    /// Reads only the header of object file `path` (used when scanning at open).
+    pub fn read_header(&self, path: &Path, id: ObjectId) -> Result<FileHeader, PersistError> {
+        let mut f = File::open(path).map_err(io("open object file", path))?;
+        Self::read_header_from(&mut f, path, Some(id))
+    }
+
+    /// Reads and fully verifies object `id`: header, size and payload CRC.
+    pub fn read_object(&self, id: ObjectId) -> Result<(FileHeader, Vec<u8>), PersistError> {
+        let path = self.object_path(id);
+        let mut f = File::open(&path).map_err(io(format!("open object {id}"), &path))?;
+        let header = Self::read_header_from(&mut f, &path, Some(id))?;
+        let size = usize::try_from(header.meta.size)
+            .map_err(|_| Self::corrupt(Some(id), &path, "payload too large for this machine"))?;
+        let mut payload = vec![0u8; size];
+        f.read_exact(&mut payload)
+            .map_err(io(format!("read object {id}"), &path))?;
+        let actual = crc32fast::hash(&payload);
+        if actual != header.meta.checksum {
+            return Err(PersistError::Checksum {
+                id,
+                expected: header.meta.checksum,
+                actual,
+                expected_size: header.meta.size,
+                actual_size: payload.len() as u64,
+                path: Some(path),
+            });
+        }
+        Ok((header, payload))
+    }
+
+    /// fsyncs one object file.
+    pub fn sync_object(&self, id: ObjectId) -> Result<(), PersistError> {
+        let path = self.object_path(id);
+        let f = File::open(&path).map_err(io(format!("open object {id} for fsync"), &path))?;
+        f.sync_all().map_err(io(format!("fsync object {id}"), &path))
+    }
+
+    /// fsyncs the store directory (makes renames and removals durable).
+    pub fn sync_dir(&self) -> Result<(), PersistError> {
+        sync_dir(&self.dir)
+    }
+
+    /// Deletes an object file; a missing file is not an error.
+    pub fn remove_object(&self, id: ObjectId) -> Result<(), PersistError> {
+        let path = self.object_path(id);
+        match fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(PersistError::io(format!("remove object {id}"), path, e)),
+        }
+    }
+
+    /// Lists the object files, deleting leftover temporaries. Returns each object's
+    /// ID (from its file name) and its header or the error reading it.
+    pub fn scan(&self) -> Result<Vec<(ObjectId, Result<FileHeader, PersistError>)>, PersistError> {
+        let mut out = Vec::new();
+        let rd = fs::read_dir(&self.dir).map_err(io("list store directory", &self.dir))?;
+        for ent in rd {
+            let ent = ent.map_err(io("list store directory", &self.dir))?;
+            let name = ent.file_name();
+            let Some(name) = name.to_str() else { continue };
+            let path = ent.path();
+            if name.starts_with(".tmp-") {
+                if let Err(e) = fs::remove_file(&path) {
+                    tracing::warn!(path = %path.display(), error = %e, "cannot remove leftover temporary file");
+                }
+                continue;
+            }
+            let Some(stem) = name.strip_suffix(".obj") else {
+                continue;
+            };
+            let Some((o, s)) = stem.split_once('-') else { continue };
+            let (Ok(origin), Ok(seq)) = (o.parse::<u32>(), s.parse::<u64>()) else {
+                continue;
+            };
+            let id = ObjectId { origin, seq };
+            out.push((id, self.read_header(&path, id)));
+        }
+        Ok(out)
+    }
+
+    fn counter_path(&self) -> PathBuf {
+        self.dir.join("counter")
+    }
+
+    /// Reads the reserved counter high-water mark; `None` if there is no counter file.
+    pub fn read_counter(&self) -> Result<Option<u64>, PersistError> {
+        let path = self.counter_path();
+        let bytes = match fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(PersistError::io("read counter", path, e)),
+        };
+        if bytes.len() != 20 || &bytes[..8] != CNT_MAGIC {
+            return Err(Self::corrupt(None, &path, "bad counter file"));
+        }
+        let crc = u32::from_le_bytes([bytes[16], bytes[17], bytes[18], bytes[19]]);
+        if crc32fast::hash(&bytes[..16]) != crc {
+            return Err(Self::corrupt(None, &path, "counter checksum mismatch"));
+        }
+        let mut v = [0u8; 8];
+        v.copy_from_slice(&bytes[8..16]);
+        Ok(Some(u64::from_le_bytes(v)))
+    }
+
+    /// Durably records a new counter high-water mark (temp file, fsync, rename, fsync dir).
+    pub fn write_counter(&self, value: u64) -> Result<(), PersistError> {
+        let path = self.counter_path();
+        let tmp = self.tmp_path("counter");
+        let mut buf = Vec::with_capacity(20);
+        buf.extend_from_slice(CNT_MAGIC);
+        buf.extend_from_slice(&value.to_le_bytes());
+        let crc = crc32fast::hash(&buf);
+        buf.extend_from_slice(&crc.to_le_bytes());
+        let res = (|| {
+            let mut f = OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(&tmp)
+                .map_err(io("write counter", &tmp))?;
+            f.write_all(&buf).map_err(io("write counter", &tmp))?;
+            f.sync_all().map_err(io("fsync counter", &tmp))?;
+            drop(f);
+            fs::rename(&tmp, &path).map_err(io("rename counter", &path))
+        })();
+        if res.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        res?;
+        self.sync_dir()
+    }
+}
+
+fn sync_dir(dir: &Path) -> Result<(), PersistError> {
+    let f = File::open(dir).map_err(io("open directory for fsync", dir))?;
+    f.sync_all().map_err(io("fsync directory", dir))
+}

@@ -1,0 +1,118 @@
+//! The crate's error type.
+
+use std::path::PathBuf;
+
+use crate::ObjectId;
+
+/// Errors of the persistent store.
+///
+/// Under the project's fail-stop policy, [`Conflict`](PersistError::Conflict),
+/// [`Checksum`](PersistError::Checksum), [`Corrupt`](PersistError::Corrupt) and
+/// [`Io`](PersistError::Io) are fatal for the job: the caller is expected to end the
+/// operation and abort, reporting the message (which names the object and, for disk
+/// errors, the file).
+#[derive(thiserror::Error, Debug)]
+#[non_exhaustive]
+pub enum PersistError {
+    /// The object is not present in this store and no configured remote source has it.
+    #[error("object {0} not found")]
+    NotFound(ObjectId),
+    /// Payload bytes do not match their metadata (size or CRC-32). `path` names the
+    /// file when the bytes came from disk.
+    #[error(
+        "checksum mismatch for object {id}{}: expected {expected_size} bytes crc32 {expected:#010x}, got {actual_size} bytes crc32 {actual:#010x}",
+        path.as_ref().map(|p| format!(" in file {}", p.display())).unwrap_or_default()
+    )]
+    Checksum {
+        /// Object whose payload is damaged.
+        id: ObjectId,
+        /// Checksum recorded in the metadata.
+        expected: u32,
+        /// Checksum of the bytes actually seen.
+        actual: u32,
+        /// Size in bytes recorded in the metadata.
+        expected_size: u64,
+        /// Size in bytes actually seen.
+        actual_size: u64,
+        /// File the bytes were read from, if any.
+        path: Option<PathBuf>,
+    },
+    /// A second, different value was offered for an ID that already names a value.
+    /// Objects are immutable: this is fatal.
+    #[error("conflicting bytes for object {0}: objects are immutable once committed")]
+    Conflict(ObjectId),
+    /// The object exists but was committed with a different `Persist::TYPE_NAME`.
+    #[error("object {id} has type {found:?}, requested as {expected:?}")]
+    TypeMismatch {
+        /// Object requested.
+        id: ObjectId,
+        /// `TYPE_NAME` of the requested type.
+        expected: String,
+        /// `TYPE_NAME` recorded in the object's metadata.
+        found: String,
+    },
+    /// `Persist::decode` rejected the payload.
+    #[error("decode error: {0}")]
+    Decode(String),
+    /// An object file on disk is damaged (bad magic, truncated or undecodable header,
+    /// wrong name) or the counter file is damaged.
+    #[error("corrupt store file {}{}: {reason}", path.display(), id.map(|i| format!(" (object {i})")).unwrap_or_default())]
+    Corrupt {
+        /// Object concerned, when known.
+        id: Option<ObjectId>,
+        /// File concerned.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// An I/O operation failed.
+    #[error("I/O error during {op} on {}: {source}", path.display())]
+    Io {
+        /// What the store was doing (e.g. "write object r0:3").
+        op: String,
+        /// File or directory concerned.
+        path: PathBuf,
+        /// Underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A remote source (another rank, a storage rank) failed to deliver an object.
+    #[error("remote fetch of object {id} failed: {reason}")]
+    Remote {
+        /// Object requested.
+        id: ObjectId,
+        /// Reason reported by the remote source.
+        reason: String,
+    },
+    /// Garbage collection could not determine what an object references, so it
+    /// refused to delete anything (see [`Store::gc`](crate::Store::gc)).
+    #[error("gc refused: cannot find references of object {id} of type {type_name:?} (register the type with Store::register)")]
+    GcUnknownType {
+        /// Object whose references are unknown.
+        id: ObjectId,
+        /// Its type name.
+        type_name: String,
+    },
+}
+
+impl PersistError {
+    pub(crate) fn io(op: impl Into<String>, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        PersistError::Io {
+            op: op.into(),
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// True for errors that the fail-stop policy treats as fatal for the job
+    /// (`Conflict`, `Checksum`, `Corrupt`, `Io`).
+    pub fn is_fatal(&self) -> bool {
+        matches!(
+            self,
+            PersistError::Conflict(_)
+                | PersistError::Checksum { .. }
+                | PersistError::Corrupt { .. }
+                | PersistError::Io { .. }
+        )
+    }
+}

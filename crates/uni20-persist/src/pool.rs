@@ -1,0 +1,116 @@
+//! A small background thread pool for blocking loads behind `Store::load`.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+
+use parking_lot::Mutex;
+
+type Job = Box<dyn FnOnce() + Send + 'static>;
+
+/// Number of background load threads per store.
+const THREADS: usize = 4;
+
+/// Lazily started pool; threads exit when the pool (its sender) is dropped.
+pub(crate) struct LoadPool {
+    tx: Mutex<Option<Sender<Job>>>,
+}
+
+impl LoadPool {
+    pub fn new() -> Self {
+        LoadPool { tx: Mutex::new(None) }
+    }
+
+    fn submit(&self, job: Job) {
+        let mut tx = self.tx.lock();
+        if tx.is_none() {
+            let (s, r) = channel::<Job>();
+            let r = Arc::new(Mutex::new(r));
+            for i in 0..THREADS {
+                let r: Arc<Mutex<Receiver<Job>>> = r.clone();
+                let spawned = std::thread::Builder::new()
+                    .name(format!("uni20-persist-load-{i}"))
+                    .spawn(move || loop {
+                        let job = r.lock().recv();
+                        match job {
+                            Ok(job) => job(),
+                            Err(_) => break,
+                        }
+                    });
+                if let Err(e) = spawned {
+                    tracing::error!(error = %e, "cannot spawn load thread");
+                }
+            }
+            *tx = Some(s);
+        }
+        let job = match tx.as_ref().map(|s| s.send(job)) {
+            Some(Ok(())) => return,
+            Some(Err(e)) => e.0,
+            None => return,
+        };
+        // No live pool thread: run on a dedicated thread instead.
+        drop(tx);
+        if let Err(e) = std::thread::Builder::new().name("uni20-persist-load".into()).spawn(job) {
+            tracing::error!(error = %e, "cannot spawn load thread");
+        }
+    }
+}
+
+struct Slot<R> {
+    result: Option<R>,
+    waker: Option<Waker>,
+    done: bool,
+}
+
+/// Future of a job run on the pool.
+pub(crate) struct BlockingFuture<R> {
+    slot: Arc<Mutex<Slot<R>>>,
+    /// Set when the job could not be started; polled inline instead.
+    inline: Option<Box<dyn FnOnce() -> R + Send>>,
+}
+
+impl<R> Unpin for BlockingFuture<R> {}
+
+impl<R> Future for BlockingFuture<R> {
+    type Output = R;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<R> {
+        if let Some(f) = self.inline.take() {
+            return Poll::Ready(f());
+        }
+        let mut s = self.slot.lock();
+        if let Some(r) = s.result.take() {
+            return Poll::Ready(r);
+        }
+        s.waker = Some(cx.waker().clone());
+        Poll::Pending
+    }
+}
+
+/// Runs `f` on the pool; the returned future completes with its result.
+pub(crate) fn spawn_blocking<R, F>(pool: &LoadPool, f: F) -> BlockingFuture<R>
+where
+    R: Send + 'static,
+    F: FnOnce() -> R + Send + 'static,
+{
+    let slot = Arc::new(Mutex::new(Slot {
+        result: None,
+        waker: None,
+        done: false,
+    }));
+    let s2 = slot.clone();
+    pool.submit(Box::new(move || {
+        let r = f();
+        let waker = {
+            let mut s = s2.lock();
+            s.result = Some(r);
+            s.done = true;
+            s.waker.take()
+        };
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }));
+    BlockingFuture { slot, inline: None }
+}
