@@ -1,0 +1,3 @@
+//! # Guide (documentation only)
+//!
+//! TODO
