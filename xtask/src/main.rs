@@ -1,1 +1,204 @@
-fn main() {}
+//! Developer tasks for uni20-rs, run as `cargo xtask <task>`.
+//!
+//! * `cargo xtask mpirun -n N --example NAME [-- ARGS]` builds a target with
+//!   the `mpi` feature and launches it on N ranks under a hard timeout.
+//! * `cargo xtask test [--require-mpi]` runs the workspace tests, then every
+//!   MPI integration test (`tests/mpi_*.rs`) at 1, 2 and 3 ranks.
+//! * `cargo xtask bench` runs the criterion benches.
+
+#![warn(clippy::missing_docs_in_private_items)]
+
+mod cargo;
+mod launcher;
+mod proc;
+mod test;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::{Args, Parser, Subcommand};
+
+use crate::cargo::{TargetKind, CLI_PACKAGE, ROOT_PACKAGE};
+use crate::launcher::Launcher;
+
+/// Developer tasks for uni20-rs.
+#[derive(Debug, Parser)]
+#[command(name = "cargo xtask", bin_name = "cargo xtask")]
+struct Cli {
+    /// The task to run.
+    #[command(subcommand)]
+    task: Task,
+}
+
+/// The available tasks.
+#[derive(Debug, Subcommand)]
+enum Task {
+    /// Build a target with `--features mpi` and launch it on N ranks.
+    ///
+    /// Every output line is prefixed with its rank. The run is killed
+    /// (whole process group, SIGTERM then SIGKILL) after --timeout seconds,
+    /// in which case the exit status is 124; otherwise it is mpirun's.
+    Mpirun(MpirunArgs),
+    /// Run `cargo test --workspace`, then the MPI integration tests at
+    /// 1, 2 and 3 ranks (or as declared by `// uni20-mpi-ranks: ...`).
+    Test(TestArgs),
+    /// Run `cargo bench --workspace` and say where the reports are.
+    Bench(BenchArgs),
+}
+
+/// Arguments of `cargo xtask mpirun`.
+#[derive(Debug, Args)]
+struct MpirunArgs {
+    /// Number of ranks.
+    #[arg(short = 'n', long = "np", value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    ranks: u32,
+    /// Build in release mode.
+    #[arg(long)]
+    release: bool,
+    /// Hard timeout in seconds for the MPI run (not the build).
+    #[arg(long, value_name = "SECS", default_value_t = 300)]
+    timeout: u64,
+    /// Extra cargo features (comma- or space-separated); `mpi` is always on.
+    #[arg(long, short = 'F', value_name = "FEATURES")]
+    features: Vec<String>,
+    /// What to launch.
+    #[command(flatten)]
+    target: TargetSel,
+    /// Arguments passed to every rank.
+    #[arg(last = true, value_name = "ARGS")]
+    args: Vec<OsString>,
+}
+
+/// Exactly one target to build and launch.
+#[derive(Debug, Clone, Args)]
+#[group(required = true, multiple = false)]
+struct TargetSel {
+    /// An example of the `uni20` package.
+    #[arg(long, value_name = "NAME")]
+    example: Option<String>,
+    /// A binary; `uni20` is built from the `uni20-cli` package.
+    #[arg(long, value_name = "NAME")]
+    bin: Option<String>,
+    /// An integration test of the `uni20` package (e.g. `mpi_smoke`).
+    #[arg(long, value_name = "NAME")]
+    test: Option<String>,
+    /// A prebuilt executable to launch as is (nothing is built).
+    #[arg(long, value_name = "PATH")]
+    exe: Option<PathBuf>,
+}
+
+/// Arguments of `cargo xtask test`.
+#[derive(Debug, Args)]
+struct TestArgs {
+    /// Fail if `mpirun` is not installed instead of skipping the MPI stage.
+    #[arg(long)]
+    require_mpi: bool,
+    /// Build and run in release mode.
+    #[arg(long)]
+    release: bool,
+    /// Hard timeout in seconds for each MPI run.
+    #[arg(long, value_name = "SECS", default_value_t = 180)]
+    timeout: u64,
+    /// Skip `cargo test --workspace` and run only the MPI stage.
+    #[arg(long)]
+    mpi_only: bool,
+}
+
+/// Arguments of `cargo xtask bench`.
+#[derive(Debug, Args)]
+struct BenchArgs {
+    /// Arguments passed through to `cargo bench` (after `--`).
+    #[arg(last = true, value_name = "ARGS")]
+    args: Vec<OsString>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.task {
+        Task::Mpirun(args) => mpirun(args),
+        Task::Test(args) => test::run(&test::TestOptions {
+            require_mpi: args.require_mpi,
+            release: args.release,
+            timeout: Duration::from_secs(args.timeout),
+            mpi_only: args.mpi_only,
+        }),
+        Task::Bench(args) => bench(args),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
+        Err(err) => {
+            eprintln!("xtask: error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `cargo xtask mpirun`: build, then launch under a hard timeout.
+fn mpirun(args: MpirunArgs) -> Result<i32> {
+    let launcher = Launcher::detect()?.context(
+        "`mpirun` not found on PATH; install MPI: \
+         apt-get install libopenmpi-dev openmpi-bin libclang-dev pkgconf",
+    )?;
+    let (label, exe) = match args.target.exe.clone() {
+        Some(exe) => (exe.display().to_string(), exe),
+        None => build_target(&args)?,
+    };
+    let (outcome, elapsed) = launcher.run(args.ranks, &exe, &args.args, Duration::from_secs(args.timeout))?;
+    match outcome {
+        proc::Outcome::Exited(0) => {}
+        proc::Outcome::TimedOut => eprintln!(
+            "xtask: error: `{label}` on {} ranks timed out after {} s and was killed (exit 124)",
+            args.ranks, args.timeout
+        ),
+        other => eprintln!(
+            "xtask: `{label}` on {} ranks: {} after {:.1}s",
+            args.ranks,
+            other.describe(),
+            elapsed.as_secs_f64()
+        ),
+    }
+    Ok(outcome.exit_code())
+}
+
+/// Builds the target selected on the command line; returns its name and path.
+fn build_target(args: &MpirunArgs) -> Result<(String, PathBuf)> {
+    let (kind, name) = match args.target.clone() {
+        TargetSel { example: Some(n), .. } => (TargetKind::Example, n),
+        TargetSel { bin: Some(n), .. } => (TargetKind::Bin, n),
+        TargetSel { test: Some(n), .. } => (TargetKind::Test, n),
+        _ => unreachable!("clap enforces exactly one target"),
+    };
+    let package = if kind == TargetKind::Bin && name == "uni20" {
+        CLI_PACKAGE
+    } else {
+        ROOT_PACKAGE
+    };
+    let target = (kind, name);
+    let mut exes = cargo::build_mpi(package, std::slice::from_ref(&target), args.release, &args.features)?;
+    let exe = exes.remove(&target).expect("build_mpi checks every target");
+    Ok((target.1, exe))
+}
+
+/// `cargo xtask bench`: run the benches and point at the criterion reports.
+fn bench(args: BenchArgs) -> Result<i32> {
+    let mut cmd = cargo::cargo();
+    cmd.args(["bench", "--workspace"]);
+    if !args.args.is_empty() {
+        cmd.arg("--").args(&args.args);
+    }
+    let status = cargo::status(&mut cmd)?;
+    let report = cargo::metadata()?.target_directory.join("criterion");
+    if report.join("report/index.html").exists() {
+        eprintln!(
+            "xtask: criterion reports: {}",
+            report.join("report/index.html").display()
+        );
+    } else if report.exists() {
+        eprintln!("xtask: criterion output: {}", report.display());
+    }
+    Ok(status.code().unwrap_or(1))
+}

@@ -1,0 +1,246 @@
+//! `cargo xtask test`: the workspace tests, then every MPI integration test at
+//! each supported rank count.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+
+use crate::cargo::{self, TargetKind, ROOT_PACKAGE};
+use crate::launcher::Launcher;
+use crate::proc::Outcome;
+
+/// Rank counts used when a test does not declare its own.
+pub const DEFAULT_RANKS: &[u32] = &[1, 2, 3];
+
+/// The marker comment declaring supported rank counts.
+pub const RANKS_MARKER: &str = "uni20-mpi-ranks:";
+
+/// Example run at 3 ranks as an end-to-end check, when it exists.
+pub const SMOKE_EXAMPLE: &str = "heisenberg";
+
+/// Ranks for [`SMOKE_EXAMPLE`].
+pub const SMOKE_EXAMPLE_RANKS: u32 = 3;
+
+/// Options of `cargo xtask test`.
+#[derive(Debug, Clone)]
+pub struct TestOptions {
+    /// Fail (instead of warning) when `mpirun` is missing.
+    pub require_mpi: bool,
+    /// Build and test in release mode.
+    pub release: bool,
+    /// Hard timeout for each MPI run.
+    pub timeout: Duration,
+    /// Skip `cargo test --workspace`; run only the MPI stage.
+    pub mpi_only: bool,
+}
+
+/// One MPI job: a target at a number of ranks.
+#[derive(Debug, Clone)]
+struct Job {
+    /// Test or example.
+    kind: TargetKind,
+    /// Target name.
+    name: String,
+    /// Number of ranks to launch.
+    ranks: u32,
+}
+
+/// Runs `cargo xtask test`; returns the process exit code.
+pub fn run(opts: &TestOptions) -> Result<i32> {
+    if !opts.mpi_only {
+        eprintln!("xtask: == stage 1: cargo test --workspace ==");
+        let mut cmd = cargo::cargo();
+        cmd.args(["test", "--workspace"]);
+        if opts.release {
+            cmd.arg("--release");
+        }
+        let status = cargo::status(&mut cmd)?;
+        if !status.success() {
+            eprintln!("xtask: cargo test --workspace failed ({status})");
+            return Ok(status.code().unwrap_or(1));
+        }
+    }
+
+    eprintln!("xtask: == stage 2: MPI integration tests ==");
+    let Some(launcher) = Launcher::detect()? else {
+        warn_no_mpi(opts.require_mpi);
+        return Ok(if opts.require_mpi { 1 } else { 0 });
+    };
+    eprintln!(
+        "xtask: launcher {} ({:?}: {})",
+        launcher.program.display(),
+        launcher.flavor,
+        launcher.version
+    );
+
+    let meta = cargo::metadata()?;
+    let mut jobs = Vec::new();
+    let mut tests: Vec<_> = meta
+        .targets_of(TargetKind::Test)
+        .filter(|t| t.name.starts_with("mpi_"))
+        .collect();
+    tests.sort_by(|a, b| a.name.cmp(&b.name));
+    for t in &tests {
+        for ranks in declared_ranks(&t.src_path)? {
+            jobs.push(Job {
+                kind: TargetKind::Test,
+                name: t.name.clone(),
+                ranks,
+            });
+        }
+    }
+    if meta.targets_of(TargetKind::Example).any(|t| t.name == SMOKE_EXAMPLE) {
+        jobs.push(Job {
+            kind: TargetKind::Example,
+            name: SMOKE_EXAMPLE.to_string(),
+            ranks: SMOKE_EXAMPLE_RANKS,
+        });
+    }
+    if jobs.is_empty() {
+        eprintln!("xtask: no MPI integration tests (tests/mpi_*.rs) found");
+        println!("0 passed, 0 failed");
+        return Ok(0);
+    }
+
+    let mut targets: Vec<cargo::Target> = jobs.iter().map(|j| (j.kind, j.name.clone())).collect();
+    targets.dedup();
+    let exes =
+        cargo::build_mpi(ROOT_PACKAGE, &targets, opts.release, &[]).context("building the MPI integration tests")?;
+
+    let mut results: Vec<(Job, Outcome, Duration)> = Vec::new();
+    for job in &jobs {
+        let exe = &exes[&(job.kind, job.name.clone())];
+        eprintln!(
+            "\nxtask: ---- {} {} @ {} rank{} ----",
+            job.kind.cargo_kind(),
+            job.name,
+            job.ranks,
+            if job.ranks == 1 { "" } else { "s" }
+        );
+        let (outcome, elapsed) = launcher.run(job.ranks, exe, &[], opts.timeout)?;
+        eprintln!("xtask: {} @ {} -> {}", job.name, job.ranks, outcome.describe());
+        let stop = matches!(outcome, Outcome::Interrupted(_));
+        results.push((job.clone(), outcome, elapsed));
+        if stop {
+            eprintln!("xtask: interrupted; skipping the remaining MPI runs");
+            break;
+        }
+    }
+    print_summary(&results);
+    if let Some((_, Outcome::Interrupted(sig), _)) = results.last() {
+        return Ok(128 + sig);
+    }
+    let failed = results.iter().filter(|(_, o, _)| !o.success()).count();
+    Ok(if failed == 0 { 0 } else { 1 })
+}
+
+/// Prints the per-run table and the final `N passed, M failed` line.
+fn print_summary(results: &[(Job, Outcome, Duration)]) {
+    let width = results
+        .iter()
+        .map(|(j, _, _)| j.name.len() + j.kind.cargo_kind().len() + 1)
+        .max()
+        .unwrap_or(6)
+        .max(6);
+    println!();
+    println!("MPI test summary");
+    println!("  {:<width$}  {:>5}  {:>8}  result", "target", "ranks", "time");
+    for (job, outcome, elapsed) in results {
+        let target = format!("{}:{}", job.kind.cargo_kind(), job.name);
+        println!(
+            "  {:<width$}  {:>5}  {:>7.1}s  {}",
+            target,
+            job.ranks,
+            elapsed.as_secs_f64(),
+            outcome.describe()
+        );
+    }
+    let passed = results.iter().filter(|(_, o, _)| o.success()).count();
+    let failed = results.len() - passed;
+    println!("{passed} passed, {failed} failed");
+}
+
+/// Rank counts a test declares with `// uni20-mpi-ranks: 1, 3` within its first
+/// 40 lines, or [`DEFAULT_RANKS`].
+fn declared_ranks(src: &Path) -> Result<Vec<u32>> {
+    let text = std::fs::read_to_string(src).with_context(|| format!("reading {}", src.display()))?;
+    parse_ranks(&text).with_context(|| format!("in {}", src.display()))
+}
+
+/// Parses the rank-count marker out of a source text.
+fn parse_ranks(text: &str) -> Result<Vec<u32>> {
+    for line in text.lines().take(40) {
+        let Some(comment) = line.trim_start().strip_prefix("//") else {
+            continue;
+        };
+        let Some(list) = comment.trim_start_matches(['/', '!']).trim().strip_prefix(RANKS_MARKER) else {
+            continue;
+        };
+        let mut ranks = Vec::new();
+        for item in list.split([',', ' ', '\t']).filter(|s| !s.is_empty()) {
+            let n: u32 = item
+                .parse()
+                .ok()
+                .filter(|&n| n > 0)
+                .with_context(|| format!("bad rank count `{item}` in `{}`", line.trim()))?;
+            if !ranks.contains(&n) {
+                ranks.push(n);
+            }
+        }
+        if ranks.is_empty() {
+            bail!("empty rank list in `{}`", line.trim());
+        }
+        return Ok(ranks);
+    }
+    Ok(DEFAULT_RANKS.to_vec())
+}
+
+/// The loud warning printed when no MPI launcher is installed.
+fn warn_no_mpi(required: bool) {
+    let bar = "!".repeat(72);
+    let verdict = if required {
+        "--require-mpi was given: FAILING."
+    } else {
+        "The MPI stage is SKIPPED; only single-process tests ran."
+    };
+    eprintln!(
+        "\n{bar}\n\
+         !! WARNING: `mpirun` was not found on PATH.\n\
+         !! The MPI integration tests (tests/mpi_*.rs) were NOT run.\n\
+         !! {verdict}\n\
+         !!\n\
+         !! To run them, install MPI and the build dependencies of the `mpi` crate:\n\
+         !!     apt-get install libopenmpi-dev openmpi-bin libclang-dev pkgconf\n\
+         !! (or set {}=/path/to/mpirun)\n\
+         {bar}\n",
+        crate::launcher::LAUNCHER_ENV
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_ranks() {
+        assert_eq!(parse_ranks("fn main() {}\n").unwrap(), vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn declared() {
+        let src = "//! doc\n// uni20-mpi-ranks: 3\nfn main() {}\n";
+        assert_eq!(parse_ranks(src).unwrap(), vec![3]);
+        let src = "// uni20-mpi-ranks: 2, 4 2\n";
+        assert_eq!(parse_ranks(src).unwrap(), vec![2, 4]);
+        let src = "//! uni20-mpi-ranks: 1,2\n";
+        assert_eq!(parse_ranks(src).unwrap(), vec![1, 2]);
+    }
+
+    #[test]
+    fn malformed() {
+        assert!(parse_ranks("// uni20-mpi-ranks: x\n").is_err());
+        assert!(parse_ranks("// uni20-mpi-ranks:\n").is_err());
+        assert!(parse_ranks("// uni20-mpi-ranks: 0\n").is_err());
+    }
+}
