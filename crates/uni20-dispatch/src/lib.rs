@@ -1,1 +1,39 @@
-//! uni20-dispatch (placeholder being built)
+//! # uni20-dispatch
+//!
+//! Local kernel selection for contractions.
+//!
+//! - [`LocalTensor`]: dense, owned, row-major tensors with a runtime [`DType`].
+//! - [`EinsumSpec`]: two-operand einsum specs with explicit output (`"abc,bcd->ad"`).
+//! - [`BackendList`]: an ordered list of [`ContractBackend`]s, most specific first. Each
+//!   backend accepts or declines (with a reason); the first acceptance commits, and a failure
+//!   after commitment is terminal. [`KernelDispatchError`] lists every attempt in order.
+//! - Backends: [`FaerBackend`] (GEMM per batch element via faer) and [`ReferenceBackend`]
+//!   (naive strided loops, the test oracle).
+//! - [`contract`]: `C = alpha * einsum(spec, A, B) + beta * C` with dtype promotion.
+//!
+//! The chosen backend is recorded as a `tracing` debug event with target `uni20_dispatch`.
+
+#![deny(missing_docs)]
+
+mod backend;
+mod contract;
+mod dtype;
+mod faer_backend;
+mod reference;
+mod scalar;
+mod spec;
+mod tensor;
+mod view;
+
+pub use backend::{
+    available_backends, AttemptOutcome, BackendList, ContractBackend, ContractProblem, KernelAttempt,
+    KernelDispatchError, KernelError,
+};
+pub use contract::{contract, contract_with_attempts, ContractError};
+pub use dtype::{DType, DTypeError, C32, C64};
+pub use faer_backend::FaerBackend;
+pub use reference::{reference_contract, ReferenceBackend};
+pub use scalar::Element;
+pub use spec::{EinsumSpec, IndexClasses, SpecError};
+pub use tensor::{LocalTensor, TensorData, TensorError};
+pub use view::{StridedView, ViewError};
