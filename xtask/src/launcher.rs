@@ -157,8 +157,21 @@ impl Launcher {
 
     /// Launches `ranks` copies of `exe args...` under a hard `timeout`,
     /// echoing the command line first. See [`proc::run_with_timeout`].
-    pub fn run(&self, ranks: u32, exe: &Path, args: &[OsString], timeout: Duration) -> Result<(Outcome, Duration)> {
+    ///
+    /// With `forward_stdin` false, standard input is always detached (for
+    /// tests, which must not consume the caller's input).
+    pub fn run(
+        &self,
+        ranks: u32,
+        exe: &Path,
+        args: &[OsString],
+        timeout: Duration,
+        forward_stdin: bool,
+    ) -> Result<(Outcome, Duration)> {
         let mut cmd = self.command(ranks, exe, args);
+        if !forward_stdin {
+            cmd.stdin(Stdio::null());
+        }
         eprintln!("xtask: {}", describe(&cmd));
         proc::run_with_timeout(&mut cmd, timeout)
     }

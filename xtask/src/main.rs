@@ -147,7 +147,7 @@ fn mpirun(args: MpirunArgs) -> Result<i32> {
         Some(exe) => (exe.display().to_string(), exe),
         None => build_target(&args)?,
     };
-    let (outcome, elapsed) = launcher.run(args.ranks, &exe, &args.args, Duration::from_secs(args.timeout))?;
+    let (outcome, elapsed) = launcher.run(args.ranks, &exe, &args.args, Duration::from_secs(args.timeout), true)?;
     match outcome {
         proc::Outcome::Exited(0) => {}
         proc::Outcome::TimedOut => eprintln!(

@@ -118,7 +118,7 @@ pub fn run(opts: &TestOptions) -> Result<i32> {
             job.ranks,
             if job.ranks == 1 { "" } else { "s" }
         );
-        let (outcome, elapsed) = launcher.run(job.ranks, exe, &[], opts.timeout)?;
+        let (outcome, elapsed) = launcher.run(job.ranks, exe, &[], opts.timeout, false)?;
         eprintln!("xtask: {} @ {} -> {}", job.name, job.ranks, outcome.describe());
         let stop = matches!(outcome, Outcome::Interrupted(_));
         results.push((job.clone(), outcome, elapsed));
