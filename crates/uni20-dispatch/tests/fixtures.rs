@@ -1,0 +1,127 @@
+//! Checks the reference and faer backends against numpy-generated fixtures
+//! (`scripts/gen_fixtures.py` -> `tests/fixtures/contract/<case>/`).
+
+use std::path::{Path, PathBuf};
+
+use uni20_dispatch::*;
+
+fn fixture_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/contract")
+}
+
+/// Minimal `.npy` reader: versions 1-3, C order, dtypes supported by [`DType::from_npy_descr`].
+fn read_npy(path: &Path) -> LocalTensor {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert_eq!(&bytes[..6], b"\x93NUMPY", "{}", path.display());
+    let major = bytes[6];
+    let (hlen, start) = match major {
+        1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
+        2 | 3 => (
+            u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
+            12,
+        ),
+        v => panic!("unsupported npy version {v}"),
+    };
+    let header = std::str::from_utf8(&bytes[start..start + hlen]).unwrap();
+    let field = |key: &str| -> &str {
+        let i = header.find(key).unwrap_or_else(|| panic!("no {key} in {header}"));
+        header[i + key.len()..].trim_start_matches([':', ' '])
+    };
+    let descr = field("'descr'");
+    let descr = &descr[1..descr[1..].find('\'').unwrap() + 1];
+    let dtype = DType::from_npy_descr(descr).unwrap();
+    assert!(field("'fortran_order'").starts_with("False"), "{header}");
+    let shape_s = field("'shape'");
+    let shape_s = &shape_s[1..shape_s.find(')').unwrap()];
+    let shape: Vec<usize> = shape_s
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse().unwrap())
+        .collect();
+    LocalTensor::from_bytes(dtype, &shape, &bytes[start + hlen..]).unwrap()
+}
+
+/// Parses "1.5", "-0.75", "2.5-0.5j", "(2.5+0.5j)".
+fn parse_scalar(s: &str) -> C64 {
+    let s = s.trim().trim_start_matches('(').trim_end_matches(')');
+    let Some(body) = s.strip_suffix('j') else {
+        return C64::new(s.parse().unwrap(), 0.0);
+    };
+    let bytes = body.as_bytes();
+    let split = (1..bytes.len())
+        .rev()
+        .find(|&i| (bytes[i] == b'+' || bytes[i] == b'-') && bytes[i - 1] != b'e')
+        .unwrap_or(0);
+    let re = if split == 0 {
+        0.0
+    } else {
+        body[..split].parse().unwrap()
+    };
+    C64::new(re, body[split..].parse().unwrap())
+}
+
+fn tolerance(d: DType) -> f64 {
+    if matches!(d, DType::F32 | DType::C32) {
+        1e-4
+    } else {
+        1e-10
+    }
+}
+
+#[test]
+fn scalar_parser() {
+    assert_eq!(parse_scalar("1.5"), C64::new(1.5, 0.0));
+    assert_eq!(parse_scalar("2.5-0.5j\n"), C64::new(2.5, -0.5));
+    assert_eq!(parse_scalar("(1e-3+2j)"), C64::new(1e-3, 2.0));
+}
+
+#[test]
+fn backends_match_numpy_fixtures() {
+    let root = fixture_root();
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    cases.sort();
+    assert!(
+        cases.len() >= 15,
+        "expected the generated fixture set, found {}",
+        cases.len()
+    );
+    let lists = [
+        ("reference", BackendList::reference_only()),
+        ("faer-seq", BackendList::default_cpu(1)),
+        ("faer-par", BackendList::default_cpu(2)),
+    ];
+    for dir in &cases {
+        let name = dir.file_name().unwrap().to_string_lossy().to_string();
+        let spec_s = std::fs::read_to_string(dir.join("spec.txt")).unwrap();
+        let spec = EinsumSpec::parse(spec_s.trim()).unwrap();
+        let a = read_npy(&dir.join("a.npy"));
+        let b = read_npy(&dir.join("b.npy"));
+        let expected = read_npy(&dir.join("out.npy"));
+        let alpha = std::fs::read_to_string(dir.join("alpha.txt"))
+            .map(|s| parse_scalar(&s))
+            .unwrap_or(C64::new(1.0, 0.0));
+        let c = dir.join("c.npy").exists().then(|| read_npy(&dir.join("c.npy")));
+        let beta = std::fs::read_to_string(dir.join("beta.txt"))
+            .map(|s| parse_scalar(&s))
+            .unwrap_or(C64::new(0.0, 0.0));
+        let scale = expected.to_c64_vec().iter().map(|z| z.norm()).fold(1.0f64, f64::max);
+        for (lname, list) in &lists {
+            let (got, attempts) = contract_with_attempts(&spec, alpha, &a, &b, beta, c.as_ref(), list)
+                .unwrap_or_else(|e| panic!("{name}/{lname}: {e}"));
+            let chosen = &attempts.last().unwrap().backend;
+            assert_eq!(chosen, list.names()[0], "{name}/{lname}");
+            assert_eq!(got.dtype(), expected.dtype(), "{name}/{lname}: dtype");
+            assert_eq!(got.shape(), expected.shape(), "{name}/{lname}: shape");
+            let diff = got.max_abs_diff(&expected).unwrap();
+            assert!(
+                diff <= tolerance(got.dtype()) * scale,
+                "{name}/{lname}: max abs diff {diff} (scale {scale})"
+            );
+        }
+    }
+}
