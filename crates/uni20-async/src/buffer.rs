@@ -1,7 +1,7 @@
 //! `Async<T>`, its read and write buffers, and the guards their awaits produce.
 
 use crate::epoch::{self, Core, Kind};
-use crate::error::{AsyncError, PanicError, SharedError};
+use crate::error::{AsyncError, SharedError};
 use crate::sync::{Arc, ConstPtr, MutPtr, UnsafeCell};
 use crate::task_ctx;
 use std::fmt;
@@ -494,7 +494,7 @@ impl<T: fmt::Debug> fmt::Debug for ReadGuard<T> {
 /// emptiness) through unchanged.
 ///
 /// Dropped while the thread is panicking, it **poisons** the epoch with a
-/// [`PanicError`]. [`fail`](WriteBuffer::fail) poisons it explicitly.
+/// [`PanicError`](crate::PanicError). [`fail`](WriteBuffer::fail) poisons it explicitly.
 pub struct WriteBuffer<T> {
     shared: Arc<Shared<T>>,
     epoch: u64,
@@ -581,9 +581,7 @@ impl<T> Drop for WriteBuffer<T> {
         if self.released {
             return;
         }
-        let fail = task_ctx::dropping_after_panic()
-            .or_else(|| std::thread::panicking().then(|| "writer dropped during a panic".to_string()))
-            .map(|message| std::sync::Arc::new(PanicError { message }) as SharedError);
+        let fail = task_ctx::panic_poison().map(|e| std::sync::Arc::new(e) as SharedError);
         self.shared.core.release_writer(self.epoch, self.id, fail);
     }
 }
@@ -723,6 +721,8 @@ impl<T> WriteGuard<T> {
         E: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         let WriteGuard { ptr, buf } = self;
+        // End the slot access (tracked under loom) before releasing the epoch.
+        #[allow(clippy::drop_non_drop)]
         drop(ptr);
         buf.fail(err);
     }

@@ -275,7 +275,13 @@ impl Core {
     pub(crate) fn poll_reader(&self, epoch: u64, id: u64, cx: Option<&Context<'_>>) -> Poll<Result<(), AsyncError>> {
         let mut tl = self.tl.lock();
         let i = tl.index(epoch);
-        let tag = task_ctx::current();
+        if cx.is_some() {
+            if let Some(tag) = task_ctx::current() {
+                if let Some(s) = tl.epochs[i].readers.iter_mut().find(|s| s.id == id) {
+                    s.awaited_by = Some(tag);
+                }
+            }
+        }
         let e = &tl.epochs[i];
         if i == 0 && e.reading() {
             return Poll::Ready(match &e.poison {
@@ -286,9 +292,6 @@ impl Core {
         if let Some(cx) = cx {
             if let Some(s) = tl.epochs[i].readers.iter_mut().find(|s| s.id == id) {
                 s.park(cx);
-                if tag.is_some() {
-                    s.awaited_by = tag;
-                }
             }
         }
         Poll::Pending
@@ -299,7 +302,11 @@ impl Core {
     pub(crate) fn poll_writer(&self, epoch: u64, id: u64, cx: Option<&Context<'_>>) -> Poll<Result<(), AsyncError>> {
         let mut tl = self.tl.lock();
         let i = tl.index(epoch);
-        let tag = task_ctx::current();
+        if cx.is_some() {
+            if let (Some(tag), Some(s)) = (task_ctx::current(), tl.epochs[i].writer.as_mut()) {
+                s.awaited_by = Some(tag);
+            }
+        }
         if i == 0 {
             let e = &tl.epochs[0];
             return Poll::Ready(match &e.poison {
@@ -310,9 +317,6 @@ impl Core {
         if let Some(cx) = cx {
             if let Some(s) = tl.epochs[i].writer.as_mut() {
                 s.park(cx);
-                if tag.is_some() {
-                    s.awaited_by = tag;
-                }
             }
         }
         Poll::Pending

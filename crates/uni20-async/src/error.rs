@@ -2,7 +2,7 @@
 
 use std::error::Error as StdError;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// A shared, thread-safe error value, as stored in a poisoned epoch.
 pub type SharedError = Arc<dyn StdError + Send + Sync + 'static>;
@@ -120,9 +120,46 @@ impl fmt::Display for DeadlockReport {
 }
 
 /// The error stored when a task panics while holding a write buffer.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("writer panicked: {message}")]
+///
+/// The panic message is filled in once the executor has caught the panic
+/// ([`LocalExecutor`](crate::LocalExecutor), [`ThreadPoolExecutor`](crate::ThreadPoolExecutor));
+/// on a plain thread, or if read before the catch, it says only that the writer was dropped
+/// during a panic.
+#[derive(Debug, Clone)]
 pub struct PanicError {
-    /// The panic payload if it was a string, else a placeholder.
-    pub message: String,
+    message: Arc<OnceLock<String>>,
 }
+
+impl PanicError {
+    pub(crate) fn pending() -> Self {
+        PanicError {
+            message: Arc::new(OnceLock::new()),
+        }
+    }
+
+    pub(crate) fn with_message(message: String) -> Self {
+        let e = Self::pending();
+        let _ = e.message.set(message);
+        e
+    }
+
+    pub(crate) fn fill(&self, message: &str) {
+        let _ = self.message.set(message.to_string());
+    }
+
+    /// The panic message, if known.
+    pub fn message(&self) -> Option<&str> {
+        self.message.get().map(String::as_str)
+    }
+}
+
+impl fmt::Display for PanicError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.message() {
+            Some(m) => write!(f, "writer panicked: {m}"),
+            None => write!(f, "writer dropped during a panic"),
+        }
+    }
+}
+
+impl StdError for PanicError {}

@@ -47,6 +47,7 @@ impl<F: Future> Future for CatchPanic<F> {
         let Some(fut) = this.fut.as_mut() else {
             return Poll::Pending;
         };
+        task_ctx::clear_unfilled_panics();
         match catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
             Ok(Poll::Pending) => Poll::Pending,
             Ok(Poll::Ready(v)) => {
@@ -55,6 +56,7 @@ impl<F: Future> Future for CatchPanic<F> {
             }
             Err(payload) => {
                 let message = panic_message(&*payload);
+                task_ctx::fill_panics(&message);
                 task_ctx::drop_after_panic(message.clone(), this.fut.take());
                 Poll::Ready(Err(AsyncError::TaskPanicked {
                     task: this.label.clone(),

@@ -2,6 +2,7 @@
 //! task waits on which buffer. Outside a `LocalExecutor` poll this is all inert.
 
 use crate::epoch::{Core, Kind};
+use crate::error::PanicError;
 use crate::sync::Arc;
 use std::cell::{Cell, RefCell};
 
@@ -71,15 +72,42 @@ impl Drop for PollScope {
 
 thread_local! {
     static DROPPING_AFTER_PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
+    static UNFILLED_PANICS: RefCell<Vec<PanicError>> = const { RefCell::new(Vec::new()) };
 }
 
-/// While an executor drops the future of a task that panicked, the panic message; write
-/// buffers dropped then poison their epochs with it.
-pub(crate) fn dropping_after_panic() -> Option<String> {
-    DROPPING_AFTER_PANIC.with(|d| d.borrow().clone())
+/// The poison a write buffer dropped now must store, if any: during a panic (its message is
+/// filled in when an executor catches it), or while an executor drops a panicked task.
+pub(crate) fn panic_poison() -> Option<PanicError> {
+    if let Some(m) = DROPPING_AFTER_PANIC.with(|d| d.borrow().clone()) {
+        return Some(PanicError::with_message(m));
+    }
+    if std::thread::panicking() {
+        let e = PanicError::pending();
+        UNFILLED_PANICS.with(|u| u.borrow_mut().push(e.clone()));
+        return Some(e);
+    }
+    None
 }
 
-/// Drops `value` with [`dropping_after_panic`] set to `message`.
+/// Forgets unfilled panic errors left by earlier, unrelated panics on this thread.
+pub(crate) fn clear_unfilled_panics() {
+    UNFILLED_PANICS.with(|u| {
+        if let Ok(mut u) = u.try_borrow_mut() {
+            u.clear();
+        }
+    });
+}
+
+/// Fills the message of every panic error created since the last clear.
+pub(crate) fn fill_panics(message: &str) {
+    UNFILLED_PANICS.with(|u| {
+        for e in u.borrow_mut().drain(..) {
+            e.fill(message);
+        }
+    });
+}
+
+/// Drops `value` with writer drops poisoning their epochs with `message`.
 pub(crate) fn drop_after_panic<V>(message: String, value: V) {
     struct Reset;
     impl Drop for Reset {

@@ -1,0 +1,632 @@
+//! Legality rules of the epoch queue, one scenario per rule. Each scenario is built so
+//! that the wrong interleaving (the one the rule forbids) would make it fail.
+
+use std::cell::RefCell;
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll};
+use uni20_async::{Async, AsyncError, LocalExecutor};
+
+/// Yields once to the executor (wakes itself, so it is runnable again at once).
+fn yield_now() -> impl Future<Output = ()> {
+    struct Y(bool);
+    impl Future for Y {
+        type Output = ();
+        fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+            if self.0 {
+                Poll::Ready(())
+            } else {
+                self.0 = true;
+                cx.waker().wake_by_ref();
+                Poll::Pending
+            }
+        }
+    }
+    Y(false)
+}
+
+type Log = Rc<RefCell<Vec<String>>>;
+
+fn log(l: &Log, s: impl Into<String>) {
+    l.borrow_mut().push(s.into());
+}
+
+// --- epoch assignment ------------------------------------------------------------------
+
+#[test]
+fn epochs_are_fixed_at_creation() {
+    let a = Async::<i32>::empty();
+    let r = a.read();
+    let w0 = a.write();
+    let r0b = a.read();
+    let w1 = a.write();
+    let r1 = a.read();
+    // An empty Async's epoch 0 has no writer: the first write() joins it.
+    assert_eq!((r.epoch(), w0.epoch(), r0b.epoch()), (0, 0, 0));
+    assert_eq!((w1.epoch(), r1.epoch()), (1, 1));
+    assert_eq!(a.latest_epoch(), 1);
+
+    let b = Async::new(5);
+    // Async::new counts epoch 0 as written: the first write() opens epoch 1.
+    assert_eq!(b.read().epoch(), 0);
+    assert_eq!(b.write().epoch(), 1);
+}
+
+#[test]
+fn read_before_first_write_on_empty_sees_that_write() {
+    // Upstream consequence 2: the reader is on epoch 0 and observes the first write.
+    let a = Async::<i32>::empty();
+    let r = a.read();
+    let w = a.write();
+    let ex = LocalExecutor::new();
+    let hr = ex.spawn(async move { *r.get().await.unwrap() }); // polled first
+    ex.spawn(async move { w.set(7).await.unwrap() });
+    ex.run().unwrap();
+    assert_eq!(hr.try_take().unwrap().unwrap(), 7);
+}
+
+#[test]
+fn program_order_not_spawn_order_decides() {
+    let a = Async::new(1);
+    let r0 = a.read();
+    let w1 = a.write();
+    let r1 = a.read();
+    let w2 = a.write();
+    let r2 = a.read();
+    let ex = LocalExecutor::new();
+    // Spawn in reverse causal order.
+    let h2 = ex.spawn(async move { *r2.await.unwrap() });
+    ex.spawn(async move {
+        let mut g = w2.await.unwrap();
+        *g.value_mut().unwrap() *= 10;
+    });
+    let h1 = ex.spawn(async move { *r1.await.unwrap() });
+    ex.spawn(async move {
+        let mut g = w1.await.unwrap();
+        *g.value_mut().unwrap() += 1;
+    });
+    let h0 = ex.spawn(async move { *r0.await.unwrap() });
+    ex.run().unwrap();
+    assert_eq!(h0.try_take().unwrap().unwrap(), 1);
+    assert_eq!(h1.try_take().unwrap().unwrap(), 2);
+    assert_eq!(h2.try_take().unwrap().unwrap(), 20);
+}
+
+// --- L1: readers of one epoch run together -----------------------------------------------
+
+#[test]
+fn readers_of_one_epoch_hold_the_value_together() {
+    let a = Async::new(3);
+    let held = Rc::new(RefCell::new((0usize, 0usize))); // (now, max)
+    let ex = LocalExecutor::new();
+    for _ in 0..3 {
+        let r = a.read();
+        let held = held.clone();
+        ex.spawn(async move {
+            let g = r.await.unwrap();
+            {
+                let mut h = held.borrow_mut();
+                h.0 += 1;
+                h.1 = h.1.max(h.0);
+            }
+            yield_now().await; // keep holding while the others read
+            assert_eq!(*g, 3);
+            held.borrow_mut().0 -= 1;
+        });
+    }
+    ex.run().unwrap();
+    assert_eq!(held.borrow().1, 3, "all readers must be able to hold at once");
+}
+
+#[test]
+fn readers_run_concurrently_on_threads() {
+    use std::sync::mpsc;
+    use std::time::Duration;
+    let a = Async::new(1u64);
+    let pool = uni20_async::ThreadPoolExecutor::new(2).unwrap();
+    let (tx1, rx1) = mpsc::channel::<()>();
+    let (tx2, rx2) = mpsc::channel::<()>();
+    let rendezvous = |r: uni20_async::ReadBuffer<u64>, tx: mpsc::Sender<()>, rx: mpsc::Receiver<()>| async move {
+        let g = r.await.unwrap();
+        tx.send(()).unwrap();
+        // Both readers hold their guard here at the same time, or this times out.
+        let ok = rx.recv_timeout(Duration::from_secs(10)).is_ok();
+        (*g, ok)
+    };
+    let h1 = pool.spawn(rendezvous(a.read(), tx1, rx2));
+    let h2 = pool.spawn(rendezvous(a.read(), tx2, rx1));
+    assert_eq!(h1.join().unwrap(), (1, true));
+    assert_eq!(h2.join().unwrap(), (1, true));
+}
+
+// --- L2: readers wait for their epoch's writer -------------------------------------------
+
+#[test]
+fn reader_waits_for_writer_of_its_epoch() {
+    let a = Async::new(0);
+    let w = a.write();
+    let r = a.read();
+    assert!(!r.is_ready());
+    let l: Log = Rc::default();
+    let ex = LocalExecutor::new();
+    let (l1, l2) = (l.clone(), l.clone());
+    let hr = ex.spawn(async move {
+        let v = *r.get().await.unwrap();
+        log(&l1, format!("read {v}"));
+        v
+    });
+    ex.spawn(async move {
+        let mut g = w.await.unwrap();
+        log(&l2, "write start");
+        yield_now().await; // the reader must not get in while the writer holds
+        g.set(42);
+        log(&l2, "write end");
+    });
+    ex.run().unwrap();
+    assert_eq!(hr.try_take().unwrap().unwrap(), 42);
+    assert_eq!(*l.borrow(), ["write start", "write end", "read 42"]);
+}
+
+// --- L3: the next writer waits for every reader handle ---------------------------------
+
+#[test]
+fn writer_waits_for_unawaited_and_cloned_readers() {
+    let a = Async::new(1);
+    let r = a.read();
+    let rc = r.clone();
+    let w = a.write();
+    assert!(!w.is_ready(), "a live reader handle blocks the next writer");
+    drop(r);
+    assert!(!w.is_ready(), "the clone still blocks it");
+    drop(rc);
+    assert!(w.is_ready());
+}
+
+#[test]
+fn writer_waits_for_reader_holding_guard() {
+    let a = Async::new(1);
+    let r = a.read();
+    let w = a.write();
+    let l: Log = Rc::default();
+    let ex = LocalExecutor::new();
+    let (l1, l2) = (l.clone(), l.clone());
+    ex.spawn(async move {
+        let mut g = w.await.unwrap();
+        log(&l1, "write");
+        g.set(2);
+    });
+    ex.spawn(async move {
+        let g = r.await.unwrap();
+        log(&l2, format!("read start {}", *g));
+        yield_now().await;
+        yield_now().await;
+        log(&l2, format!("read end {}", *g)); // must still be 1
+    });
+    ex.run().unwrap();
+    assert_eq!(*l.borrow(), ["read start 1", "read end 1", "write"]);
+    assert_eq!(a.get_wait().unwrap(), 2);
+}
+
+#[test]
+fn into_maybe_on_empty_releases_at_once() {
+    let a = Async::<i32>::empty();
+    let w0 = a.write();
+    let r = a.read();
+    let w1 = a.write();
+    drop(w0); // no value
+    let g = futures::executor::block_on(r.into_maybe()).unwrap();
+    assert!(g.is_none());
+    assert!(w1.is_ready(), "an empty owning maybe-read holds no registration");
+}
+
+// --- L4: one writer at a time -------------------------------------------------------------
+
+#[test]
+fn writers_run_one_at_a_time_in_epoch_order() {
+    let a = Async::new(Vec::<u32>::new());
+    let ws: Vec<_> = (0..4).map(|_| a.write()).collect();
+    let active = Rc::new(RefCell::new(0usize));
+    let ex = LocalExecutor::new();
+    for (i, w) in ws.into_iter().enumerate().rev() {
+        let active = active.clone();
+        ex.spawn(async move {
+            let mut g = w.await.unwrap();
+            *active.borrow_mut() += 1;
+            assert_eq!(*active.borrow(), 1, "two writers active at once");
+            yield_now().await;
+            g.value_mut().unwrap().push(i as u32);
+            *active.borrow_mut() -= 1;
+        });
+    }
+    ex.run().unwrap();
+    assert_eq!(a.get_wait().unwrap(), vec![0, 1, 2, 3]);
+}
+
+#[test]
+fn writer_blocks_next_writer_until_released() {
+    let a = Async::new(0);
+    let w1 = a.write();
+    let w2 = a.write();
+    assert!(w1.is_ready());
+    assert!(!w2.is_ready());
+    let g1 = futures::executor::block_on(w1.into_future()).unwrap();
+    assert!(!w2.is_ready());
+    drop(g1);
+    assert!(w2.is_ready());
+}
+
+// --- writer forms ---------------------------------------------------------------------------
+
+#[test]
+fn dropped_writer_passes_previous_value_through() {
+    let a = Async::new(String::from("kept"));
+    let w = a.write();
+    let r = a.read();
+    drop(w);
+    assert_eq!(r.get_wait().unwrap(), "kept");
+}
+
+#[test]
+fn emplace_into_empty_then_take_then_no_value() {
+    let a = Async::<String>::empty();
+    let w0 = a.write();
+    let r0 = a.read();
+    let w1 = a.write();
+    let r1 = a.read();
+    let ex = LocalExecutor::new();
+    let h0 = ex.spawn(async move { r0.get().await.cloned() });
+    let ht = ex.spawn(async move { w1.take().await.unwrap() });
+    let h1 = ex.spawn(async move {
+        let plain = r1.get().await.err();
+        let maybe = r1.maybe().await.unwrap().cloned();
+        (plain, maybe)
+    });
+    ex.spawn(async move {
+        let mut g = w0.await.unwrap();
+        assert!(g.get().is_none());
+        assert!(g.value_mut().unwrap_err().is_no_value());
+        g.set("v".into());
+    });
+    ex.run().unwrap();
+    assert_eq!(h0.try_take().unwrap().unwrap().unwrap(), "v");
+    assert_eq!(ht.try_take().unwrap().unwrap().as_deref(), Some("v"));
+    let (plain, maybe) = h1.try_take().unwrap().unwrap();
+    assert!(plain.unwrap().is_no_value());
+    assert_eq!(maybe, None);
+}
+
+#[test]
+fn guard_slot_and_get_or_insert() {
+    let a = Async::<Vec<i32>>::empty();
+    let w = a.write();
+    let mut g = w.wait().unwrap();
+    g.get_or_insert_with(Vec::new).push(1);
+    g.get_mut().unwrap().push(2);
+    assert_eq!(g.slot().as_deref(), Some(&[1, 2][..]));
+    drop(g);
+    assert_eq!(a.get_wait().unwrap(), vec![1, 2]);
+    assert_eq!(a.take_wait().unwrap(), vec![1, 2]);
+    assert!(a.get_wait().unwrap_err().is_no_value());
+    assert!(a.take_wait().unwrap_err().is_no_value());
+}
+
+// --- cancellation vs errors -------------------------------------------------------------
+
+#[test]
+fn reader_that_never_saw_a_value_gets_no_value() {
+    let a = Async::<i32>::empty().with_name("never");
+    let r = a.read();
+    let w = a.write();
+    drop(w); // released without writing
+    let err = r.wait().unwrap_err();
+    assert!(matches!(err, AsyncError::NoValue { epoch: 0, .. }), "{err}");
+    assert!(!err.is_poisoned());
+    assert!(err.to_string().contains("`never`"), "{err}");
+    assert_eq!(futures::executor::block_on(r.maybe()).unwrap(), None);
+}
+
+#[test]
+fn explicit_fail_poisons_this_and_later_epochs() {
+    let a = Async::new(1).with_name("p");
+    let w1 = a.write();
+    let r1 = a.read();
+    let w2 = a.write();
+    let r2 = a.read();
+    w1.fail("disk on fire");
+    let e1 = r1.wait().unwrap_err();
+    match &e1 {
+        AsyncError::Poisoned {
+            epoch,
+            origin_epoch,
+            message,
+            origin,
+            ..
+        } => {
+            assert_eq!((*epoch, *origin_epoch), (1, 1));
+            assert_eq!(message, "disk on fire");
+            assert!(origin.contains("write(`p`@1"), "{origin}");
+        }
+        e => panic!("expected Poisoned, got {e}"),
+    }
+    drop(r1);
+    // Sticky: the writer of the next epoch is told, and readers after it stay poisoned.
+    let e2 = futures::executor::block_on(w2.into_future()).unwrap_err();
+    assert!(e2.is_poisoned());
+    let e3 = r2.wait().unwrap_err();
+    assert!(
+        matches!(
+            e3,
+            AsyncError::Poisoned {
+                epoch: 2,
+                origin_epoch: 1,
+                ..
+            }
+        ),
+        "{e3}"
+    );
+    // maybe() reports poison too: it is an error, not "no value".
+    assert!(futures::executor::block_on(r2.maybe()).unwrap_err().is_poisoned());
+    assert!(a.get_wait().unwrap_err().is_poisoned());
+}
+
+#[test]
+fn fail_before_epoch_starts_keeps_the_earliest_error() {
+    let a = Async::new(0);
+    let w1 = a.write();
+    let w2 = a.write();
+    let r2 = a.read();
+    w2.fail("second"); // not yet started
+    w1.fail("first");
+    match r2.wait().unwrap_err() {
+        AsyncError::Poisoned {
+            message, origin_epoch, ..
+        } => assert_eq!((message.as_str(), origin_epoch), ("first", 1)),
+        e => panic!("{e}"),
+    }
+}
+
+#[test]
+fn guard_fail_poisons() {
+    let a = Async::new(0);
+    let g = a.write().wait().unwrap();
+    g.fail(std::io::Error::other("io"));
+    let e = a.get_wait().unwrap_err();
+    let AsyncError::Poisoned { source, .. } = &e else {
+        panic!("{e}")
+    };
+    assert!(source.downcast_ref::<std::io::Error>().is_some());
+    assert!(std::error::Error::source(&e).is_some());
+}
+
+#[test]
+fn panic_in_writer_task_reaches_every_later_reader() {
+    let a = Async::new(1).with_name("x");
+    let w1 = a.write();
+    let r1 = a.read();
+    let w2 = a.write();
+    let r2 = a.read();
+    let ex = LocalExecutor::new();
+    ex.spawn_named("boom", async move {
+        let mut g = w1.await.unwrap();
+        g.set(99);
+        yield_now().await;
+        panic!("kernel exploded");
+    });
+    let h1 = ex.spawn(async move { r1.get().await.copied() });
+    let hw2 = ex.spawn(async move { w2.set(5).await });
+    let h2 = ex.spawn(async move { r2.maybe().await.map(|v| v.copied()) });
+    let err = ex.run().unwrap_err();
+    assert!(
+        matches!(&err, AsyncError::TaskPanicked { message, task } if message == "kernel exploded" && task.contains("boom")),
+        "{err}"
+    );
+    for e in [
+        h1.try_take().unwrap().unwrap().unwrap_err(),
+        hw2.try_take().unwrap().unwrap().unwrap_err(),
+        h2.try_take().unwrap().unwrap().unwrap_err(),
+    ] {
+        match e {
+            AsyncError::Poisoned { message, origin, .. } => {
+                assert!(message.contains("kernel exploded"), "{message}");
+                assert!(origin.contains("write(`x`@1"), "{origin}");
+            }
+            e => panic!("expected poison, got {e}"),
+        }
+    }
+}
+
+#[test]
+fn panic_in_pool_task_poisons() {
+    let pool = uni20_async::ThreadPoolExecutor::new(2).unwrap();
+    let a = Async::new(0u32);
+    let w = a.write();
+    let h = pool.spawn_named("bad", async move {
+        let _g = w.await.unwrap();
+        panic!("pool boom");
+    });
+    let e = h.join().unwrap_err();
+    assert!(matches!(e, AsyncError::TaskPanicked { .. }), "{e}");
+    let e = a.get_wait().unwrap_err();
+    assert!(e.to_string().contains("pool boom"), "{e}");
+}
+
+#[test]
+fn panic_on_plain_thread_poisons_via_panicking() {
+    let a = std::sync::Arc::new(Async::new(0u32));
+    let w = a.write();
+    let t = std::thread::spawn(move || {
+        let _g = w.wait().unwrap();
+        panic!("thread boom");
+    });
+    assert!(t.join().is_err());
+    assert!(a.get_wait().unwrap_err().is_poisoned());
+}
+
+// --- the kernel shape and its self-deadlock ---------------------------------------------
+
+#[test]
+fn read_compute_release_then_write_does_not_deadlock() {
+    let x = Async::new(2.0f64).with_name("x");
+    let r = x.read();
+    let w = x.write();
+    let ex = LocalExecutor::new();
+    ex.spawn(async move {
+        let v = *r.get().await.unwrap();
+        let y = v * v;
+        drop(r); // release the reads first
+        w.set(y).await.unwrap();
+    });
+    ex.run().unwrap();
+    assert_eq!(x.get_wait().unwrap(), 4.0);
+}
+
+#[test]
+fn self_deadlock_is_reported_naming_both_buffers() {
+    let x = Async::new(2.0f64).with_name("x");
+    let r = x.read();
+    let w = x.write();
+    let ex = LocalExecutor::new();
+    ex.spawn_named("kernel", async move {
+        let v = *r.get().await.unwrap();
+        // BUG: still holding `r` (epoch 0) while awaiting the writer of epoch 1.
+        w.set(v * v).await.unwrap();
+        drop(r);
+    });
+    let err = ex.run().unwrap_err();
+    let AsyncError::Deadlock(report) = &err else {
+        panic!("expected deadlock, got {err}")
+    };
+    assert_eq!(report.blocked.len(), 1);
+    assert_eq!(report.blocked[0].name, "kernel");
+    let dump = err.to_string();
+    assert!(dump.contains("write(`x`@1"), "{dump}");
+    assert!(dump.contains("read(`x`@0"), "{dump}");
+    assert!(dump.contains("awaited by task 0"), "{dump}");
+}
+
+#[test]
+fn reader_of_epoch_without_writer_is_reported() {
+    let a = Async::<i32>::empty().with_name("orphan");
+    let r = a.read();
+    let ex = LocalExecutor::new();
+    ex.spawn(async move { r.get().await.copied() });
+    let dump = ex.run().unwrap_err().to_string();
+    assert!(dump.contains("read(`orphan`@0"), "{dump}");
+    assert!(dump.contains("no writer"), "{dump}");
+}
+
+#[test]
+fn writer_not_released_is_named() {
+    let a = Async::new(1).with_name("a");
+    let w = a.write();
+    let r = a.read();
+    let ex = LocalExecutor::new();
+    ex.spawn_named("holder", async move {
+        let g = w.await.unwrap();
+        futures::future::pending::<()>().await; // never releases
+        drop(g);
+    });
+    ex.spawn_named("reader", async move { r.get().await.copied() });
+    let dump = ex.run().unwrap_err().to_string();
+    assert!(dump.contains("read(`a`@1"), "{dump}");
+    assert!(dump.contains("blocked by write(`a`@1"), "{dump}");
+    assert!(dump.contains("awaited by task 0"), "{dump}");
+}
+
+// --- blocking APIs --------------------------------------------------------------------
+
+#[test]
+fn get_wait_blocks_until_another_thread_writes() {
+    let a = std::sync::Arc::new(Async::new(0u64));
+    let w = a.write();
+    let r = a.read();
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let mut g = w.wait().unwrap();
+        g.set(17);
+    });
+    assert_eq!(r.get_wait().unwrap(), 17);
+    t.join().unwrap();
+}
+
+#[test]
+fn blocking_inside_local_task_is_an_error_not_a_hang() {
+    let a = std::rc::Rc::new(Async::new(1));
+    let w = a.write();
+    let ex = LocalExecutor::new();
+    let a2 = a.clone();
+    let h = ex.spawn(async move { a2.get_wait() });
+    ex.spawn(async move { w.set(2).await.unwrap() });
+    ex.run().unwrap();
+    let e = h.try_take().unwrap().unwrap().unwrap_err();
+    assert!(matches!(e, AsyncError::WouldBlock { .. }), "{e}");
+    // Ready values are fine to "block" on inside a task.
+    let a3 = a.clone();
+    assert_eq!(ex.block_on(async move { a3.get_wait() }).unwrap().unwrap(), 2);
+}
+
+#[test]
+fn local_block_on_drives_other_tasks() {
+    let a = Async::new(1);
+    let w = a.write();
+    let r = a.read();
+    let ex = LocalExecutor::new();
+    ex.spawn(async move { w.set(3).await.unwrap() });
+    assert_eq!(ex.block_on(async move { *r.get().await.unwrap() }).unwrap(), 3);
+}
+
+// --- thread safety -----------------------------------------------------------------------
+
+#[test]
+fn types_are_send_and_sync() {
+    fn ss<T: Send + Sync>() {}
+    ss::<Async<Vec<f64>>>();
+    ss::<uni20_async::ReadBuffer<Vec<f64>>>();
+    ss::<uni20_async::WriteBuffer<Vec<f64>>>();
+    ss::<uni20_async::ReadGuard<Vec<f64>>>();
+    ss::<uni20_async::WriteGuard<Vec<f64>>>();
+    ss::<AsyncError>();
+    fn send<T: Send>(_: &T) {}
+    let a = Async::new(1);
+    let r = a.read();
+    send(&r.into_future_send());
+}
+
+trait IntoFutureSend {
+    fn into_future_send(self) -> uni20_async::ReadOwned<i32>;
+}
+impl IntoFutureSend for uni20_async::ReadBuffer<i32> {
+    fn into_future_send(self) -> uni20_async::ReadOwned<i32> {
+        std::future::IntoFuture::into_future(self)
+    }
+}
+
+#[test]
+fn pool_chain_of_epochs_keeps_causal_order() {
+    let pool = uni20_async::ThreadPoolExecutor::new(2).unwrap();
+    let a = Async::new(0u64).with_name("chain");
+    let mut handles = Vec::new();
+    let mut expected = Vec::new();
+    for k in 0..200u64 {
+        let r = a.read();
+        expected.push(k);
+        handles.push(pool.spawn(async move { *r.await.unwrap() }));
+        let w = a.write();
+        let r2 = a.read();
+        drop(r2);
+        handles.push(pool.spawn(async move {
+            let mut g = w.await.unwrap();
+            let v = *g.get().unwrap();
+            g.set(v + 1);
+            u64::MAX
+        }));
+    }
+    let got: Vec<u64> = handles
+        .into_iter()
+        .map(|h| h.join().unwrap())
+        .filter(|v| *v != u64::MAX)
+        .collect();
+    assert_eq!(got, expected);
+    assert_eq!(a.get_wait().unwrap(), 200);
+}
