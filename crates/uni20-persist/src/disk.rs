@@ -37,6 +37,9 @@ pub(crate) struct FileHeader {
     pub refs: Option<Vec<ObjectId>>,
 }
 
+/// One object file found by [`Disk::scan`]: its ID and its header (or why it is unreadable).
+pub(crate) type ScanItem = (ObjectId, Result<FileHeader, PersistError>);
+
 pub(crate) struct Disk {
     dir: PathBuf,
     tmp_counter: AtomicU64,
@@ -218,7 +221,7 @@ impl Disk {
 
     /// Lists the object files, deleting leftover temporaries. Returns each object's
     /// ID (from its file name) and its header or the error reading it.
-    pub fn scan(&self) -> Result<Vec<(ObjectId, Result<FileHeader, PersistError>)>, PersistError> {
+    pub fn scan(&self) -> Result<Vec<ScanItem>, PersistError> {
         let mut out = Vec::new();
         let rd = fs::read_dir(&self.dir).map_err(io("list store directory", &self.dir))?;
         for ent in rd {

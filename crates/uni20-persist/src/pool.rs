@@ -59,29 +59,27 @@ impl LoadPool {
 }
 
 struct Slot<R> {
-    result: Option<R>,
+    result: Option<std::thread::Result<R>>,
     waker: Option<Waker>,
-    done: bool,
 }
 
 /// Future of a job run on the pool.
 pub(crate) struct BlockingFuture<R> {
     slot: Arc<Mutex<Slot<R>>>,
-    /// Set when the job could not be started; polled inline instead.
-    inline: Option<Box<dyn FnOnce() -> R + Send>>,
 }
 
 impl<R> Unpin for BlockingFuture<R> {}
 
 impl<R> Future for BlockingFuture<R> {
     type Output = R;
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<R> {
-        if let Some(f) = self.inline.take() {
-            return Poll::Ready(f());
-        }
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<R> {
         let mut s = self.slot.lock();
-        if let Some(r) = s.result.take() {
-            return Poll::Ready(r);
+        match s.result.take() {
+            Some(Ok(r)) => return Poll::Ready(r),
+            // The job panicked (e.g. a `Persist::decode` that panics): re-raise it in
+            // the awaiting task rather than hanging.
+            Some(Err(p)) => std::panic::resume_unwind(p),
+            None => {}
         }
         s.waker = Some(cx.waker().clone());
         Poll::Pending
@@ -97,20 +95,18 @@ where
     let slot = Arc::new(Mutex::new(Slot {
         result: None,
         waker: None,
-        done: false,
     }));
     let s2 = slot.clone();
     pool.submit(Box::new(move || {
-        let r = f();
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
         let waker = {
             let mut s = s2.lock();
             s.result = Some(r);
-            s.done = true;
             s.waker.take()
         };
         if let Some(w) = waker {
             w.wake();
         }
     }));
-    BlockingFuture { slot, inline: None }
+    BlockingFuture { slot }
 }

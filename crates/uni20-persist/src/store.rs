@@ -23,6 +23,9 @@ fn refs_erased<T: Persist>(b: &[u8]) -> Result<Vec<ObjectId>, PersistError> {
     Ok(T::decode(b)?.references())
 }
 
+/// A reachable object whose references gc must still find: id, type name, resident bytes.
+type Unresolved = (ObjectId, String, Option<Arc<[u8]>>);
+
 /// Seq numbers reserved (and recorded durably) at a time by a disk store.
 const SEQ_BLOCK: u64 = 4096;
 
@@ -153,6 +156,26 @@ struct State {
 }
 
 impl State {
+    /// Empty state with the crate's built-in `Persist` types registered for `gc`.
+    fn new() -> State {
+        let mut st = State::default();
+        let builtins: [(&str, RefsFn); 9] = [
+            (<Vec<u8>>::TYPE_NAME, refs_erased::<Vec<u8>>),
+            (String::TYPE_NAME, refs_erased::<String>),
+            (<Vec<f64>>::TYPE_NAME, refs_erased::<Vec<f64>>),
+            (<Vec<f32>>::TYPE_NAME, refs_erased::<Vec<f32>>),
+            (<Vec<i64>>::TYPE_NAME, refs_erased::<Vec<i64>>),
+            (<Vec<u64>>::TYPE_NAME, refs_erased::<Vec<u64>>),
+            (<Vec<i32>>::TYPE_NAME, refs_erased::<Vec<i32>>),
+            (<Vec<u32>>::TYPE_NAME, refs_erased::<Vec<u32>>),
+            (<Vec<ObjectId>>::TYPE_NAME, refs_erased::<Vec<ObjectId>>),
+        ];
+        for (name, f) in builtins {
+            st.refs_fns.insert(name.to_owned(), f);
+        }
+        st
+    }
+
     /// Applies `f` to entry `id`, keeping the resident-bytes account and LRU index right.
     fn update<R>(&mut self, id: ObjectId, f: impl FnOnce(&mut Entry) -> R) -> Option<R> {
         let e = self.entries.get_mut(&id)?;
@@ -303,7 +326,9 @@ struct LoadingGuard<'a> {
 impl Drop for LoadingGuard<'_> {
     fn drop(&mut self) {
         let mut l = self.inner.loading.lock();
-        if l.get(&self.id).is_some_and(|a| Arc::ptr_eq(a, &self.lock)) && Arc::strong_count(&self.lock) <= 2 {
+        if l.get(&self.id).is_some_and(|a| Arc::ptr_eq(a, &self.lock)) {
+            // Waiters holding this lock re-check residency once they get it; new
+            // arrivals create a fresh lock and re-check too.
             l.remove(&self.id);
         }
     }
@@ -330,7 +355,7 @@ impl Store {
     /// Nothing is written to disk and nothing is evicted. Two in-memory stores
     /// created with the same rank allocate colliding IDs: create one per rank.
     pub fn in_memory(rank: u32) -> Store {
-        Store::from_parts(rank, None, None, State::default(), 0)
+        Store::from_parts(rank, None, None, State::new(), 0)
     }
 
     /// Opens (creating if needed) the disk store of `rank` under `dir`: the objects
@@ -348,7 +373,7 @@ impl Store {
     /// [`PersistError::Corrupt`] if the counter file is damaged.
     pub fn open(dir: &Path, rank: u32, opts: StoreOptions) -> Result<Store, PersistError> {
         let disk = Disk::create(dir, rank)?;
-        let mut state = State::default();
+        let mut state = State::new();
         let mut next = disk.read_counter()?.unwrap_or(0);
         for (id, res) in disk.scan()? {
             if id.origin == rank {
@@ -875,8 +900,10 @@ impl Store {
                     (Some(b), _, _) => Ok(b.clone()),
                     (None, Some(v), Some(enc)) => Err((v.clone(), enc)),
                     _ => {
+                        // Not reachable: a resident entry always has bytes or an
+                        // encodable value. Stop rather than spin.
                         e.spilling = false;
-                        continue;
+                        return Ok(());
                     }
                 };
                 (id, e.meta.clone(), e.refs.clone(), src)
@@ -901,18 +928,18 @@ impl Store {
             res?;
             st.stats.spills += 1;
             st.stats.disk_writes += 1;
-            st.update(id, |e| {
+            let evicted = st.update(id, |e| {
                 e.disk = OnDisk::Written;
-                if !e.pinned() {
+                let evict = !e.pinned();
+                if evict {
                     e.value = None;
                     e.bytes = None;
-                    true
-                } else {
-                    false
                 }
-            })
-            .filter(|&evicted| evicted)
-            .map(|_| st.stats.evictions += 1);
+                evict
+            });
+            if evicted == Some(true) {
+                st.stats.evictions += 1;
+            }
         }
     }
 
@@ -1024,7 +1051,7 @@ impl Store {
             stack.extend(loading);
             stack.extend(st.entries.values().filter(|e| e.pinned()).map(|e| e.meta.id));
             let mut reach: HashSet<ObjectId> = HashSet::new();
-            let mut unknown: Vec<(ObjectId, String, Option<Arc<[u8]>>)> = Vec::new();
+            let mut unknown: Vec<Unresolved> = Vec::new();
             while let Some(id) = stack.pop() {
                 if !reach.insert(id) {
                     continue;

@@ -1,0 +1,297 @@
+//! Disk-backed store: durability, restart, corruption, budget, spill, gc.
+
+mod common;
+
+use std::fs;
+use std::sync::{Arc, Barrier};
+
+use uni20_persist::*;
+
+fn open(dir: &std::path::Path, rank: u32) -> Store {
+    Store::open(dir, rank, StoreOptions::new()).unwrap()
+}
+
+#[test]
+fn restart_after_flush_serves_everything() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut ptrs = Vec::new();
+    {
+        let s = open(tmp.path(), 3);
+        for i in 0..20u64 {
+            ptrs.push(s.commit(vec![i; (i as usize) + 1]).unwrap());
+        }
+        s.flush(ptrs[0]).unwrap();
+        s.flush_all().unwrap();
+        assert!(s.object_path(ptrs[0].id()).unwrap().exists());
+    }
+    let s = open(tmp.path(), 3);
+    assert_eq!(s.stats().objects, 20);
+    for (i, p) in ptrs.iter().enumerate() {
+        assert!(s.try_load_local(*p).is_none(), "nothing resident after open");
+        let v = s.load_wait(*p).unwrap();
+        assert_eq!(v.len(), i + 1);
+        assert!(v.iter().all(|&x| x == i as u64));
+    }
+    assert_eq!(s.stats().disk_reads, 20);
+    // New IDs never collide with old ones.
+    let q = s.commit(vec![0u64]).unwrap();
+    assert!(ptrs.iter().all(|p| p.id() != q.id()));
+    assert!(q.id().seq > ptrs.last().unwrap().id().seq);
+}
+
+#[test]
+fn ids_never_reused_even_without_flush_or_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let first = {
+        let s = open(tmp.path(), 0);
+        let p = s.commit(vec![1u8]).unwrap();
+        // Simulate losing the unflushed file in a crash.
+        fs::remove_file(s.object_path(p.id()).unwrap()).unwrap();
+        p
+    };
+    let s = open(tmp.path(), 0);
+    assert!(!s.contains(first.id()));
+    let q = s.commit(vec![2u8]).unwrap();
+    assert!(q.id().seq > first.id().seq);
+}
+
+#[test]
+fn ranks_use_separate_directories() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = open(tmp.path(), 0);
+    let b = open(tmp.path(), 1);
+    let p = a.commit(vec![1u8]).unwrap();
+    let q = b.commit(vec![2u8]).unwrap();
+    assert_ne!(p.id(), q.id());
+    assert_ne!(a.dir().unwrap(), b.dir().unwrap());
+    assert!(!b.contains(p.id()));
+}
+
+#[test]
+fn truncated_file_is_detected() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (p, path) = {
+        let s = open(tmp.path(), 0);
+        let p = s.commit(vec![3.0f64; 1000]).unwrap();
+        s.flush_all().unwrap();
+        (p, s.object_path(p.id()).unwrap())
+    };
+    let len = fs::metadata(&path).unwrap().len();
+    let f = fs::OpenOptions::new().write(true).open(&path).unwrap();
+    f.set_len(len - 100).unwrap();
+    drop(f);
+    let s = open(tmp.path(), 0);
+    let e = s.load_wait(p).unwrap_err();
+    assert!(e.is_fatal(), "{e}");
+    let msg = e.to_string();
+    assert!(msg.contains(&p.id().to_string()), "{msg}");
+    assert!(msg.contains(&path.display().to_string()), "{msg}");
+    assert!(s.try_load_local(p).is_none());
+    assert!(s.encoded(p.id()).is_err());
+    // Never reuses the damaged object's ID.
+    assert!(s.commit(vec![0f64]).unwrap().id().seq > p.id().seq);
+}
+
+#[test]
+fn corrupted_payload_is_detected_on_load() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = open(tmp.path(), 0);
+    let p = s.commit(vec![7u8; 4096]).unwrap();
+    s.flush(p).unwrap();
+    let path = s.object_path(p.id()).unwrap();
+    let mut bytes = fs::read(&path).unwrap();
+    let n = bytes.len();
+    bytes[n - 10] ^= 0xff;
+    fs::write(&path, &bytes).unwrap();
+    // Resident copy is still fine...
+    assert_eq!(s.load_wait(p).unwrap()[0], 7);
+    // ...but once released, the disk copy is checked.
+    assert!(s.release(p.id()));
+    assert!(s.contains(p.id()));
+    match s.load_wait(p) {
+        Err(PersistError::Checksum { id, path: Some(f), .. }) => {
+            assert_eq!(id, p.id());
+            assert_eq!(f, path);
+        }
+        other => panic!("expected checksum error, got {other:?}"),
+    }
+}
+
+#[test]
+fn corrupted_header_is_detected() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (p, path) = {
+        let s = open(tmp.path(), 0);
+        let p = s.commit(vec![1u8; 10]).unwrap();
+        s.flush_all().unwrap();
+        (p, s.object_path(p.id()).unwrap())
+    };
+    let mut bytes = fs::read(&path).unwrap();
+    bytes[20] ^= 0x55;
+    fs::write(&path, &bytes).unwrap();
+    let s = open(tmp.path(), 0);
+    assert!(matches!(s.load_wait(p), Err(PersistError::Corrupt { .. })));
+    // A verified replica repairs it.
+    let meta = ObjectMeta::of_bytes(p.id(), "uni20.bytes.v1", &[1u8; 10]);
+    s.insert_replica(meta, vec![1u8; 10]).unwrap();
+    assert_eq!(&*s.load_wait(p).unwrap(), &[1u8; 10]);
+}
+
+#[test]
+fn leftover_temp_files_are_removed_and_never_served() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = {
+        let s = open(tmp.path(), 0);
+        s.dir().unwrap().to_owned()
+    };
+    fs::write(dir.join(".tmp-0-5-1-1"), b"partial").unwrap();
+    let s = open(tmp.path(), 0);
+    assert!(!dir.join(".tmp-0-5-1-1").exists());
+    assert_eq!(s.stats().objects, 0);
+}
+
+#[test]
+fn pinned_survive_eviction_under_pressure() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Store::open(tmp.path(), 0, StoreOptions::new().memory_budget(64 * 1024)).unwrap();
+    let first = s.commit(vec![1u8; 16 * 1024]).unwrap();
+    let pin = s.load_wait(first).unwrap();
+    let mut others = Vec::new();
+    for i in 0..50u8 {
+        others.push(s.commit(vec![i; 16 * 1024]).unwrap());
+    }
+    let st = s.stats();
+    assert!(st.evictions > 0);
+    assert!(st.bytes_resident <= 64 * 1024, "{st:?}");
+    assert!(s.is_resident(first.id()) && s.is_pinned(first.id()));
+    assert_eq!(pin[100], 1);
+    // Everything evicted reloads.
+    for (i, p) in others.iter().enumerate() {
+        let v = s.load_wait(*p).unwrap();
+        assert!(v.iter().all(|&x| x == i as u8));
+    }
+    assert!(s.is_resident(first.id()));
+    drop(pin);
+    for p in &others {
+        let _ = s.load_wait(*p).unwrap();
+    }
+    assert!(!s.is_resident(first.id()), "unpinned LRU entry evicted");
+}
+
+#[test]
+fn spilled_replicas_reload_bit_identical() {
+    let src = Store::in_memory(7);
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Store::open(tmp.path(), 0, StoreOptions::new().memory_budget(10_000)).unwrap();
+    let mut sent = Vec::new();
+    for i in 0..40u32 {
+        let v: Vec<f64> = (0..500).map(|k| (k as f64) * 0.1 + i as f64).collect();
+        let p = src.commit(v).unwrap();
+        let (m, b) = src.encoded(p.id()).unwrap();
+        s.insert_replica(m.clone(), b.to_vec()).unwrap();
+        sent.push((p, m, b));
+    }
+    let st = s.stats();
+    assert!(st.spills > 0 && st.evictions > 0, "{st:?}");
+    assert!(st.bytes_resident <= 10_000);
+    for (p, m, b) in &sent {
+        let (m2, b2) = s.encoded(p.id()).unwrap();
+        assert_eq!(&m2, m);
+        assert_eq!(&*b2, &**b, "bit-identical bytes");
+        let v = s.load_wait(*p).unwrap();
+        assert_eq!(v.encode(), b.to_vec());
+    }
+    // And after a restart.
+    s.flush_all().unwrap();
+    drop(s);
+    let s = open(tmp.path(), 0);
+    for (p, m, b) in &sent {
+        assert_eq!(s.meta(p.id()).as_ref(), Some(m));
+        assert_eq!(&*s.encoded(p.id()).unwrap().1, &**b);
+    }
+}
+
+#[test]
+fn sixteen_threads_load_from_disk_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = {
+        let s = open(tmp.path(), 0);
+        let p = s.commit((0..200_000u32).collect::<Vec<_>>()).unwrap();
+        s.flush_all().unwrap();
+        p
+    };
+    let s = open(tmp.path(), 0);
+    let barrier = Arc::new(Barrier::new(16));
+    let hs: Vec<_> = (0..16)
+        .map(|i| {
+            let s = s.clone();
+            let b = barrier.clone();
+            std::thread::spawn(move || {
+                b.wait();
+                if i % 4 == 0 {
+                    common::block_on(s.load(p)).unwrap()
+                } else {
+                    s.load_wait(p).unwrap()
+                }
+            })
+        })
+        .collect();
+    let vals: Vec<_> = hs.into_iter().map(|h| h.join().unwrap()).collect();
+    let st = s.stats();
+    assert_eq!(st.materializations, 1);
+    assert_eq!(st.disk_reads, 1);
+    assert!(vals.iter().all(|v| std::ptr::eq(&**v, &*vals[0])));
+}
+
+#[test]
+fn gc_removes_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (keep, gone, root) = {
+        let s = open(tmp.path(), 0);
+        let keep = s.commit(vec![1u8]).unwrap();
+        let gone = s.commit(vec![2u8]).unwrap();
+        let root = s.commit(vec![keep.id()]).unwrap();
+        s.flush_all().unwrap();
+        (keep, gone, root)
+    };
+    // After restart, references come from the file headers.
+    let s = open(tmp.path(), 0);
+    let r = s.gc(&[root.id()]).unwrap();
+    assert_eq!(r.removed, 1);
+    assert_eq!(r.files_removed, 1);
+    assert!(!s.object_path(gone.id()).unwrap().exists());
+    assert!(s.object_path(keep.id()).unwrap().exists());
+    drop(s);
+    let s = open(tmp.path(), 0);
+    assert!(s.contains(keep.id()) && !s.contains(gone.id()));
+}
+
+#[test]
+fn concurrent_commit_load_release_under_budget() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Store::open(tmp.path(), 0, StoreOptions::new().memory_budget(32 * 1024)).unwrap();
+    let hs: Vec<_> = (0..8u64)
+        .map(|t| {
+            let s = s.clone();
+            std::thread::spawn(move || {
+                let mut mine = Vec::new();
+                for i in 0..40u64 {
+                    let p = s.commit(vec![t * 1000 + i; 256]).unwrap();
+                    mine.push((p, t * 1000 + i));
+                    let (q, x) = mine[(i as usize * 7) % mine.len()];
+                    let v = s.load_wait(q).unwrap();
+                    assert!(v.iter().all(|&y| y == x));
+                    if i % 5 == 0 {
+                        s.release(q.id());
+                    }
+                }
+                mine
+            })
+        })
+        .collect();
+    let all: Vec<_> = hs.into_iter().flat_map(|h| h.join().unwrap()).collect();
+    for (p, x) in all {
+        assert!(s.load_wait(p).unwrap().iter().all(|&y| y == x));
+    }
+    assert!(s.stats().bytes_resident <= 32 * 1024);
+}

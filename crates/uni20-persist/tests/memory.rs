@@ -1,0 +1,350 @@
+//! In-memory store: the required API.
+
+mod common;
+
+use std::sync::{Arc, Barrier};
+use std::task::Poll;
+
+use uni20_persist::*;
+
+#[test]
+fn object_id_display_parse_and_serde() {
+    let id = ObjectId::new(3, 17);
+    assert_eq!(id.to_string(), "r3:17");
+    assert_eq!("r3:17".parse::<ObjectId>().unwrap(), id);
+    assert!("3:17".parse::<ObjectId>().is_err());
+    assert!("r3-17".parse::<ObjectId>().is_err());
+    let p = PersistentPtr::<Vec<f64>>::from_id(id);
+    assert_eq!(p.id(), id);
+    let a = postcard::to_allocvec(&p).unwrap();
+    let b = postcard::to_allocvec(&id).unwrap();
+    assert_eq!(a, b, "PersistentPtr serializes exactly as ObjectId");
+    let back: PersistentPtr<Vec<f64>> = postcard::from_bytes(&a).unwrap();
+    assert_eq!(back, p);
+}
+
+#[test]
+fn commit_then_load() {
+    let s = Store::in_memory(2);
+    assert_eq!(s.rank(), 2);
+    let p = s.commit(vec![1.0f64, 2.0, 3.5]).unwrap();
+    assert_eq!(p.id().origin, 2);
+    let q = s.commit(String::from("hello")).unwrap();
+    assert_ne!(p.id(), q.id());
+    assert_eq!(&*s.try_load_local(p).unwrap(), &[1.0, 2.0, 3.5]);
+    assert_eq!(&*s.load_wait(q).unwrap(), "hello");
+    let m = s.meta(p.id()).unwrap();
+    assert_eq!(m.type_name, "uni20.vec_f64.v1");
+    assert_eq!(m.size, 24);
+    assert_eq!(m.checksum, crc32fast::hash(&vec![1.0f64, 2.0, 3.5].encode()));
+    assert!(s.contains(p.id()));
+    let st = s.stats();
+    assert_eq!(st.objects, 2);
+    assert_eq!(st.commits, 2);
+    assert_eq!(st.hits, 2);
+    assert_eq!(st.bytes_resident, 24 + 5);
+}
+
+#[test]
+fn misses_and_not_found() {
+    let s = Store::in_memory(0);
+    let p = PersistentPtr::<Vec<u8>>::from_id(ObjectId::new(5, 1));
+    assert!(s.try_load_local(p).is_none());
+    assert!(matches!(s.load_wait(p), Err(PersistError::NotFound(id)) if id == p.id()));
+    assert!(matches!(s.encoded(p.id()), Err(PersistError::NotFound(_))));
+    assert!(s.meta(p.id()).is_none());
+    assert!(!s.contains(p.id()));
+    assert!(!s.release(p.id()));
+    assert!(s.stats().misses >= 2);
+}
+
+#[test]
+fn type_mismatch() {
+    let s = Store::in_memory(0);
+    let p = s.commit(vec![1u8, 2, 3]).unwrap();
+    let wrong = PersistentPtr::<String>::from_id(p.id());
+    assert!(matches!(s.load_wait(wrong), Err(PersistError::TypeMismatch { .. })));
+    assert!(s.try_load_local(wrong).is_none());
+}
+
+#[test]
+fn replicate_between_stores() {
+    let a = Store::in_memory(0);
+    let b = Store::in_memory(1);
+    let p = a.commit(vec![7i64, -8, 9]).unwrap();
+    let (meta, bytes) = a.encoded(p.id()).unwrap();
+    assert_eq!(meta, a.meta(p.id()).unwrap());
+    b.insert_replica(meta.clone(), bytes.to_vec()).unwrap();
+    // Same id, same bytes: no-op.
+    b.insert_replica(meta.clone(), bytes.to_vec()).unwrap();
+    assert_eq!(b.stats().objects, 1);
+    // Byte-only replica decodes on first local load.
+    assert_eq!(&*b.try_load_local(p).unwrap(), &[7, -8, 9]);
+    assert_eq!(b.stats().materializations, 1);
+    // Bytes served by b are identical to a's.
+    let (m2, b2) = b.encoded(p.id()).unwrap();
+    assert_eq!(m2, meta);
+    assert_eq!(&*b2, &*bytes);
+    // A replica of an own object is a no-op too.
+    a.insert_replica(meta, bytes.to_vec()).unwrap();
+}
+
+#[test]
+fn replica_checks() {
+    let a = Store::in_memory(0);
+    let p = a.commit(vec![1u8, 2, 3, 4]).unwrap();
+    let (meta, bytes) = a.encoded(p.id()).unwrap();
+
+    let b = Store::in_memory(1);
+    // Corrupt bytes: checksum error.
+    let mut bad = bytes.to_vec();
+    bad[0] ^= 1;
+    assert!(matches!(
+        b.insert_replica(meta.clone(), bad.clone()),
+        Err(PersistError::Checksum { .. })
+    ));
+    // Truncated: size error (reported as Checksum).
+    assert!(matches!(
+        b.insert_replica(meta.clone(), bytes[..3].to_vec()),
+        Err(PersistError::Checksum { .. })
+    ));
+    assert!(!b.contains(p.id()));
+
+    // Same id, different (self-consistent) content: conflict, fatal.
+    let other = ObjectMeta::of_bytes(p.id(), meta.type_name.as_str(), &bad);
+    let e = a.insert_replica(other.clone(), bad.clone()).unwrap_err();
+    assert!(matches!(e, PersistError::Conflict(id) if id == p.id()));
+    assert!(e.is_fatal());
+    b.insert_replica(meta.clone(), bytes.to_vec()).unwrap();
+    assert!(matches!(b.insert_replica(other, bad), Err(PersistError::Conflict(_))));
+    // Still the original value.
+    assert_eq!(&*b.load_wait(p).unwrap(), &[1, 2, 3, 4]);
+}
+
+#[test]
+fn own_origin_replica_moves_counter() {
+    let a = Store::in_memory(0);
+    let meta = ObjectMeta::of_bytes(ObjectId::new(0, 10), "uni20.bytes.v1", b"xyz");
+    a.insert_replica(meta, b"xyz".to_vec()).unwrap();
+    let p = a.commit(vec![1u8]).unwrap();
+    assert!(p.id().seq > 10);
+}
+
+#[test]
+fn pvalue_pins_and_release() {
+    let s = Store::in_memory(0);
+    let p = s.commit(vec![5u32; 10]).unwrap();
+    let v = s.load_wait(p).unwrap();
+    assert!(s.is_pinned(p.id()));
+    let v2 = v.clone();
+    drop(v);
+    assert!(s.is_pinned(p.id()));
+    drop(v2);
+    assert!(!s.is_pinned(p.id()));
+    let v = s.load_wait(p).unwrap();
+    assert!(s.release(p.id()));
+    assert!(!s.contains(p.id()));
+    // The PValue keeps its value.
+    assert_eq!(v.len(), 10);
+    assert_eq!(v.id(), p.id());
+    assert_eq!(s.stats().bytes_resident, 0);
+}
+
+#[test]
+fn sixteen_threads_materialize_once() {
+    let a = Store::in_memory(0);
+    let p = a.commit((0..100_000u64).collect::<Vec<_>>()).unwrap();
+    let (meta, bytes) = a.encoded(p.id()).unwrap();
+    for round in 0..5 {
+        let b = Store::in_memory(1);
+        b.insert_replica(meta.clone(), bytes.to_vec()).unwrap();
+        let barrier = Arc::new(Barrier::new(16));
+        let handles: Vec<_> = (0..16)
+            .map(|i| {
+                let b = b.clone();
+                let barrier = barrier.clone();
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    if i % 2 == 0 {
+                        b.load_wait(p).unwrap()
+                    } else {
+                        loop {
+                            if let Some(v) = b.try_load_local(p) {
+                                break v;
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        let vals: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        assert_eq!(b.stats().materializations, 1, "round {round}");
+        for v in &vals {
+            assert!(std::ptr::eq(&**v, &*vals[0]));
+        }
+        assert_eq!(vals[0][99_999], 99_999);
+    }
+}
+
+#[test]
+fn async_load_hit_is_immediate() {
+    let s = Store::in_memory(0);
+    let p = s.commit(vec![1.5f32]).unwrap();
+    match common::poll_once(s.load(p)) {
+        Poll::Ready(Ok(v)) => assert_eq!(&*v, &[1.5]),
+        _ => panic!("hit must complete at first poll"),
+    }
+    let missing = PersistentPtr::<Vec<f32>>::from_id(ObjectId::new(9, 9));
+    assert!(matches!(
+        common::block_on(s.load(missing)),
+        Err(PersistError::NotFound(_))
+    ));
+}
+
+struct Peer(Store);
+impl RemoteSource for Peer {
+    fn fetch(&self, id: ObjectId) -> Result<Option<(ObjectMeta, Vec<u8>)>, PersistError> {
+        match self.0.encoded(id) {
+            Ok((m, b)) => Ok(Some((m, b.to_vec()))),
+            Err(PersistError::NotFound(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+struct Liar;
+impl RemoteSource for Liar {
+    fn fetch(&self, id: ObjectId) -> Result<Option<(ObjectMeta, Vec<u8>)>, PersistError> {
+        let meta = ObjectMeta::of_bytes(id, "uni20.bytes.v1", b"abc");
+        Ok(Some((meta, b"abd".to_vec())))
+    }
+}
+
+#[test]
+fn remote_source_fetch() {
+    let a = Store::in_memory(0);
+    let b = Store::in_memory(1);
+    b.set_remote_source(Arc::new(Peer(a.clone())));
+    let p = a.commit(String::from("far away")).unwrap();
+    assert!(b.try_load_local(p).is_none());
+    assert_eq!(&*b.load_wait(p).unwrap(), "far away");
+    assert_eq!(b.stats().remote_fetches, 1);
+    assert!(b.contains(p.id()));
+    // Async miss goes through the pool.
+    let q = a.commit(String::from("async")).unwrap();
+    assert_eq!(&*common::block_on(b.load(q)).unwrap(), "async");
+    let missing = PersistentPtr::<String>::from_id(ObjectId::new(0, 999));
+    assert!(matches!(b.load_wait(missing), Err(PersistError::NotFound(_))));
+
+    let c = Store::in_memory(2);
+    c.set_remote_source(Arc::new(Liar));
+    let r = PersistentPtr::<Vec<u8>>::from_id(ObjectId::new(0, 0));
+    assert!(matches!(c.load_wait(r), Err(PersistError::Checksum { .. })));
+    assert!(!c.contains(r.id()));
+}
+
+#[test]
+fn gc_in_memory_keeps_reachable_and_pinned() {
+    let s = Store::in_memory(0);
+    let a = s.commit(vec![1u8]).unwrap();
+    let b = s.commit(vec![2u8]).unwrap();
+    let c = s.commit(vec![3u8]).unwrap();
+    let d = s.commit(vec![4u8]).unwrap();
+    let manifest = s.commit(vec![a.id(), b.id()]).unwrap();
+    let pinned = s.load_wait(c).unwrap();
+    let r = s.gc(&[manifest.id()]).unwrap();
+    assert_eq!(r.removed, 1);
+    assert!(s.contains(a.id()) && s.contains(b.id()) && s.contains(c.id()));
+    assert!(!s.contains(d.id()));
+    drop(pinned);
+    s.gc(&[manifest.id()]).unwrap();
+    assert!(!s.contains(c.id()));
+    assert!(s.contains(a.id()));
+}
+
+#[test]
+fn gc_decodes_replica_references() {
+    let a = Store::in_memory(0);
+    let x = a.commit(vec![1u8]).unwrap();
+    let m = a.commit(vec![x.id()]).unwrap();
+    let b = Store::in_memory(1);
+    for id in [x.id(), m.id()] {
+        let (meta, bytes) = a.encoded(id).unwrap();
+        b.insert_replica(meta, bytes.to_vec()).unwrap();
+    }
+    // Built-in types are known: the replica manifest is decoded to find its references.
+    let r = b.gc(&[m.id()]).unwrap();
+    assert_eq!(r.removed, 0);
+    assert!(b.contains(x.id()));
+    let r = b.gc(&[]).unwrap();
+    assert_eq!(r.removed, 2);
+}
+
+/// A type this store has never seen: gc refuses to guess its references.
+struct Opaque(Vec<u8>);
+impl Persist for Opaque {
+    const TYPE_NAME: &'static str = "test.opaque.v1";
+    fn encode(&self) -> Vec<u8> {
+        self.0.clone()
+    }
+    fn decode(bytes: &[u8]) -> Result<Self, PersistError> {
+        Ok(Opaque(bytes.to_vec()))
+    }
+}
+
+#[test]
+fn gc_refuses_unknown_types() {
+    let a = Store::in_memory(0);
+    let x = a.commit(Opaque(vec![1, 2])).unwrap();
+    let b = Store::in_memory(1);
+    let (meta, bytes) = a.encoded(x.id()).unwrap();
+    b.insert_replica(meta, bytes.to_vec()).unwrap();
+    assert!(matches!(b.gc(&[x.id()]), Err(PersistError::GcUnknownType { .. })));
+    b.register::<Opaque>();
+    assert_eq!(b.gc(&[x.id()]).unwrap().removed, 0);
+    assert_eq!(&b.load_wait(x).unwrap().0, &[1, 2]);
+}
+
+#[test]
+fn flush_in_memory_is_noop() {
+    let s = Store::in_memory(0);
+    let p = s.commit(vec![1u8]).unwrap();
+    s.flush(p).unwrap();
+    s.flush_all().unwrap();
+    assert!(matches!(s.flush(ObjectId::new(0, 99)), Err(PersistError::NotFound(_))));
+}
+
+#[test]
+fn store_is_send_sync_and_clone() {
+    fn check<T: Send + Sync + Clone>() {}
+    check::<Store>();
+    check::<PersistentPtr<std::cell::Cell<u8>>>();
+    check::<PValue<Vec<f64>>>();
+    fn send<F: std::future::Future + Send>(_: F) {}
+    let s = Store::in_memory(0);
+    send(s.load(PersistentPtr::<Vec<u8>>::from_id(ObjectId::new(0, 0))));
+}
+
+struct Bomb;
+impl Persist for Bomb {
+    const TYPE_NAME: &'static str = "test.bomb.v1";
+    fn encode(&self) -> Vec<u8> {
+        vec![0]
+    }
+    fn decode(_: &[u8]) -> Result<Self, PersistError> {
+        panic!("decode bomb")
+    }
+}
+
+#[test]
+fn panicking_decode_in_async_load_does_not_hang() {
+    let a = Store::in_memory(0);
+    let p = a.commit(Bomb).unwrap();
+    let b = Store::in_memory(1);
+    b.set_remote_source(Arc::new(Peer(a.clone())));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| common::block_on(b.load(p))));
+    assert!(r.is_err());
+    // The store still works afterwards.
+    let q = b.commit(vec![1u8]).unwrap();
+    assert_eq!(&*common::block_on(b.load(q)).unwrap(), &[1]);
+}
