@@ -1,0 +1,147 @@
+//! Property tests: faer backend == reference backend on random einsum problems, plus
+//! encode/decode and spec display round trips.
+
+use proptest::prelude::*;
+use uni20_dispatch::*;
+
+/// SplitMix64: deterministic values from a proptest-chosen seed.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in [-2, 2).
+    fn val(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64 * 4.0 - 2.0
+    }
+    fn shuffle<T>(&mut self, v: &mut [T]) {
+        for i in (1..v.len()).rev() {
+            let j = (self.next() % (i as u64 + 1)) as usize;
+            v.swap(i, j);
+        }
+    }
+}
+
+fn random_tensor(rng: &mut Rng, dtype: DType, shape: &[usize]) -> LocalTensor {
+    let n: usize = shape.iter().product();
+    let data = match dtype {
+        DType::F32 => TensorData::F32((0..n).map(|_| rng.val() as f32).collect()),
+        DType::F64 => TensorData::F64((0..n).map(|_| rng.val()).collect()),
+        DType::C32 => TensorData::C32((0..n).map(|_| C32::new(rng.val() as f32, rng.val() as f32)).collect()),
+        DType::C64 => TensorData::C64((0..n).map(|_| C64::new(rng.val(), rng.val())).collect()),
+    };
+    LocalTensor::from_data(shape, data).unwrap()
+}
+
+/// Per label: (extent 0..=5, membership 1=A only, 2=B only, 3=both, in output).
+fn labels() -> impl Strategy<Value = Vec<(usize, u8, bool)>> {
+    prop::collection::vec((0usize..=5, 1u8..=3, any::<bool>()), 1..=6)
+}
+
+fn dtype() -> impl Strategy<Value = DType> {
+    prop::sample::select(DType::ALL.to_vec())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 384, ..ProptestConfig::default() })]
+
+    #[test]
+    fn faer_matches_reference(
+        labels in labels(),
+        seed in any::<u64>(),
+        a_dt in dtype(),
+        b_dt in dtype(),
+        c_dt in prop::option::of(dtype()),
+        alpha_i in 0usize..3,
+        beta_i in 0usize..3,
+        threads in prop::sample::select(vec![1usize, 3]),
+    ) {
+        let mut rng = Rng(seed);
+        let names: Vec<char> = "pqrstu".chars().collect();
+        let mut a_l = Vec::new();
+        let mut b_l = Vec::new();
+        let mut out_l = Vec::new();
+        for (k, &(_, m, o)) in labels.iter().enumerate() {
+            if m & 1 != 0 { a_l.push(names[k]); }
+            if m & 2 != 0 { b_l.push(names[k]); }
+            if o { out_l.push(names[k]); }
+        }
+        rng.shuffle(&mut a_l);
+        rng.shuffle(&mut b_l);
+        rng.shuffle(&mut out_l);
+        let spec = EinsumSpec { a: a_l, b: b_l, out: out_l };
+        let spec = EinsumSpec::parse(&spec.to_string()).unwrap();
+        let dim = |l: &char| labels[names.iter().position(|x| x == l).unwrap()].0;
+        let a_shape: Vec<usize> = spec.a.iter().map(dim).collect();
+        let b_shape: Vec<usize> = spec.b.iter().map(dim).collect();
+        let out_shape = spec.output_shape(&a_shape, &b_shape).unwrap();
+        let a = random_tensor(&mut rng, a_dt, &a_shape);
+        let b = random_tensor(&mut rng, b_dt, &b_shape);
+        let c = c_dt.map(|d| random_tensor(&mut rng, d, &out_shape));
+        let out_dt = c_dt.map_or(a_dt.promote(b_dt), |d| d.promote(a_dt).promote(b_dt));
+        let alpha = match alpha_i {
+            0 => C64::new(0.0, 0.0),
+            1 => C64::new(1.0, 0.0),
+            _ if out_dt.is_complex() => C64::new(2.5, -0.5),
+            _ => C64::new(2.5, 0.0),
+        };
+        let beta = C64::new([0.0, 1.0, -0.75][beta_i], 0.0);
+
+        let reference = contract(&spec, alpha, &a, &b, beta, c.as_ref(), &BackendList::reference_only()).unwrap();
+        let (fast, attempts) = contract_with_attempts(&spec, alpha, &a, &b, beta, c.as_ref(), &BackendList::default_cpu(threads)).unwrap();
+        prop_assert_eq!(&attempts.last().unwrap().backend, "faer");
+        prop_assert_eq!(reference.dtype(), out_dt);
+        prop_assert_eq!(fast.dtype(), out_dt);
+        prop_assert_eq!(fast.shape(), out_shape.as_slice());
+        prop_assert_eq!(reference.shape(), out_shape.as_slice());
+
+        // Error scale: |alpha| * sum |a||b| bound + |beta| * max |c|.
+        let maxabs = |t: &LocalTensor| t.to_c64_vec().iter().map(|z| z.norm()).fold(0.0f64, f64::max);
+        let inner: usize = spec.a.iter().chain(&spec.b)
+            .filter(|l| !spec.out.contains(l))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter().map(dim).product();
+        let scale = 1.0 + alpha.norm() * maxabs(&a) * maxabs(&b) * inner as f64
+            + beta.norm() * c.as_ref().map_or(0.0, maxabs);
+        let tol = if matches!(out_dt, DType::F32 | DType::C32) { 1e-4 } else { 1e-10 };
+        let diff = fast.max_abs_diff(&reference).unwrap();
+        prop_assert!(diff <= tol * scale, "spec {} diff {} scale {}", spec, diff, scale);
+    }
+
+    #[test]
+    fn encode_decode_round_trip(
+        shape in prop::collection::vec(0usize..4, 0..4),
+        dt in dtype(),
+        seed in any::<u64>(),
+        cut in any::<prop::sample::Index>(),
+    ) {
+        let t = random_tensor(&mut Rng(seed), dt, &shape);
+        let enc = t.encode();
+        prop_assert_eq!(LocalTensor::decode(&enc).unwrap(), t.clone());
+        let k = cut.index(enc.len());
+        prop_assert!(LocalTensor::decode(&enc[..k]).is_err());
+    }
+
+    #[test]
+    fn spec_display_round_trip(labels in labels(), seed in any::<u64>()) {
+        let mut rng = Rng(seed);
+        let names: Vec<char> = "aBcDeF".chars().collect();
+        let mut s = EinsumSpec { a: vec![], b: vec![], out: vec![] };
+        for (k, &(_, m, o)) in labels.iter().enumerate() {
+            if m & 1 != 0 { s.a.push(names[k]); }
+            if m & 2 != 0 { s.b.push(names[k]); }
+            if o { s.out.push(names[k]); }
+        }
+        rng.shuffle(&mut s.out);
+        let text = s.to_string();
+        prop_assert_eq!(EinsumSpec::parse(&text).unwrap(), s.clone());
+        let spaced: String = text.chars().flat_map(|c| [c, ' ']).collect();
+        // "- >" is not an arrow, so spacing must avoid splitting "->".
+        let spaced = spaced.replace("- >", "->");
+        prop_assert_eq!(EinsumSpec::parse(&spaced).unwrap(), s);
+    }
+}
