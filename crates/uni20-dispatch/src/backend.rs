@@ -128,6 +128,65 @@ impl ContractProblem<'_> {
         self.label_dims.iter().find(|(l, _)| *l == label).map(|&(_, d)| d)
     }
 
+    /// Re-checks the guarantees listed on [`ContractProblem`] (the fields are public, so a
+    /// hand-built problem may violate them). Backends call this before touching data.
+    ///
+    /// # Errors
+    /// A description of the first violated guarantee.
+    pub fn validate(&self) -> Result<(), String> {
+        self.spec.validate().map_err(|e| e.to_string())?;
+        for (name, t) in [("A", Some(self.a)), ("B", Some(self.b)), ("C", self.c)] {
+            if let Some(t) = t {
+                if t.dtype() != self.dtype {
+                    return Err(format!(
+                        "operand {name} has dtype {}, problem dtype is {}",
+                        t.dtype(),
+                        self.dtype
+                    ));
+                }
+            }
+        }
+        let dims = self
+            .spec
+            .label_dims(self.a.shape(), self.b.shape())
+            .map_err(|e| e.to_string())?;
+        let mut sorted = dims.clone();
+        let mut given = self.label_dims.clone();
+        sorted.sort_unstable();
+        given.sort_unstable();
+        if sorted != given {
+            return Err(format!(
+                "label_dims {:?} do not match operand shapes ({:?})",
+                self.label_dims, dims
+            ));
+        }
+        let out = self
+            .spec
+            .output_shape(self.a.shape(), self.b.shape())
+            .map_err(|e| e.to_string())?;
+        if out != self.out_shape {
+            return Err(format!(
+                "out_shape {:?} does not match the spec's output shape {:?}",
+                self.out_shape, out
+            ));
+        }
+        if let Some(c) = self.c {
+            if c.shape() != out.as_slice() {
+                return Err(format!("C has shape {:?}, output shape is {:?}", c.shape(), out));
+            }
+        }
+        if self.classes != self.spec.classes() {
+            return Err("classes do not match the spec".to_string());
+        }
+        if !self.dtype.is_complex() && (self.alpha.im != 0.0 || self.beta.im != 0.0) {
+            return Err(format!(
+                "complex scalars (alpha {}, beta {}) for real dtype {}",
+                self.alpha, self.beta, self.dtype
+            ));
+        }
+        Ok(())
+    }
+
     /// One-line description used in errors and tracing: `contract <spec> (<dtype>) A<shape> B<shape>`.
     pub fn describe(&self) -> String {
         format!(

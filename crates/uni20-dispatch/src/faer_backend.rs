@@ -55,6 +55,7 @@ impl ContractBackend for FaerBackend {
         Ok(())
     }
     fn run(&self, p: &ContractProblem<'_>) -> Result<LocalTensor, KernelError> {
+        p.validate().map_err(KernelError::Failed)?;
         let par = self.par();
         with_dtype!(p.dtype, T => run_typed::<T>(p, par))
     }

@@ -26,6 +26,7 @@ impl ContractBackend for ReferenceBackend {
         Ok(())
     }
     fn run(&self, p: &ContractProblem<'_>) -> Result<LocalTensor, KernelError> {
+        p.validate().map_err(KernelError::Failed)?;
         with_dtype!(p.dtype, T => {
             let a = view::<T>(p.a)?;
             let b = view::<T>(p.b)?;

@@ -327,3 +327,101 @@ fn reference_on_strided_views() {
     ));
     assert!(StridedView::new(&storage, &[0, 9], &[100, 100], 0, false).is_ok());
 }
+
+#[test]
+fn hand_built_inconsistent_problem_is_an_error_not_a_panic() {
+    let (spec, a, b) = mats();
+    let wrong_b = LocalTensor::from_f64(&[2, 2], vec![0.; 4]).unwrap();
+    let good = ContractProblem {
+        spec: &spec,
+        classes: spec.classes(),
+        label_dims: vec![('i', 2), ('j', 3), ('k', 2)],
+        alpha: c(1., 0.),
+        beta: c(0., 0.),
+        a: &a,
+        b: &b,
+        c: None,
+        dtype: DType::F64,
+        out_shape: vec![2, 2],
+    };
+    assert_eq!(good.validate(), Ok(()));
+    assert_eq!(good.dim('j'), Some(3));
+    let faer = FaerBackend::new(1);
+    assert_eq!(
+        faer.run(&good).unwrap().to_c64_vec(),
+        vec![c(4., 0.), c(5., 0.), c(10., 0.), c(11., 0.)]
+    );
+    let a32 = a.cast(DType::C64).unwrap();
+    let c_bad = LocalTensor::zeros(DType::F64, &[3]).unwrap();
+    let bad: Vec<ContractProblem<'_>> = vec![
+        ContractProblem {
+            b: &wrong_b,
+            ..good.clone()
+        },
+        ContractProblem {
+            a: &a32,
+            ..good.clone()
+        },
+        ContractProblem {
+            out_shape: vec![9, 9],
+            ..good.clone()
+        },
+        ContractProblem {
+            label_dims: vec![('i', 2)],
+            ..good.clone()
+        },
+        ContractProblem {
+            c: Some(&c_bad),
+            beta: c(1., 0.),
+            ..good.clone()
+        },
+        ContractProblem {
+            alpha: c(0., 1.),
+            ..good.clone()
+        },
+    ];
+    for (k, p) in bad.iter().enumerate() {
+        assert!(p.validate().is_err(), "case {k}");
+        assert!(matches!(faer.run(p), Err(KernelError::Failed(_))), "faer case {k}");
+        assert!(
+            matches!(ReferenceBackend.run(p), Err(KernelError::Failed(_))),
+            "ref case {k}"
+        );
+    }
+}
+
+/// Captures formatted tracing output.
+#[derive(Clone, Default)]
+struct Capture(Arc<std::sync::Mutex<Vec<u8>>>);
+impl std::io::Write for Capture {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn tracing_records_chosen_backend() {
+    let (spec, a, b) = mats();
+    let cap = Capture::default();
+    let writer = cap.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::DEBUG)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    let mut d = Scripted::new("picky");
+    d.accept = Err("nope".into());
+    let list = BackendList::new(vec![Arc::new(d), Arc::new(FaerBackend::new(1))]);
+    tracing::subscriber::with_default(subscriber, || {
+        contract(&spec, c(1., 0.), &a, &b, c(0., 0.), None, &list).unwrap();
+    });
+    let text = String::from_utf8(cap.0.lock().unwrap().clone()).unwrap();
+    assert!(text.contains("kernel backend selected"), "{text}");
+    assert!(text.contains("backend=faer"), "{text}");
+    assert!(!text.contains("backend=picky"), "{text}");
+    assert!(text.contains("ij,jk->ik"), "{text}");
+}
