@@ -16,7 +16,10 @@
 //!
 //! The `counter` file holds the reserved high-water mark of this rank's ID counter:
 //! magic "U20CNT\0\x01" (8) | value u64 LE | crc32 of the first 16 bytes (4).
+//! The `roots` file holds the named gc roots: magic "U20ROOT\x01" (8) | crc32 of
+//! the body (4) | postcard `BTreeMap<String, ObjectId>`.
 
+use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -28,6 +31,7 @@ use crate::{ObjectId, ObjectMeta, PersistError};
 
 const OBJ_MAGIC: &[u8; 8] = b"U20OBJ\0\x01";
 const CNT_MAGIC: &[u8; 8] = b"U20CNT\0\x01";
+const ROOTS_MAGIC: &[u8; 8] = b"U20ROOT\x01";
 /// Upper bound on a header's size; anything larger is treated as corruption.
 const MAX_HEADER: u32 = 64 << 20;
 
@@ -275,23 +279,61 @@ impl Disk {
     /// Durably records a new counter high-water mark (temp file, fsync, rename, fsync dir).
     pub fn write_counter(&self, value: u64) -> Result<(), PersistError> {
         let path = self.counter_path();
-        let tmp = self.tmp_path("counter");
         let mut buf = Vec::with_capacity(20);
         buf.extend_from_slice(CNT_MAGIC);
         buf.extend_from_slice(&value.to_le_bytes());
         let crc = crc32fast::hash(&buf);
         buf.extend_from_slice(&crc.to_le_bytes());
+        self.write_small_durable(&path, "counter", &buf)
+    }
+}
+
+impl Disk {
+    fn roots_path(&self) -> PathBuf {
+        self.dir.join("roots")
+    }
+
+    /// Reads the named roots; empty if there is no roots file.
+    pub fn read_roots(&self) -> Result<BTreeMap<String, ObjectId>, PersistError> {
+        let path = self.roots_path();
+        let bytes = match fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+            Err(e) => return Err(PersistError::io("read roots", path, e)),
+        };
+        if bytes.len() < 12 || &bytes[..8] != ROOTS_MAGIC {
+            return Err(Self::corrupt(None, &path, "bad roots file"));
+        }
+        let crc = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
+        if crc32fast::hash(&bytes[12..]) != crc {
+            return Err(Self::corrupt(None, &path, "roots checksum mismatch"));
+        }
+        postcard::from_bytes(&bytes[12..]).map_err(|e| Self::corrupt(None, &path, format!("undecodable roots: {e}")))
+    }
+
+    /// Durably replaces the named roots (temp file, fsync, rename, fsync dir).
+    pub fn write_roots(&self, roots: &BTreeMap<String, ObjectId>) -> Result<(), PersistError> {
+        let body = postcard::to_allocvec(roots).map_err(|e| PersistError::Decode(format!("encoding roots: {e}")))?;
+        let mut buf = Vec::with_capacity(12 + body.len());
+        buf.extend_from_slice(ROOTS_MAGIC);
+        buf.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
+        buf.extend_from_slice(&body);
+        self.write_small_durable(&self.roots_path(), "roots", &buf)
+    }
+
+    fn write_small_durable(&self, path: &Path, what: &str, buf: &[u8]) -> Result<(), PersistError> {
+        let tmp = self.tmp_path(what);
         let res = (|| {
             let mut f = OpenOptions::new()
                 .write(true)
                 .create(true)
                 .truncate(true)
                 .open(&tmp)
-                .map_err(io("write counter", &tmp))?;
-            f.write_all(&buf).map_err(io("write counter", &tmp))?;
-            f.sync_all().map_err(io("fsync counter", &tmp))?;
+                .map_err(io(format!("write {what}"), &tmp))?;
+            f.write_all(buf).map_err(io(format!("write {what}"), &tmp))?;
+            f.sync_all().map_err(io(format!("fsync {what}"), &tmp))?;
             drop(f);
-            fs::rename(&tmp, &path).map_err(io("rename counter", &path))
+            fs::rename(&tmp, path).map_err(io(format!("rename {what}"), path))
         })();
         if res.is_err() {
             let _ = fs::remove_file(&tmp);

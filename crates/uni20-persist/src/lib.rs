@@ -31,8 +31,12 @@
 //! assert_eq!(&*other.try_load_local(p).unwrap(), &[1.0, 2.0, 3.0]);
 //! ```
 //!
+//! A storage rank answers [`StorageRequest`]s with [`Store::serve`]; a worker runtime
+//! plugs its transport in as a [`RemoteSource`] so that loads fetch missing objects
+//! from other ranks.
+//!
 //! Not here yet: the `persist_copy` / `persist_take` bridge from `Async<T>` epochs
-//! (it will live here once `uni20-async` exists) and the storage-rank service.
+//! (it will live here once `uni20-async` is settled).
 
 #![warn(missing_docs)]
 
@@ -41,11 +45,13 @@ mod error;
 mod id;
 mod persist;
 mod pool;
+mod service;
 mod store;
 mod value;
 
 pub use error::PersistError;
 pub use id::{ObjectId, ObjectMeta, ParseObjectIdError, PersistentPtr};
 pub use persist::{decode_postcard, encode_postcard, Persist};
+pub use service::{StorageRequest, StorageResponse};
 pub use store::{GcReport, RemoteSource, Store, StoreOptions, StoreStats};
 pub use value::PValue;

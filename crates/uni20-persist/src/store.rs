@@ -113,6 +113,18 @@ pub trait RemoteSource: Send + Sync + 'static {
     fn fetch(&self, id: ObjectId) -> Result<Option<(ObjectMeta, Vec<u8>)>, PersistError>;
 }
 
+/// A store serves as the remote source of another (e.g. ranks as threads of one
+/// process): `fetch` is [`Store::encoded`], with `NotFound` mapped to `Ok(None)`.
+impl RemoteSource for Store {
+    fn fetch(&self, id: ObjectId) -> Result<Option<(ObjectMeta, Vec<u8>)>, PersistError> {
+        match self.encoded(id) {
+            Ok((m, b)) => Ok(Some((m, b.to_vec()))),
+            Err(PersistError::NotFound(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum OnDisk {
     No,
@@ -129,6 +141,8 @@ struct Entry {
     refs: Option<Vec<ObjectId>>,
     tick: u64,
     spilling: bool,
+    /// Explicit pins by ID ([`Store::pin`]), on top of live `PValue`s.
+    pins: u64,
 }
 
 impl Entry {
@@ -141,7 +155,7 @@ impl Entry {
         self.value.is_some() || self.bytes.is_some()
     }
     fn pinned(&self) -> bool {
-        self.value.as_ref().is_some_and(|v| Arc::strong_count(v) > 1)
+        self.pins > 0 || self.value.as_ref().is_some_and(|v| Arc::strong_count(v) > 1)
     }
 }
 
@@ -152,6 +166,7 @@ struct State {
     lru: BTreeMap<u64, ObjectId>,
     tick: u64,
     refs_fns: HashMap<String, RefsFn>,
+    roots: BTreeMap<String, ObjectId>,
     stats: StoreStats,
 }
 
@@ -185,10 +200,10 @@ impl State {
         let after = e.charge();
         let now_resident = e.resident();
         let old_tick = e.tick;
-        self.stats.bytes_resident = self.stats.bytes_resident - before + after;
+        self.stats.bytes_resident = self.stats.bytes_resident.saturating_sub(before) + after;
         if was_resident {
             self.lru.remove(&old_tick);
-            self.stats.resident_objects -= 1;
+            self.stats.resident_objects = self.stats.resident_objects.saturating_sub(1);
         }
         if now_resident {
             self.tick += 1;
@@ -216,10 +231,10 @@ impl State {
         let e = self.entries.remove(&id)?;
         if e.resident() {
             self.lru.remove(&e.tick);
-            self.stats.resident_objects -= 1;
-            self.stats.bytes_resident -= e.charge();
+            self.stats.resident_objects = self.stats.resident_objects.saturating_sub(1);
+            self.stats.bytes_resident = self.stats.bytes_resident.saturating_sub(e.charge());
         }
-        self.stats.objects -= 1;
+        self.stats.objects = self.stats.objects.saturating_sub(1);
         Some(e)
     }
 
@@ -282,6 +297,7 @@ pub(crate) struct Inner {
     state: Mutex<State>,
     loading: Mutex<HashMap<ObjectId, Arc<Mutex<()>>>>,
     alloc: Mutex<Alloc>,
+    roots_edit: Mutex<()>,
     remote: RwLock<Option<Arc<dyn RemoteSource>>>,
     pool: LoadPool,
 }
@@ -344,6 +360,7 @@ impl Store {
                 state: Mutex::new(state),
                 loading: Mutex::new(HashMap::new()),
                 alloc: Mutex::new(Alloc { next, reserved: next }),
+                roots_edit: Mutex::new(()),
                 remote: RwLock::new(None),
                 pool: LoadPool::new(),
             }),
@@ -375,6 +392,7 @@ impl Store {
         let disk = Disk::create(dir, rank)?;
         let mut state = State::new();
         let mut next = disk.read_counter()?.unwrap_or(0);
+        state.roots = disk.read_roots()?;
         for (id, res) in disk.scan()? {
             if id.origin == rank {
                 next = next.max(id.seq.saturating_add(1));
@@ -390,6 +408,7 @@ impl Store {
                         refs: h.refs,
                         tick: 0,
                         spilling: false,
+                        pins: 0,
                     });
                 }
                 Err(e) => {
@@ -496,6 +515,7 @@ impl Store {
                 refs: Some(refs),
                 tick: 0,
                 spilling: false,
+                pins: 0,
             });
             let v: AnyArc = Arc::new(value);
             st.update(id, |e| e.value = Some(v));
@@ -806,6 +826,7 @@ impl Store {
                 refs: None,
                 tick: 0,
                 spilling: false,
+                pins: 0,
             });
             st.update(id, |e| e.bytes = Some(bytes));
         }
@@ -837,14 +858,67 @@ impl Store {
         self.inner.state.lock().entries.get(&id).is_some_and(Entry::resident)
     }
 
-    /// True if `id` is pinned here (some [`PValue`] of it is alive). No I/O.
+    /// True if `id` is pinned here (some [`PValue`] of it is alive, or an explicit
+    /// [`pin`](Store::pin)). No I/O.
     pub fn is_pinned(&self, id: ObjectId) -> bool {
         self.inner.state.lock().entries.get(&id).is_some_and(Entry::pinned)
     }
 
+    /// Pins object `id` by ID, without knowing its type (the storage-rank `pin`
+    /// request): makes its bytes resident (reading its disk file if needed, fully
+    /// verified) and keeps it resident, and safe from [`gc`](Store::gc), until a
+    /// matching [`unpin`](Store::unpin). Pins nest.
+    ///
+    /// # Errors
+    /// [`PersistError::NotFound`] if this store does not hold `id`; disk errors as
+    /// [`encoded`](Store::encoded).
+    pub fn pin(&self, id: ObjectId) -> Result<(), PersistError> {
+        {
+            let mut st = self.inner.state.lock();
+            let e = st.entries.get_mut(&id).ok_or(PersistError::NotFound(id))?;
+            e.pins += 1;
+            if e.resident() {
+                return Ok(());
+            }
+        }
+        let res = self.encoded(id);
+        let mut st = self.inner.state.lock();
+        match res {
+            Ok((_, bytes)) => {
+                st.update(id, |e| {
+                    if !e.resident() {
+                        e.bytes = Some(bytes);
+                    }
+                });
+                Ok(())
+            }
+            Err(err) => {
+                if let Some(e) = st.entries.get_mut(&id) {
+                    e.pins = e.pins.saturating_sub(1);
+                }
+                Err(err)
+            }
+        }
+    }
+
+    /// Removes one pin added by [`pin`](Store::pin). Returns `false` if `id` had no
+    /// explicit pin. The entry returns to the cache policy once no pin and no
+    /// `PValue` remain. No I/O.
+    pub fn unpin(&self, id: ObjectId) -> bool {
+        let mut st = self.inner.state.lock();
+        match st.entries.get_mut(&id) {
+            Some(e) if e.pins > 0 => {
+                e.pins -= 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Drops the resident materialization of `id` from this store.
     ///
-    /// Live [`PValue`]s keep their value (they hold their own reference). If the
+    /// Live [`PValue`]s keep their value (they hold their own reference), and explicit
+    /// pins ([`pin`](Store::pin)) are dropped with it. If the
     /// object has a disk file it stays servable from disk; otherwise this store
     /// forgets it entirely. No I/O. Returns `true` if anything was dropped.
     pub fn release(&self, id: ObjectId) -> bool {
@@ -855,6 +929,7 @@ impl Store {
                 let was = e.resident();
                 e.value = None;
                 e.bytes = None;
+                e.pins = 0;
                 was
             })
             .unwrap_or(false)
@@ -1026,7 +1101,55 @@ impl Store {
         Ok(())
     }
 
-    /// Garbage collection: keeps every object reachable from `roots` (through
+    /// Names `id` as a root: [`gc`](Store::gc) keeps it and everything it references
+    /// (for example `"checkpoint/latest"` naming a wavefunction manifest). Replaces any
+    /// previous root of that name. A disk store records the named roots durably
+    /// (temp file, fsync, rename, directory fsync) before returning; they survive a
+    /// restart. The object itself is not flushed: call [`flush`](Store::flush) for that.
+    ///
+    /// # Errors
+    /// [`PersistError::Io`] if the roots file cannot be written (the root is then not set).
+    pub fn set_root(&self, name: &str, id: impl Into<ObjectId>) -> Result<(), PersistError> {
+        self.edit_roots(|r| {
+            r.insert(name.to_owned(), id.into());
+        })
+    }
+
+    /// Removes the root `name`; returns the ID it named, if any.
+    ///
+    /// # Errors
+    /// [`PersistError::Io`] if the roots file cannot be written.
+    pub fn remove_root(&self, name: &str) -> Result<Option<ObjectId>, PersistError> {
+        let mut old = None;
+        self.edit_roots(|r| old = r.remove(name))?;
+        Ok(old)
+    }
+
+    /// The ID named by root `name`, if any. No I/O.
+    pub fn root(&self, name: &str) -> Option<ObjectId> {
+        self.inner.state.lock().roots.get(name).copied()
+    }
+
+    /// All named roots, sorted by name. No I/O.
+    pub fn roots(&self) -> Vec<(String, ObjectId)> {
+        let st = self.inner.state.lock();
+        st.roots.iter().map(|(k, v)| (k.clone(), *v)).collect()
+    }
+
+    fn edit_roots(&self, f: impl FnOnce(&mut BTreeMap<String, ObjectId>)) -> Result<(), PersistError> {
+        // Serialize root edits so the file and the map stay in the same order.
+        let _edit = self.inner.roots_edit.lock();
+        let mut roots = self.inner.state.lock().roots.clone();
+        f(&mut roots);
+        if let Some(disk) = &self.inner.disk {
+            disk.write_roots(&roots)?;
+        }
+        self.inner.state.lock().roots = roots;
+        Ok(())
+    }
+
+    /// Garbage collection: keeps every object reachable from `roots` or from the
+    /// named roots ([`set_root`](Store::set_root)) (through
     /// [`Persist::references`]), every pinned object (and what it reaches) and every
     /// object being loaded; removes all others from memory and from disk, then
     /// fsyncs the directory. Roots and references this store does not hold are ignored.
@@ -1048,6 +1171,7 @@ impl Store {
             let mut st = self.inner.state.lock();
             let loading: Vec<ObjectId> = self.inner.loading.lock().keys().copied().collect();
             let mut stack: Vec<ObjectId> = roots.to_vec();
+            stack.extend(st.roots.values().copied());
             stack.extend(loading);
             stack.extend(st.entries.values().filter(|e| e.pinned()).map(|e| e.meta.id));
             let mut reach: HashSet<ObjectId> = HashSet::new();
