@@ -84,6 +84,13 @@ pub enum PersistError {
         /// Reason reported by the remote source.
         reason: String,
     },
+    /// [`Store::open`](crate::Store::open) of a rank directory that a live store of this
+    /// process already has open (two stores on one directory would allocate colliding IDs).
+    #[error("store directory {} is already open in this process", path.display())]
+    AlreadyOpen {
+        /// The rank directory.
+        path: PathBuf,
+    },
     /// Garbage collection could not determine what an object references, so it
     /// refused to delete anything (see [`Store::gc`](crate::Store::gc)).
     #[error("gc refused: cannot find references of object {id} of type {type_name:?} (register the type with Store::register)")]

@@ -285,6 +285,31 @@ fn verify(meta: &ObjectMeta, bytes: &[u8], path: Option<&Path>) -> Result<(), Pe
     Ok(())
 }
 
+/// Rank directories opened by live stores of this process.
+static OPEN_DIRS: Mutex<Option<HashSet<PathBuf>>> = Mutex::new(None);
+
+/// Marks a rank directory as open in this process until dropped.
+struct DirClaim(PathBuf);
+
+impl DirClaim {
+    fn new(dir: &Path) -> Result<DirClaim, PersistError> {
+        let path = dir.canonicalize().unwrap_or_else(|_| dir.to_owned());
+        let mut open = OPEN_DIRS.lock();
+        if !open.get_or_insert_with(HashSet::new).insert(path.clone()) {
+            return Err(PersistError::AlreadyOpen { path });
+        }
+        Ok(DirClaim(path))
+    }
+}
+
+impl Drop for DirClaim {
+    fn drop(&mut self) {
+        if let Some(open) = OPEN_DIRS.lock().as_mut() {
+            open.remove(&self.0);
+        }
+    }
+}
+
 struct Alloc {
     next: u64,
     reserved: u64,
@@ -298,6 +323,7 @@ pub(crate) struct Inner {
     loading: Mutex<HashMap<ObjectId, Arc<Mutex<()>>>>,
     alloc: Mutex<Alloc>,
     roots_edit: Mutex<()>,
+    claim: Mutex<Option<DirClaim>>,
     remote: RwLock<Option<Arc<dyn RemoteSource>>>,
     pool: LoadPool,
 }
@@ -361,6 +387,7 @@ impl Store {
                 loading: Mutex::new(HashMap::new()),
                 alloc: Mutex::new(Alloc { next, reserved: next }),
                 roots_edit: Mutex::new(()),
+                claim: Mutex::new(None),
                 remote: RwLock::new(None),
                 pool: LoadPool::new(),
             }),
@@ -385,11 +412,17 @@ impl Store {
     /// resumes above both the durably reserved high-water mark and every own-origin
     /// object found, so IDs never collide with earlier ones, even after a crash.
     ///
+    /// One store per rank directory: a second `open` of a directory that a live store
+    /// of this process holds fails with [`PersistError::AlreadyOpen`]. Opening one
+    /// directory from two processes at once is not detected and not supported.
+    ///
     /// # Errors
     /// [`PersistError::Io`] if the directory cannot be created or listed;
-    /// [`PersistError::Corrupt`] if the counter file is damaged.
+    /// [`PersistError::Corrupt`] if the counter or roots file is damaged;
+    /// [`PersistError::AlreadyOpen`].
     pub fn open(dir: &Path, rank: u32, opts: StoreOptions) -> Result<Store, PersistError> {
         let disk = Disk::create(dir, rank)?;
+        let claim = DirClaim::new(disk.dir())?;
         let mut state = State::new();
         let mut next = disk.read_counter()?.unwrap_or(0);
         state.roots = disk.read_roots()?;
@@ -418,7 +451,9 @@ impl Store {
             }
         }
         tracing::debug!(rank, dir = %disk.dir().display(), objects = state.entries.len(), next, "opened persistent store");
-        Ok(Store::from_parts(rank, Some(disk), opts.memory_budget, state, next))
+        let store = Store::from_parts(rank, Some(disk), opts.memory_budget, state, next);
+        *store.inner.claim.lock() = Some(claim);
+        Ok(store)
     }
 
     /// The rank this store allocates IDs for.

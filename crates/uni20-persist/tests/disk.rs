@@ -295,3 +295,39 @@ fn concurrent_commit_load_release_under_budget() {
     }
     assert!(s.stats().bytes_resident <= 32 * 1024);
 }
+
+#[test]
+fn one_store_per_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = open(tmp.path(), 0);
+    assert!(matches!(
+        Store::open(tmp.path(), 0, StoreOptions::new()),
+        Err(PersistError::AlreadyOpen { .. })
+    ));
+    let clone = s.clone();
+    drop(s);
+    // Still open through the clone.
+    assert!(Store::open(tmp.path(), 0, StoreOptions::new()).is_err());
+    drop(clone);
+    let _again = open(tmp.path(), 0);
+}
+
+#[test]
+fn flushed_replicas_survive_restart() {
+    let src = Store::in_memory(5);
+    let p = src.commit(String::from("replica")).unwrap();
+    let (m, b) = src.encoded(p.id()).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    {
+        let s = open(tmp.path(), 0);
+        s.insert_replica(m.clone(), b.to_vec()).unwrap();
+        assert!(!s.object_path(p.id()).unwrap().exists(), "replicas are written lazily");
+        s.flush(p).unwrap();
+        assert!(s.object_path(p.id()).unwrap().exists());
+    }
+    let s = open(tmp.path(), 0);
+    assert_eq!(s.meta(p.id()), Some(m));
+    assert_eq!(&*s.load_wait(p).unwrap(), "replica");
+    // Foreign-origin files do not move this rank's counter.
+    assert_eq!(s.commit(String::new()).unwrap().id().origin, 0);
+}
