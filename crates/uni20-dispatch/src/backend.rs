@@ -164,6 +164,7 @@ impl ContractProblem<'_> {
             .spec
             .output_shape(self.a.shape(), self.b.shape())
             .map_err(|e| e.to_string())?;
+        crate::tensor::checked_len(&out, self.dtype.size_bytes()).map_err(|e| e.to_string())?;
         if out != self.out_shape {
             return Err(format!(
                 "out_shape {:?} does not match the spec's output shape {:?}",

@@ -263,3 +263,54 @@ fn run_typed<T: Element + faer::traits::ComplexField>(
     }
     Ok(LocalTensor::from_data(&p.out_shape, T::wrap(out))?)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(labels: &str, shape: &[usize]) -> Operand<'static, f64> {
+        let n: usize = shape.iter().product();
+        Operand {
+            labels: labels.chars().collect(),
+            shape: shape.to_vec(),
+            data: Cow::Owned((0..n).map(|x| x as f64).collect()),
+        }
+    }
+
+    fn borrowed_view<'a>(op: &'a Operand<'_, f64>) -> Operand<'a, f64> {
+        Operand {
+            labels: op.labels.clone(),
+            shape: op.shape.clone(),
+            data: Cow::Borrowed(&op.data),
+        }
+    }
+
+    #[test]
+    fn matrix_form_avoids_copies_when_grouped() {
+        let o = op("bij", &[2, 3, 4]);
+        let (d, rm) = as_matrix(borrowed_view(&o), &['b'], &['i'], &['j']);
+        assert!(matches!(d, Cow::Borrowed(_)) && rm);
+        let (d, rm) = as_matrix(borrowed_view(&o), &['b'], &['j'], &['i']);
+        assert!(matches!(d, Cow::Borrowed(_)) && !rm);
+        // Batch not leading: one permuted copy, row-major [b][rows][cols].
+        let (d, rm) = as_matrix(borrowed_view(&o), &['i'], &['b'], &['j']);
+        assert!(matches!(d, Cow::Owned(_)) && rm);
+        // Element (i=1, b=1, j=2) sits at row-major [1][1][2] = 1*8 + 1*4 + 2 and equals
+        // the source element (b=1, i=1, j=2) = 1*12 + 1*4 + 2.
+        assert_eq!(d[14], 18.0);
+    }
+
+    #[test]
+    fn permute_and_reduce() {
+        let o = op("ij", &[2, 3]);
+        assert_eq!(
+            permute(&o.data, &o.labels, &o.shape, &['j', 'i']),
+            vec![0., 3., 1., 4., 2., 5.]
+        );
+        let r = reduce(op("ij", &[2, 3]), &['i']);
+        assert_eq!(r.labels, vec!['i']);
+        assert_eq!(&*r.data, &[3., 12.]);
+        let r = reduce(op("ij", &[0, 3]), &['j']);
+        assert_eq!(&*r.data, &[0., 0., 0.]);
+    }
+}

@@ -12,6 +12,20 @@
 //! - [`contract`]: `C = alpha * einsum(spec, A, B) + beta * C` with dtype promotion.
 //!
 //! The chosen backend is recorded as a `tracing` debug event with target `uni20_dispatch`.
+//!
+//! ```
+//! use uni20_dispatch::{contract, BackendList, EinsumSpec, LocalTensor, C64, DType};
+//!
+//! let spec = EinsumSpec::parse("ij,jk->ik")?;
+//! let a = LocalTensor::from_f64(&[2, 2], vec![1.0, 2.0, 3.0, 4.0])?;
+//! let b = LocalTensor::from_c64(&[2, 1], vec![C64::new(1.0, 1.0), C64::new(0.0, -1.0)])?;
+//! let out = contract(&spec, C64::new(1.0, 0.0), &a, &b, C64::new(0.0, 0.0), None,
+//!                    &BackendList::default_cpu(1))?;
+//! assert_eq!(out.dtype(), DType::C64); // f64 x c64 promotes to c64
+//! assert_eq!(out.shape(), &[2, 1]);
+//! assert_eq!(out.to_c64_vec(), vec![C64::new(1.0, -1.0), C64::new(3.0, -1.0)]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 #![deny(missing_docs)]
 

@@ -1,10 +1,11 @@
 //! The reference backend: naive loops over arbitrary strides, accumulating in `C64`.
 
 use crate::backend::{ContractBackend, ContractProblem, KernelError};
+use crate::contract::ContractError;
 use crate::dtype::{DType, C64};
 use crate::scalar::Element;
-use crate::spec::{EinsumSpec, SpecError};
-use crate::tensor::{with_dtype, LocalTensor};
+use crate::spec::EinsumSpec;
+use crate::tensor::{checked_len, with_dtype, LocalTensor};
 use crate::view::StridedView;
 
 /// Naive loop backend; accepts every problem. Accumulates in `C64` and rounds once to the
@@ -66,9 +67,9 @@ fn step(idx: &mut [usize], dims: &[usize]) -> bool {
 /// part for real `T`).
 ///
 /// # Errors
-/// [`SpecError`] if the spec is invalid, ranks or extents mismatch, or `c`'s shape is not the
-/// output shape (reported as [`SpecError::RankMismatch`] / [`SpecError::DimMismatch`] with
-/// operand/label naming C).
+/// [`ContractError::Spec`] if the spec is invalid or ranks/extents mismatch,
+/// [`ContractError::Shape`] if `c` (read only when `beta != 0`) does not have the output
+/// shape, [`ContractError::Tensor`] if the output size overflows.
 pub fn reference_contract<T: Element>(
     spec: &EinsumSpec,
     alpha: C64,
@@ -76,22 +77,15 @@ pub fn reference_contract<T: Element>(
     b: &StridedView<'_, T>,
     beta: C64,
     c: Option<&StridedView<'_, T>>,
-) -> Result<Vec<T>, SpecError> {
+) -> Result<Vec<T>, ContractError> {
     let out_shape = spec.output_shape(a.shape(), b.shape())?;
+    checked_len(&out_shape, T::DTYPE.size_bytes())?;
     let c = c.filter(|_| beta != C64::new(0.0, 0.0));
     if let Some(c) = c {
-        if c.shape().len() != out_shape.len() {
-            return Err(SpecError::RankMismatch {
-                operand: 'C',
-                expected: out_shape.len(),
-                got: c.shape().len(),
-            });
-        }
-        if let Some((k, (&want, &got))) = out_shape.iter().zip(c.shape()).enumerate().find(|(_, (w, g))| w != g) {
-            return Err(SpecError::DimMismatch {
-                label: spec.out[k],
-                a: want,
-                b: got,
+        if c.shape() != out_shape.as_slice() {
+            return Err(ContractError::Shape {
+                expected: out_shape,
+                got: c.shape().to_vec(),
             });
         }
     }
