@@ -630,3 +630,31 @@ fn pool_chain_of_epochs_keeps_causal_order() {
     assert_eq!(got, expected);
     assert_eq!(a.get_wait().unwrap(), 200);
 }
+
+#[test]
+fn dropped_writers_cascade_through_several_epochs() {
+    let a = Async::new(9).with_name("c");
+    let r0 = a.read();
+    let ws: Vec<_> = (0..3).map(|_| a.write()).collect();
+    let r3 = a.read();
+    assert_eq!(r3.epoch(), 3);
+    drop(ws); // released before their epochs started
+    assert!(!r3.is_ready(), "epoch 0's reader still holds everything back");
+    drop(r0);
+    assert!(r3.is_ready());
+    assert_eq!(r3.get_wait().unwrap(), 9);
+    assert_eq!(a.write().epoch(), 4);
+}
+
+#[test]
+fn wake_up_reaches_a_parked_writer_on_another_thread() {
+    let pool = uni20_async::ThreadPoolExecutor::new(2).unwrap();
+    let a = Async::new(0u8);
+    let r = a.read();
+    let w = a.write();
+    let h = pool.spawn(async move { w.set(1).await });
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    drop(r); // the only thing the parked writer waits for
+    h.join().unwrap().unwrap();
+    assert_eq!(a.get_wait().unwrap(), 1);
+}
