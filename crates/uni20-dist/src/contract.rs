@@ -1,0 +1,494 @@
+//! Distributed einsum contraction: root-side planning, the
+//! `uni20.contract.v1` descriptor, and its worker handler.
+//!
+//! The root validates the spec against the manifests, builds one work item
+//! per output block, assigns each to a rank (preferring the rank that already
+//! owns most of the item's input bytes, under a load cap), and lists every
+//! block that must move between workers. Workers exchange those blocks
+//! directly with each other, contract locally through `uni20-dispatch`,
+//! commit each output block and reply with its object id. The root never
+//! receives a payload.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+use uni20_dispatch::{contract as local_contract, ContractError, DType, EinsumSpec, LocalTensor, C64};
+use uni20_persist::{ObjectId, ObjectMeta, PersistentPtr};
+use uni20_worker::{
+    data_tag, decode_descriptor, encode_reply, register_command, CommandSpec, Controller, Envelope, HandlerError, Tag,
+    WorkerContext,
+};
+
+use crate::error::DistError;
+use crate::layout::Grid;
+use crate::tensor::{Block, BlockRef, DistTensor, Manifest};
+
+/// Scalars and accumulator of a contraction `C = alpha * einsum(A, B) + beta * C`.
+#[derive(Clone, Copy, Debug)]
+pub struct ContractOptions<'a> {
+    /// Scale of the product (default 1).
+    pub alpha: C64,
+    /// Scale of the existing output (default 0; ignored without `c`).
+    pub beta: C64,
+    /// Existing output to accumulate into (not modified: the result is a new
+    /// tensor; objects are immutable).
+    pub c: Option<&'a DistTensor>,
+}
+
+impl Default for ContractOptions<'_> {
+    fn default() -> Self {
+        ContractOptions {
+            alpha: C64::new(1.0, 0.0),
+            beta: C64::new(0.0, 0.0),
+            c: None,
+        }
+    }
+}
+
+/// One output block's work: `out = alpha * sum_k A_k * B_k + beta * C_in`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WorkItem {
+    /// Rank that computes the item.
+    pub rank: usize,
+    /// Output block number (row-major in the output grid).
+    pub out_block: usize,
+    /// Output block shape.
+    pub out_shape: Vec<usize>,
+    /// The block pairs to contract and sum.
+    pub terms: Vec<(BlockRef, BlockRef)>,
+    /// The existing output block, when `beta != 0`.
+    pub c_in: Option<BlockRef>,
+}
+
+/// One block moving from its owner to the rank that needs it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Transfer {
+    /// The object.
+    pub id: ObjectId,
+    /// Sending rank (the owner).
+    pub from: usize,
+    /// Receiving rank.
+    pub to: usize,
+    /// Payload bytes.
+    pub bytes: u64,
+}
+
+/// The `uni20.contract.v1` descriptor: the whole plan, identical on every
+/// participant. Holds ids, shapes and scalars only.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ContractDescriptorV1 {
+    /// The einsum spec.
+    pub spec: EinsumSpec,
+    /// Scale of the product.
+    pub alpha: C64,
+    /// Scale of the existing output.
+    pub beta: C64,
+    /// Output element type.
+    pub out_dtype: DType,
+    /// One item per output block.
+    pub items: Vec<WorkItem>,
+    /// Worker-to-worker block transfers; transfer `i` uses tag `data_tag(i)`.
+    pub transfers: Vec<Transfer>,
+}
+
+/// The command `uni20.contract.v1`.
+pub struct ContractV1;
+
+impl CommandSpec for ContractV1 {
+    const WIRE_NAME: &'static str = "uni20.contract.v1";
+    const DEBUG_NAME: &'static str = "contract";
+    const SCHEMA_VERSION: u32 = 1;
+    type Descriptor = ContractDescriptorV1;
+    type Reply = Vec<(usize, ObjectId)>;
+}
+
+/// A validated, rank-assigned contraction plan.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ContractPlan {
+    /// What is sent to the workers.
+    pub descriptor: ContractDescriptorV1,
+    /// Global output shape.
+    pub out_shape: Vec<usize>,
+    /// Output block grid.
+    pub out_grid: Grid,
+    /// Ranks that receive the descriptor.
+    pub participants: Vec<usize>,
+}
+
+impl ContractPlan {
+    /// Total payload bytes moved between ranks.
+    pub fn bytes_moved(&self) -> u64 {
+        self.descriptor.transfers.iter().map(|t| t.bytes).sum()
+    }
+
+    /// Payload bytes sent to or from the root (zero whenever the root is not
+    /// also the only worker).
+    pub fn bytes_through_root(&self) -> u64 {
+        self.descriptor
+            .transfers
+            .iter()
+            .filter(|t| t.from == 0 || t.to == 0)
+            .map(|t| t.bytes)
+            .sum()
+    }
+
+    /// One-line summary: items, terms, transfers, bytes.
+    pub fn summary(&self) -> String {
+        let terms: usize = self.descriptor.items.iter().map(|i| i.terms.len()).sum();
+        format!(
+            "{} work items, {} block products, {} transfers, {} bytes moved, {} bytes through the root",
+            self.descriptor.items.len(),
+            terms,
+            self.descriptor.transfers.len(),
+            self.bytes_moved(),
+            self.bytes_through_root()
+        )
+    }
+}
+
+fn label_extents(labels: &[char], grid: &Grid, map: &mut BTreeMap<char, Vec<usize>>) -> Result<(), DistError> {
+    for (l, e) in labels.iter().zip(&grid.extents) {
+        match map.get(l) {
+            Some(prev) if prev != e => {
+                return Err(DistError::Blocking {
+                    label: *l,
+                    first: prev.clone(),
+                    second: e.clone(),
+                })
+            }
+            Some(_) => {}
+            None => {
+                map.insert(*l, e.clone());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Validates a contraction and builds its plan, without submitting anything.
+///
+/// `workers` are the ranks that may compute (see
+/// [`Controller::worker_ranks`]).
+///
+/// # Errors
+/// [`DistError::Spec`] for a malformed spec or a shape that does not fit it;
+/// [`DistError::Contract`] for a C of the wrong shape or a complex scalar
+/// with a real output; [`DistError::Blocking`] if an index is blocked
+/// differently in two operands.
+pub fn plan_contract(
+    workers: &[usize],
+    spec: &str,
+    a: &DistTensor,
+    b: &DistTensor,
+    opts: &ContractOptions<'_>,
+) -> Result<ContractPlan, DistError> {
+    let spec = EinsumSpec::parse(spec)?;
+    let out_shape = spec.output_shape(a.shape(), b.shape())?;
+    let c = opts.c.filter(|_| opts.beta != C64::new(0.0, 0.0));
+    let mut out_dtype = a.dtype().promote(b.dtype());
+    if let Some(c) = opts.c {
+        out_dtype = out_dtype.promote(c.dtype());
+        if c.shape() != out_shape.as_slice() {
+            return Err(ContractError::Shape {
+                expected: out_shape,
+                got: c.shape().to_vec(),
+            }
+            .into());
+        }
+    }
+    if !out_dtype.is_complex() {
+        if opts.alpha.im != 0.0 {
+            return Err(ContractError::ComplexScalarForRealOutput {
+                which: "alpha",
+                value: opts.alpha,
+                dtype: out_dtype,
+            }
+            .into());
+        }
+        if opts.c.is_some() && opts.beta.im != 0.0 {
+            return Err(ContractError::ComplexScalarForRealOutput {
+                which: "beta",
+                value: opts.beta,
+                dtype: out_dtype,
+            }
+            .into());
+        }
+    }
+    if workers.is_empty() {
+        return Err(DistError::Shape("no worker ranks".into()));
+    }
+    let (am, bm) = (a.manifest(), b.manifest());
+    let mut ext = BTreeMap::new();
+    label_extents(&spec.a, &am.grid, &mut ext)?;
+    label_extents(&spec.b, &bm.grid, &mut ext)?;
+    if let Some(c) = opts.c {
+        label_extents(&spec.out, &c.manifest().grid, &mut ext)?;
+    }
+    let out_grid = Grid {
+        extents: spec.out.iter().map(|l| ext[l].clone()).collect(),
+    };
+    let reduce: Vec<char> = ext.keys().copied().filter(|l| !spec.out.contains(l)).collect();
+    let reduce_grid = Grid {
+        extents: reduce.iter().map(|l| ext[l].clone()).collect(),
+    };
+
+    let block_index = |labels: &[char], m: &Manifest, o: &[usize], r: &[usize]| -> (BlockRef, u64) {
+        let multi: Vec<usize> = labels
+            .iter()
+            .map(|l| match spec.out.iter().position(|x| x == l) {
+                Some(p) => o[p],
+                None => r[reduce.iter().position(|x| x == l).unwrap_or(0)],
+            })
+            .collect();
+        let lin = m.grid.linear(&multi);
+        (m.blocks[lin], m.block_bytes(lin))
+    };
+
+    let n_out = out_grid.num_blocks();
+    let cap = n_out.div_ceil(workers.len());
+    let mut load: BTreeMap<usize, usize> = workers.iter().map(|&w| (w, 0)).collect();
+    let mut items = Vec::with_capacity(n_out);
+    let mut sizes: BTreeMap<ObjectId, u64> = BTreeMap::new();
+    for o_lin in 0..n_out {
+        let o = out_grid.multi(o_lin);
+        let mut terms = Vec::new();
+        for r_lin in 0..reduce_grid.num_blocks() {
+            let r = reduce_grid.multi(r_lin);
+            let (ra, sa) = block_index(&spec.a, am, &o, &r);
+            let (rb, sb) = block_index(&spec.b, bm, &o, &r);
+            sizes.insert(ra.id, sa);
+            sizes.insert(rb.id, sb);
+            terms.push((ra, rb));
+        }
+        let c_in = c.map(|c| {
+            let r = c.manifest().blocks[o_lin];
+            sizes.insert(r.id, c.manifest().block_bytes(o_lin));
+            r
+        });
+        // Locality: bytes of this item's inputs already on each rank.
+        let mut local: BTreeMap<usize, u64> = BTreeMap::new();
+        let mut seen = BTreeSet::new();
+        for r in terms.iter().flat_map(|(x, y)| [x, y]).chain(c_in.iter()) {
+            if seen.insert(r.id) {
+                *local.entry(r.owner).or_default() += sizes[&r.id];
+            }
+        }
+        let rank = workers
+            .iter()
+            .copied()
+            .filter(|w| load[w] < cap)
+            .max_by_key(|w| {
+                (
+                    local.get(w).copied().unwrap_or(0),
+                    std::cmp::Reverse(load[w]),
+                    std::cmp::Reverse(*w),
+                )
+            })
+            .unwrap_or(workers[o_lin % workers.len()]);
+        *load.entry(rank).or_default() += 1;
+        items.push(WorkItem {
+            rank,
+            out_block: o_lin,
+            out_shape: out_grid.block_shape(&o),
+            terms,
+            c_in,
+        });
+    }
+    let mut transfers = Vec::new();
+    let mut planned = BTreeSet::new();
+    for it in &items {
+        for r in it.terms.iter().flat_map(|(x, y)| [x, y]).chain(it.c_in.iter()) {
+            if r.owner != it.rank && planned.insert((r.id, it.rank)) {
+                transfers.push(Transfer {
+                    id: r.id,
+                    from: r.owner,
+                    to: it.rank,
+                    bytes: sizes[&r.id],
+                });
+            }
+        }
+    }
+    let mut participants: BTreeSet<usize> = items.iter().map(|i| i.rank).collect();
+    participants.extend(transfers.iter().flat_map(|t| [t.from, t.to]));
+    let descriptor = ContractDescriptorV1 {
+        spec,
+        alpha: opts.alpha,
+        beta: opts.beta,
+        out_dtype,
+        items,
+        transfers,
+    };
+    Ok(ContractPlan {
+        descriptor,
+        out_shape,
+        out_grid,
+        participants: participants.into_iter().collect(),
+    })
+}
+
+/// `C = einsum(spec, A, B)` on distributed tensors.
+///
+/// `spec` has an explicit output, e.g. `"abc,bcd->ad"`; see
+/// [`contract_with`] for alpha/beta and the errors.
+pub fn contract(ctl: &Controller<'_>, spec: &str, a: &DistTensor, b: &DistTensor) -> Result<DistTensor, DistError> {
+    contract_with(ctl, spec, a, b, &ContractOptions::default()).map(|(t, _)| t)
+}
+
+/// `C = alpha * einsum(spec, A, B) + beta * C_in` on distributed tensors;
+/// returns the result and the executed plan.
+///
+/// Both operands must use the same block extents for each shared index
+/// (tensors created with the same block size do). The output's blocks are
+/// owned by the ranks that computed them.
+///
+/// # Errors
+/// Validation errors from [`plan_contract`] (nothing submitted), or
+/// [`DistError::Job`] if a worker fails (fail-stop).
+pub fn contract_with(
+    ctl: &Controller<'_>,
+    spec: &str,
+    a: &DistTensor,
+    b: &DistTensor,
+    opts: &ContractOptions<'_>,
+) -> Result<(DistTensor, ContractPlan), DistError> {
+    let plan = plan_contract(&ctl.worker_ranks(), spec, a, b, opts)?;
+    tracing::debug!(spec, "{}", plan.summary());
+    let replies = ctl.submit::<ContractV1>(&plan.descriptor, &plan.participants)?;
+    let mut blocks: Vec<Option<BlockRef>> = vec![None; plan.out_grid.num_blocks()];
+    for (rank, ids) in replies {
+        for (item, id) in ids {
+            let out_block = plan.descriptor.items.get(item).map(|i| i.out_block);
+            if let Some(slot) = out_block.and_then(|b| blocks.get_mut(b)) {
+                *slot = Some(BlockRef { owner: rank, id });
+            }
+        }
+    }
+    let blocks = blocks
+        .into_iter()
+        .enumerate()
+        .map(|(b, r)| r.ok_or_else(|| DistError::Shape(format!("no rank reported output block {b}"))))
+        .collect::<Result<Vec<_>, _>>()?;
+    let manifest = Manifest {
+        shape: plan.out_shape.clone(),
+        dtype: plan.descriptor.out_dtype,
+        grid: plan.out_grid.clone(),
+        blocks,
+    };
+    Ok((DistTensor::from_manifest(manifest), plan))
+}
+
+/// Frames an object for a worker-to-worker transfer:
+/// `[u32 LE meta length][postcard meta][payload]`.
+fn frame_replica(meta: &ObjectMeta, payload: &[u8]) -> Vec<u8> {
+    let m = postcard::to_stdvec(meta).unwrap_or_default();
+    let mut out = Vec::with_capacity(4 + m.len() + payload.len());
+    out.extend_from_slice(&(m.len() as u32).to_le_bytes());
+    out.extend_from_slice(&m);
+    out.extend_from_slice(payload);
+    out
+}
+
+fn unframe_replica(frame: &[u8]) -> Result<(ObjectMeta, Vec<u8>), HandlerError> {
+    let bad = || HandlerError::msg("malformed block transfer frame");
+    let len = u32::from_le_bytes(frame.get(..4).ok_or_else(bad)?.try_into().map_err(|_| bad())?) as usize;
+    let m = frame.get(4..4 + len).ok_or_else(bad)?;
+    let meta: ObjectMeta = uni20_worker::decode_exact(m, "object metadata")?;
+    Ok((meta, frame[4 + len..].to_vec()))
+}
+
+fn kernel_error(e: ContractError) -> HandlerError {
+    let attempts = match &e {
+        ContractError::Dispatch(d) => d
+            .attempts
+            .iter()
+            .map(|a| format!("{}: {:?}", a.backend, a.outcome))
+            .collect(),
+        _ => Vec::new(),
+    };
+    HandlerError::from(e).with_attempts(attempts)
+}
+
+fn handle_contract(ctx: &mut WorkerContext<'_>, env: &Envelope) -> Result<Vec<u8>, HandlerError> {
+    let d = decode_descriptor::<ContractV1>(env)?;
+    let me = ctx.rank();
+    let store = ctx.store();
+    // 1. Exchange blocks directly with the other workers.
+    let mut frames = Vec::new();
+    for (i, t) in d.transfers.iter().enumerate().filter(|(_, t)| t.from == me) {
+        let (meta, bytes) = store
+            .encoded(t.id)
+            .map_err(|e| HandlerError::from(e).with_object(t.id))?;
+        frames.push((t.to, data_tag(i), frame_replica(&meta, &bytes)));
+    }
+    let outgoing: Vec<(usize, Tag, &[u8])> = frames.iter().map(|(to, tag, f)| (*to, *tag, f.as_slice())).collect();
+    let incoming: Vec<(usize, Tag)> = d
+        .transfers
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.to == me)
+        .map(|(i, t)| (t.from, data_tag(i)))
+        .collect();
+    let received = ctx.transport().exchange(&outgoing, &incoming)?;
+    drop(frames);
+    let mut replicas = Vec::new();
+    for frame in received {
+        let (meta, bytes) = unframe_replica(&frame)?;
+        let id = meta.id;
+        if !store.contains(id) {
+            store
+                .insert_replica(meta, bytes)
+                .map_err(|e| HandlerError::from(e).with_object(id))?;
+            replicas.push(id);
+        }
+    }
+    // 2. Compute this rank's items.
+    let load = |r: &BlockRef| {
+        store
+            .load_wait(PersistentPtr::<Block>::from_id(r.id))
+            .map_err(|e| HandlerError::from(e).with_object(r.id))
+    };
+    let one = C64::new(1.0, 0.0);
+    let mut out = Vec::new();
+    for (idx, item) in d.items.iter().enumerate().filter(|(_, i)| i.rank == me) {
+        let c_in = item.c_in.as_ref().map(load).transpose()?;
+        let mut acc: Option<LocalTensor> = None;
+        for (k, (ra, rb)) in item.terms.iter().enumerate() {
+            let (a, b) = (load(ra)?, load(rb)?);
+            let (beta, c) = if k == 0 {
+                (d.beta, c_in.as_ref().map(|v| &v.0))
+            } else {
+                (one, acc.as_ref())
+            };
+            let r = local_contract(&d.spec, d.alpha, &a.0, &b.0, beta, c, ctx.backends()).map_err(kernel_error)?;
+            acc = Some(r);
+        }
+        let acc = match acc {
+            Some(t) => t,
+            None => return Err(HandlerError::msg(format!("work item {idx} has no block products"))),
+        };
+        let acc = if acc.dtype() == d.out_dtype {
+            acc
+        } else {
+            acc.cast(d.out_dtype)?
+        };
+        if acc.shape() != item.out_shape.as_slice() {
+            return Err(HandlerError::msg(format!(
+                "work item {idx}: result shape {:?} differs from planned {:?}",
+                acc.shape(),
+                item.out_shape
+            )));
+        }
+        let p = store
+            .commit(Block(acc))
+            .map_err(|e| HandlerError::from(e).context(format!("committing item {idx}")))?;
+        out.push((idx, p.id()));
+    }
+    for id in replicas {
+        store.release(id);
+    }
+    encode_reply::<ContractV1>(&out)
+}
+
+register_command! {
+    static CONTRACT_V1 = { wire: "uni20.contract.v1", debug: "contract", schema: 1, handler: handle_contract };
+}

@@ -1,0 +1,64 @@
+//! Errors of distributed operations.
+
+use std::path::PathBuf;
+
+use uni20_dispatch::{ContractError, DTypeError, SpecError, TensorError};
+use uni20_worker::JobError;
+
+/// Error of a distributed tensor operation.
+///
+/// Validation errors (`Spec`, `Shape`, `Blocking`, `BlockSize`, `Npy`, ...)
+/// are detected on the root before anything is submitted: nothing ran and
+/// nothing was lost. `Job` means a submitted command failed (fail-stop).
+#[derive(Debug, thiserror::Error)]
+pub enum DistError {
+    /// The einsum spec is malformed or does not fit the operands.
+    #[error("einsum spec: {0}")]
+    Spec(#[from] SpecError),
+    /// Operand shapes or dtypes are incompatible.
+    #[error("{0}")]
+    Shape(String),
+    /// Root-side validation of the local contraction contract failed.
+    #[error("{0}")]
+    Contract(#[from] ContractError),
+    /// An index is blocked differently in two operands.
+    #[error(
+        "index `{label}` is blocked as {first:?} in one operand and {second:?} in another; use the same block size"
+    )]
+    Blocking {
+        /// The index label.
+        label: char,
+        /// Block extents in the first operand.
+        first: Vec<usize>,
+        /// Block extents in the other operand.
+        second: Vec<usize>,
+    },
+    /// Block size zero.
+    #[error("block size must be at least 1")]
+    BlockSize,
+    /// A local tensor could not be built.
+    #[error("tensor: {0}")]
+    Tensor(#[from] TensorError),
+    /// Unsupported dtype.
+    #[error("{0}")]
+    DType(#[from] DTypeError),
+    /// An npy file is malformed, truncated or unsupported.
+    #[error("{}: {reason}", path.display())]
+    Npy {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// An I/O error on the root.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A submitted command failed, or the job was aborted.
+    #[error("{0}")]
+    Job(#[from] JobError),
+}

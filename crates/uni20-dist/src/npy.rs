@@ -1,0 +1,476 @@
+//! Distributed `.npy` I/O: the root touches only the header; each owner
+//! reads or writes only its own blocks, at their offsets in the file.
+//!
+//! Supported: format versions 1.0-3.0 (header parsed with `npyz`), C and
+//! Fortran order, dtypes `<f4 <f8 <c8 <c16`. Anything else (another dtype,
+//! big-endian data, a bad header, a file shorter than its header promises)
+//! is a [`DistError::Npy`] before any command is submitted. Writing goes to a
+//! temporary file beside the target, renamed into place only after every
+//! block was written and synced, so a failed write never leaves a partial
+//! file under the requested name. All ranks must see the same filesystem.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use uni20_dispatch::{DType, LocalTensor};
+use uni20_persist::{ObjectId, PersistentPtr};
+use uni20_worker::{
+    decode_descriptor, encode_reply, register_command, CommandSpec, Controller, Envelope, HandlerError, WorkerContext,
+};
+
+use crate::error::DistError;
+use crate::layout::{c_strides, copy_box, Grid};
+use crate::tensor::{Block, BlockRef, DistTensor, Manifest};
+
+/// Parsed essentials of an npy header.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NpyLayout {
+    /// Byte offset of the first element.
+    pub data_offset: u64,
+    /// Element type.
+    pub dtype: DType,
+    /// Array shape.
+    pub shape: Vec<usize>,
+    /// True for Fortran (column-major) order.
+    pub fortran: bool,
+}
+
+struct Counting<R> {
+    inner: R,
+    count: u64,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count += n as u64;
+        Ok(n)
+    }
+}
+
+fn npy_err(path: &Path, reason: impl Into<String>) -> DistError {
+    DistError::Npy {
+        path: path.to_path_buf(),
+        reason: reason.into(),
+    }
+}
+
+/// Reads and validates the header of an npy file (root side).
+///
+/// # Errors
+/// [`DistError::Io`] if the file cannot be opened; [`DistError::Npy`] for a
+/// malformed header, an unsupported dtype, or a file shorter than the header
+/// promises (truncated).
+pub fn read_npy_header(path: &Path) -> Result<NpyLayout, DistError> {
+    let file = File::open(path).map_err(|source| DistError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let file_len = file
+        .metadata()
+        .map_err(|source| DistError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?
+        .len();
+    // Headers are small; bound the read so garbage cannot make us read much.
+    let mut counting = Counting {
+        inner: file.take(1 << 20),
+        count: 0,
+    };
+    let header =
+        npyz::NpyHeader::from_reader(&mut counting).map_err(|e| npy_err(path, format!("bad npy header: {e}")))?;
+    let data_offset = counting.count;
+    let descr = match header.dtype() {
+        npyz::DType::Plain(ts) => ts.to_string(),
+        other => {
+            return Err(npy_err(
+                path,
+                format!("unsupported structured dtype {:?}", other.descr()),
+            ))
+        }
+    };
+    let dtype = DType::from_npy_descr(&descr).map_err(|e| npy_err(path, e.to_string()))?;
+    let shape: Vec<usize> = header
+        .shape()
+        .iter()
+        .map(|&n| usize::try_from(n).map_err(|_| npy_err(path, "dimension too large")))
+        .collect::<Result<_, _>>()?;
+    let elems = shape
+        .iter()
+        .try_fold(1u64, |acc, &n| acc.checked_mul(n as u64))
+        .ok_or_else(|| npy_err(path, "shape product overflows"))?;
+    let need = elems
+        .checked_mul(dtype.size_bytes() as u64)
+        .and_then(|b| b.checked_add(data_offset))
+        .ok_or_else(|| npy_err(path, "size overflows"))?;
+    if file_len < need {
+        return Err(npy_err(
+            path,
+            format!("truncated: header promises {need} bytes ({elems} x {descr} after a {data_offset}-byte header), file has {file_len}"),
+        ));
+    }
+    if file_len > need {
+        return Err(npy_err(
+            path,
+            format!("{} unexpected trailing bytes after the data", file_len - need),
+        ));
+    }
+    Ok(NpyLayout {
+        data_offset,
+        dtype,
+        shape,
+        fortran: header.order() == npyz::Order::Fortran,
+    })
+}
+
+/// The npy v1.0 header of a C-order array (padded to a multiple of 64 bytes).
+pub fn npy_header_bytes(dtype: DType, shape: &[usize]) -> Vec<u8> {
+    let shape_txt = match shape.len() {
+        0 => "()".to_string(),
+        1 => format!("({},)", shape[0]),
+        _ => format!(
+            "({})",
+            shape.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", ")
+        ),
+    };
+    let mut dict = format!(
+        "{{'descr': '{}', 'fortran_order': False, 'shape': {shape_txt}, }}",
+        dtype.npy_descr()
+    );
+    let unpadded = 10 + dict.len() + 1;
+    dict.push_str(&" ".repeat(unpadded.next_multiple_of(64) - unpadded));
+    dict.push('\n');
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend_from_slice(&(dict.len() as u16).to_le_bytes());
+    out.extend_from_slice(dict.as_bytes());
+    out
+}
+
+/// Reads one block (a box of the global array) from the file, into C order.
+fn read_block(file: &File, layout: &NpyLayout, offset: &[usize], shape: &[usize]) -> std::io::Result<Vec<u8>> {
+    let elem = layout.dtype.size_bytes();
+    let n: usize = shape.iter().product();
+    let mut out = vec![0u8; n * elem];
+    if n == 0 {
+        return Ok(out);
+    }
+    // View the file as a C-order array; Fortran order is the C order of the reversed shape.
+    let (fshape, foff, bshape): (Vec<usize>, Vec<usize>, Vec<usize>) = if layout.fortran {
+        (
+            layout.shape.iter().rev().copied().collect(),
+            offset.iter().rev().copied().collect(),
+            shape.iter().rev().copied().collect(),
+        )
+    } else {
+        (layout.shape.clone(), offset.to_vec(), shape.to_vec())
+    };
+    let fstrides = c_strides(&fshape);
+    let bstrides = c_strides(&bshape);
+    let r = bshape.len();
+    let mut buf = vec![0u8; n * elem];
+    if r == 0 {
+        file.read_exact_at(&mut buf, layout.data_offset)?;
+    } else {
+        let run = bshape[r - 1];
+        let mut idx = vec![0usize; r];
+        'outer: loop {
+            let f: usize = idx
+                .iter()
+                .zip(&foff)
+                .zip(&fstrides)
+                .map(|((i, o), s)| (i + o) * s)
+                .sum();
+            let b: usize = idx.iter().zip(&bstrides).map(|(i, s)| i * s).sum();
+            file.read_exact_at(
+                &mut buf[b * elem..(b + run) * elem],
+                layout.data_offset + (f * elem) as u64,
+            )?;
+            let mut k = r - 1;
+            loop {
+                if k == 0 {
+                    break 'outer;
+                }
+                k -= 1;
+                idx[k] += 1;
+                if idx[k] < bshape[k] {
+                    break;
+                }
+                idx[k] = 0;
+            }
+        }
+    }
+    if layout.fortran {
+        let src_strides: Vec<usize> = (0..r).map(|k| bstrides[r - 1 - k]).collect();
+        copy_box(&buf, &src_strides, 0, &mut out, &c_strides(shape), 0, shape, elem);
+    } else {
+        out = buf;
+    }
+    Ok(out)
+}
+
+/// Writes one C-order block into a C-order file at its offset.
+fn write_block(
+    file: &File,
+    data_offset: u64,
+    gshape: &[usize],
+    offset: &[usize],
+    blk: &LocalTensor,
+) -> std::io::Result<()> {
+    let elem = blk.dtype().size_bytes();
+    let shape = blk.shape();
+    let bytes = blk.as_bytes();
+    if bytes.is_empty() {
+        return Ok(());
+    }
+    let gstrides = c_strides(gshape);
+    let bstrides = c_strides(shape);
+    let r = shape.len();
+    if r == 0 {
+        return file.write_all_at(bytes, data_offset);
+    }
+    let run = shape[r - 1];
+    let mut idx = vec![0usize; r];
+    loop {
+        let f: usize = idx
+            .iter()
+            .zip(offset)
+            .zip(&gstrides)
+            .map(|((i, o), s)| (i + o) * s)
+            .sum();
+        let b: usize = idx.iter().zip(&bstrides).map(|(i, s)| i * s).sum();
+        file.write_all_at(&bytes[b * elem..(b + run) * elem], data_offset + (f * elem) as u64)?;
+        let mut k = r - 1;
+        loop {
+            if k == 0 {
+                return Ok(());
+            }
+            k -= 1;
+            idx[k] += 1;
+            if idx[k] < shape[k] {
+                break;
+            }
+            idx[k] = 0;
+        }
+    }
+}
+
+/// `uni20.npy_read.v1`: owners read their blocks from a shared file.
+pub struct NpyReadV1;
+
+/// Descriptor of [`NpyReadV1`].
+#[derive(Serialize, Deserialize)]
+pub struct NpyReadDesc {
+    /// File path (every rank must see it).
+    pub path: PathBuf,
+    /// Header facts parsed by the root.
+    pub layout: NpyLayout,
+    /// Block grid of the tensor.
+    pub grid: Grid,
+    /// Owner of each block.
+    pub owners: Vec<usize>,
+}
+
+impl CommandSpec for NpyReadV1 {
+    const WIRE_NAME: &'static str = "uni20.npy_read.v1";
+    const DEBUG_NAME: &'static str = "npy_read";
+    const SCHEMA_VERSION: u32 = 1;
+    type Descriptor = NpyReadDesc;
+    type Reply = Vec<(usize, ObjectId)>;
+}
+
+fn handle_npy_read(ctx: &mut WorkerContext<'_>, env: &Envelope) -> Result<Vec<u8>, HandlerError> {
+    let d = decode_descriptor::<NpyReadV1>(env)?;
+    let me = ctx.rank();
+    let file =
+        File::open(&d.path).map_err(|e| HandlerError::from(e).context(format!("opening {}", d.path.display())))?;
+    let mut out = Vec::new();
+    for (b, _) in d.owners.iter().enumerate().filter(|(_, &o)| o == me) {
+        let multi = d.grid.multi(b);
+        let shape = d.grid.block_shape(&multi);
+        let bytes = read_block(&file, &d.layout, &d.grid.block_offset(&multi), &shape)
+            .map_err(|e| HandlerError::from(e).context(format!("reading block {b} of {}", d.path.display())))?;
+        let blk = LocalTensor::from_bytes(d.layout.dtype, &shape, &bytes)?;
+        out.push((b, ctx.store().commit(Block(blk))?.id()));
+    }
+    encode_reply::<NpyReadV1>(&out)
+}
+
+register_command! {
+    static NPY_READ_V1 = { wire: "uni20.npy_read.v1", debug: "npy_read", schema: 1, handler: handle_npy_read };
+}
+
+/// `uni20.npy_write.v1`: owners write their blocks into a pre-sized file.
+pub struct NpyWriteV1;
+
+/// Descriptor of [`NpyWriteV1`].
+#[derive(Serialize, Deserialize)]
+pub struct NpyWriteDesc {
+    /// Temporary file path (every rank must see it).
+    pub path: PathBuf,
+    /// Byte offset of the first element.
+    pub data_offset: u64,
+    /// Global shape.
+    pub shape: Vec<usize>,
+    /// Block grid.
+    pub grid: Grid,
+    /// Every block.
+    pub blocks: Vec<BlockRef>,
+}
+
+impl CommandSpec for NpyWriteV1 {
+    const WIRE_NAME: &'static str = "uni20.npy_write.v1";
+    const DEBUG_NAME: &'static str = "npy_write";
+    const SCHEMA_VERSION: u32 = 1;
+    type Descriptor = NpyWriteDesc;
+    type Reply = ();
+}
+
+fn handle_npy_write(ctx: &mut WorkerContext<'_>, env: &Envelope) -> Result<Vec<u8>, HandlerError> {
+    let d = decode_descriptor::<NpyWriteV1>(env)?;
+    let me = ctx.rank();
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&d.path)
+        .map_err(|e| HandlerError::from(e).context(format!("opening {}", d.path.display())))?;
+    for (b, r) in d.blocks.iter().enumerate().filter(|(_, r)| r.owner == me) {
+        let v = ctx
+            .store()
+            .load_wait(PersistentPtr::<Block>::from_id(r.id))
+            .map_err(|e| HandlerError::from(e).with_object(r.id))?;
+        let multi = d.grid.multi(b);
+        write_block(&file, d.data_offset, &d.shape, &d.grid.block_offset(&multi), &v.0)
+            .map_err(|e| HandlerError::from(e).context(format!("writing block {b} to {}", d.path.display())))?;
+    }
+    file.sync_data()
+        .map_err(|e| HandlerError::from(e).context(format!("syncing {}", d.path.display())))?;
+    encode_reply::<NpyWriteV1>(&())
+}
+
+register_command! {
+    static NPY_WRITE_V1 = { wire: "uni20.npy_write.v1", debug: "npy_write", schema: 1, handler: handle_npy_write };
+}
+
+/// Reads an npy file into a distributed tensor with blocks of at most
+/// `block` elements per mode, owned round-robin by the workers; each owner
+/// reads only its blocks.
+///
+/// # Errors
+/// [`DistError::BlockSize`], [`DistError::Io`], [`DistError::Npy`] (bad
+/// header, unsupported dtype, truncated file) before anything is submitted;
+/// [`DistError::Job`] if an owner fails to read.
+pub fn read_npy(ctl: &Controller<'_>, path: impl AsRef<Path>, block: usize) -> Result<DistTensor, DistError> {
+    let path = path.as_ref();
+    if block == 0 {
+        return Err(DistError::BlockSize);
+    }
+    let layout = read_npy_header(path)?;
+    let abs = std::fs::canonicalize(path).map_err(|source| DistError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let grid = Grid::regular(&layout.shape, block);
+    let workers = ctl.worker_ranks();
+    let owners: Vec<usize> = (0..grid.num_blocks()).map(|b| workers[b % workers.len()]).collect();
+    let mut participants = owners.clone();
+    participants.sort_unstable();
+    participants.dedup();
+    let desc = NpyReadDesc {
+        path: abs,
+        layout: layout.clone(),
+        grid: grid.clone(),
+        owners: owners.clone(),
+    };
+    let replies = ctl.submit::<NpyReadV1>(&desc, &participants)?;
+    let mut blocks = vec![None; owners.len()];
+    for (rank, ids) in replies {
+        for (b, id) in ids {
+            if let Some(s) = blocks.get_mut(b) {
+                *s = Some(BlockRef { owner: rank, id });
+            }
+        }
+    }
+    let blocks = blocks
+        .into_iter()
+        .enumerate()
+        .map(|(b, r)| r.ok_or_else(|| npy_err(path, format!("no owner reported block {b}"))))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(DistTensor::from_manifest(Manifest {
+        shape: layout.shape,
+        dtype: layout.dtype,
+        grid,
+        blocks,
+    }))
+}
+
+/// Writes a distributed tensor to `path` as a C-order npy file. The root
+/// writes the header; each owner writes its blocks; the file appears under
+/// `path` only when complete.
+///
+/// # Errors
+/// [`DistError::Io`] for root-side file errors; [`DistError::Job`] if an
+/// owner fails. In every error case no file is left under `path` (an
+/// existing file there is left untouched).
+pub fn write_npy(ctl: &Controller<'_>, t: &DistTensor, path: impl AsRef<Path>) -> Result<(), DistError> {
+    let path = path.as_ref();
+    let io = |source| DistError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = path.file_name().ok_or_else(|| npy_err(path, "not a file name"))?;
+    let tmp = dir.join(format!(".{}.uni20-tmp-{}", name.to_string_lossy(), std::process::id()));
+    let result = (|| -> Result<(), DistError> {
+        let header = npy_header_bytes(t.dtype(), t.shape());
+        let data_len = (t.len() * t.dtype().size_bytes()) as u64;
+        {
+            let mut f = File::create(&tmp).map_err(io)?;
+            f.write_all(&header).map_err(io)?;
+            f.set_len(header.len() as u64 + data_len).map_err(io)?;
+        }
+        let tmp_abs = std::fs::canonicalize(&tmp).map_err(io)?;
+        let m = t.manifest();
+        let mut participants: Vec<usize> = m.blocks.iter().map(|b| b.owner).collect();
+        participants.sort_unstable();
+        participants.dedup();
+        let desc = NpyWriteDesc {
+            path: tmp_abs,
+            data_offset: header.len() as u64,
+            shape: m.shape.clone(),
+            grid: m.grid.clone(),
+            blocks: m.blocks.clone(),
+        };
+        ctl.submit::<NpyWriteV1>(&desc, &participants)?;
+        File::open(&tmp).and_then(|f| f.sync_all()).map_err(io)?;
+        std::fs::rename(&tmp, path).map_err(io)?;
+        if let Ok(d) = File::open(&dir) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_is_padded_and_parses_back() {
+        for shape in [vec![], vec![3], vec![2, 5, 7]] {
+            let h = npy_header_bytes(DType::C64, &shape);
+            assert_eq!(h.len() % 64, 0);
+            let parsed = npyz::NpyHeader::from_reader(&h[..]).unwrap();
+            assert_eq!(parsed.shape().iter().map(|&n| n as usize).collect::<Vec<_>>(), shape);
+        }
+    }
+}

@@ -1,0 +1,327 @@
+//! Distributed tensors: a manifest on the root, payload blocks in the
+//! owners' persistent stores (the design's `MpiStorage<Cpu>`).
+
+use serde::{Deserialize, Serialize};
+use uni20_dispatch::{DType, LocalTensor};
+use uni20_persist::{ObjectId, Persist, PersistError, PersistentPtr};
+use uni20_worker::{
+    decode_descriptor, encode_reply, register_command, CommandSpec, Controller, Envelope, HandlerError, WorkerContext,
+    TAG_ROOT_DATA,
+};
+
+use crate::error::DistError;
+use crate::layout::{c_strides, copy_box, Grid};
+
+/// One dense block stored as a persistent object.
+///
+/// Encoding: [`LocalTensor::encode`] (small header + one memcpy of the raw
+/// little-endian elements).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Block(pub LocalTensor);
+
+impl Persist for Block {
+    const TYPE_NAME: &'static str = "uni20.block.v1";
+    fn encode(&self) -> Vec<u8> {
+        self.0.encode()
+    }
+    fn decode(bytes: &[u8]) -> Result<Self, PersistError> {
+        LocalTensor::decode(bytes)
+            .map(Block)
+            .map_err(|e| PersistError::Decode(e.to_string()))
+    }
+}
+
+/// Where one block lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlockRef {
+    /// Owner rank (holds the committed object).
+    pub owner: usize,
+    /// Object id of the block's payload.
+    pub id: ObjectId,
+}
+
+/// The root's description of a distributed tensor: global shape, dtype,
+/// block grid, and per block its owner and object id. Holds no payload.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Global shape.
+    pub shape: Vec<usize>,
+    /// Element type.
+    pub dtype: DType,
+    /// Block decomposition.
+    pub grid: Grid,
+    /// One entry per block, in row-major order of block multi-indices.
+    pub blocks: Vec<BlockRef>,
+}
+
+impl Manifest {
+    /// Bytes of block number `b`.
+    pub fn block_bytes(&self, b: usize) -> u64 {
+        let shape = self.grid.block_shape(&self.grid.multi(b));
+        (shape.iter().product::<usize>() * self.dtype.size_bytes()) as u64
+    }
+}
+
+/// A distributed dense tensor: a [`Manifest`] whose blocks live on the
+/// workers. Cheap to clone (the payloads are immutable objects).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DistTensor {
+    manifest: Manifest,
+}
+
+impl DistTensor {
+    /// Wraps a manifest (e.g. one restored from a checkpoint).
+    pub fn from_manifest(manifest: Manifest) -> DistTensor {
+        DistTensor { manifest }
+    }
+    /// The manifest.
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+    /// Global shape.
+    pub fn shape(&self) -> &[usize] {
+        &self.manifest.shape
+    }
+    /// Element type.
+    pub fn dtype(&self) -> DType {
+        self.manifest.dtype
+    }
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.manifest.shape.iter().product()
+    }
+    /// True if the tensor has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Scatters a root-local tensor into blocks of at most `block` elements
+    /// per mode, owned round-robin by the worker ranks. The payload passes
+    /// through the root because the user asked for it.
+    ///
+    /// # Errors
+    /// [`DistError::BlockSize`] for `block == 0`; [`DistError::Job`] if a
+    /// worker fails to commit a block.
+    pub fn from_local(ctl: &Controller<'_>, local: &LocalTensor, block: usize) -> Result<DistTensor, DistError> {
+        if block == 0 {
+            return Err(DistError::BlockSize);
+        }
+        let grid = Grid::regular(local.shape(), block);
+        let workers = ctl.worker_ranks();
+        let owners: Vec<usize> = (0..grid.num_blocks()).map(|b| workers[b % workers.len()]).collect();
+        let blocks: Vec<LocalTensor> = (0..grid.num_blocks())
+            .map(|b| extract_block(local, &grid, b))
+            .collect::<Result<_, _>>()?;
+        let refs = if workers == [0] {
+            blocks
+                .into_iter()
+                .map(|blk| {
+                    Ok(BlockRef {
+                        owner: 0,
+                        id: ctl.store().commit(Block(blk)).map_err(store_err)?.id(),
+                    })
+                })
+                .collect::<Result<Vec<_>, DistError>>()?
+        } else {
+            let desc = PutBlocksDesc { owners: owners.clone() };
+            let op = ctl.begin::<PutBlocksV1>(&desc, &workers)?;
+            for (blk, &owner) in blocks.iter().zip(&owners) {
+                ctl.transport()
+                    .send(owner, TAG_ROOT_DATA, &blk.encode())
+                    .map_err(uni20_worker::JobError::from)?;
+            }
+            let replies = ctl.finish(op)?;
+            let mut refs = vec![None; owners.len()];
+            for (rank, ids) in replies {
+                for (b, id) in ids {
+                    if let Some(slot) = refs.get_mut(b) {
+                        *slot = Some(BlockRef { owner: rank, id });
+                    }
+                }
+            }
+            refs.into_iter()
+                .enumerate()
+                .map(|(b, r)| r.ok_or_else(|| DistError::Shape(format!("no owner reported block {b}"))))
+                .collect::<Result<Vec<_>, _>>()?
+        };
+        Ok(DistTensor {
+            manifest: Manifest {
+                shape: local.shape().to_vec(),
+                dtype: local.dtype(),
+                grid,
+                blocks: refs,
+            },
+        })
+    }
+
+    /// Gathers the whole tensor onto the root (explicit materialisation:
+    /// the payload passes through the root because the user asked for it).
+    ///
+    /// # Errors
+    /// [`DistError::Job`] if an owner cannot serve a block.
+    pub fn to_local(&self, ctl: &Controller<'_>) -> Result<LocalTensor, DistError> {
+        let m = &self.manifest;
+        let elem = m.dtype.size_bytes();
+        let total: usize = m.shape.iter().product();
+        let mut bytes = vec![0u8; total * elem];
+        let gstrides = c_strides(&m.shape);
+        let mut place = |b: usize, blk: &LocalTensor| -> Result<(), DistError> {
+            let multi = m.grid.multi(b);
+            let shape = m.grid.block_shape(&multi);
+            if blk.shape() != shape.as_slice() || blk.dtype() != m.dtype {
+                return Err(DistError::Shape(format!(
+                    "block {b} has shape {:?} {}, manifest says {shape:?} {}",
+                    blk.shape(),
+                    blk.dtype().name(),
+                    m.dtype.name()
+                )));
+            }
+            let off = m.grid.block_offset(&multi);
+            let base: usize = off.iter().zip(&gstrides).map(|(o, s)| o * s).sum();
+            copy_box(
+                blk.as_bytes(),
+                &c_strides(&shape),
+                0,
+                &mut bytes,
+                &gstrides,
+                base,
+                &shape,
+                elem,
+            );
+            Ok(())
+        };
+        let owners: Vec<usize> = m.blocks.iter().map(|r| r.owner).collect();
+        if owners.iter().all(|&o| o == 0) {
+            for (b, r) in m.blocks.iter().enumerate() {
+                let v = ctl
+                    .store()
+                    .load_wait(PersistentPtr::<Block>::from_id(r.id))
+                    .map_err(store_err)?;
+                place(b, &v.0)?;
+            }
+        } else {
+            let mut participants: Vec<usize> = owners.clone();
+            participants.sort_unstable();
+            participants.dedup();
+            let desc = GetBlocksDesc {
+                blocks: m.blocks.clone(),
+            };
+            let op = ctl.begin::<GetBlocksV1>(&desc, &participants)?;
+            for (b, r) in m.blocks.iter().enumerate() {
+                let raw = ctl
+                    .transport()
+                    .recv(r.owner, TAG_ROOT_DATA)
+                    .map_err(uni20_worker::JobError::from)?;
+                let blk = LocalTensor::decode(&raw)?;
+                place(b, &blk)?;
+            }
+            ctl.finish(op)?;
+        }
+        Ok(LocalTensor::from_bytes(m.dtype, &m.shape, &bytes)?)
+    }
+}
+
+pub(crate) fn store_err(e: PersistError) -> DistError {
+    DistError::Shape(format!("persistent store: {e}"))
+}
+
+/// Copies block `b` of `grid` out of a dense local tensor.
+pub(crate) fn extract_block(local: &LocalTensor, grid: &Grid, b: usize) -> Result<LocalTensor, DistError> {
+    let multi = grid.multi(b);
+    let shape = grid.block_shape(&multi);
+    let off = grid.block_offset(&multi);
+    let gstrides = c_strides(local.shape());
+    let base: usize = off.iter().zip(&gstrides).map(|(o, s)| o * s).sum();
+    let elem = local.dtype().size_bytes();
+    let mut out = vec![0u8; shape.iter().product::<usize>() * elem];
+    copy_box(
+        local.as_bytes(),
+        &gstrides,
+        base,
+        &mut out,
+        &c_strides(&shape),
+        0,
+        &shape,
+        elem,
+    );
+    Ok(LocalTensor::from_bytes(local.dtype(), &shape, &out)?)
+}
+
+/// `uni20.put_blocks.v1`: the root streams blocks to their owners, which
+/// commit them. Each owner receives its blocks' encoded payloads from the
+/// root (`TAG_ROOT_DATA`, block order). Reply: `(block number, object id)`.
+pub struct PutBlocksV1;
+
+/// Descriptor of [`PutBlocksV1`].
+#[derive(Serialize, Deserialize)]
+pub struct PutBlocksDesc {
+    /// Owner rank of each block, in block order.
+    pub owners: Vec<usize>,
+}
+
+impl CommandSpec for PutBlocksV1 {
+    const WIRE_NAME: &'static str = "uni20.put_blocks.v1";
+    const DEBUG_NAME: &'static str = "put_blocks";
+    const SCHEMA_VERSION: u32 = 1;
+    type Descriptor = PutBlocksDesc;
+    type Reply = Vec<(usize, ObjectId)>;
+}
+
+fn handle_put_blocks(ctx: &mut WorkerContext<'_>, env: &Envelope) -> Result<Vec<u8>, HandlerError> {
+    let desc = decode_descriptor::<PutBlocksV1>(env)?;
+    let me = ctx.rank();
+    let mut out = Vec::new();
+    for (b, &owner) in desc.owners.iter().enumerate() {
+        if owner != me {
+            continue;
+        }
+        let raw = ctx.transport().recv(0, TAG_ROOT_DATA)?;
+        let blk = LocalTensor::decode(&raw).map_err(|e| HandlerError::from(e).context(format!("block {b}")))?;
+        let p = ctx
+            .store()
+            .commit(Block(blk))
+            .map_err(|e| HandlerError::from(e).context(format!("committing block {b}")))?;
+        out.push((b, p.id()));
+    }
+    encode_reply::<PutBlocksV1>(&out)
+}
+
+register_command! {
+    static PUT_BLOCKS_V1 = { wire: "uni20.put_blocks.v1", debug: "put_blocks", schema: 1, handler: handle_put_blocks };
+}
+
+/// `uni20.get_blocks.v1`: each owner sends its blocks' encoded payloads to
+/// the root (`TAG_ROOT_DATA`, block order). Descriptor: every block ref.
+pub struct GetBlocksV1;
+
+/// Descriptor of [`GetBlocksV1`].
+#[derive(Serialize, Deserialize)]
+pub struct GetBlocksDesc {
+    /// Every block, in block order.
+    pub blocks: Vec<BlockRef>,
+}
+
+impl CommandSpec for GetBlocksV1 {
+    const WIRE_NAME: &'static str = "uni20.get_blocks.v1";
+    const DEBUG_NAME: &'static str = "get_blocks";
+    const SCHEMA_VERSION: u32 = 1;
+    type Descriptor = GetBlocksDesc;
+    type Reply = ();
+}
+
+fn handle_get_blocks(ctx: &mut WorkerContext<'_>, env: &Envelope) -> Result<Vec<u8>, HandlerError> {
+    let desc = decode_descriptor::<GetBlocksV1>(env)?;
+    let me = ctx.rank();
+    for r in desc.blocks.iter().filter(|r| r.owner == me) {
+        let (_, bytes) = ctx
+            .store()
+            .encoded(r.id)
+            .map_err(|e| HandlerError::from(e).with_object(r.id))?;
+        ctx.transport().send(0, TAG_ROOT_DATA, &bytes)?;
+    }
+    encode_reply::<GetBlocksV1>(&())
+}
+
+register_command! {
+    static GET_BLOCKS_V1 = { wire: "uni20.get_blocks.v1", debug: "get_blocks", schema: 1, handler: handle_get_blocks };
+}

@@ -1,0 +1,152 @@
+//! Failure reporting: handler errors on workers and the diagnostics the root
+//! prints (design note `persistent_dispatch.md`, "Error handling" and
+//! "Failure policy": fail-stop).
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// An error returned by a command handler.
+///
+/// Converts from any `std::error::Error` with `?`, keeping the whole source
+/// chain as text so it can cross ranks. Like `anyhow::Error`, it deliberately
+/// does not implement `std::error::Error` itself (that would conflict with
+/// the blanket `From`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandlerError {
+    /// The error and its sources, outermost first.
+    pub chain: Vec<String>,
+    /// The persistent object involved, when a storage operation failed.
+    pub object: Option<String>,
+    /// The local backend attempts, when a kernel failed (one line each).
+    pub backend_attempts: Vec<String>,
+}
+
+impl HandlerError {
+    /// A handler error with a single message.
+    pub fn msg(message: impl Into<String>) -> HandlerError {
+        HandlerError {
+            chain: vec![message.into()],
+            object: None,
+            backend_attempts: Vec::new(),
+        }
+    }
+
+    /// Adds an outer context line.
+    pub fn context(mut self, message: impl Into<String>) -> HandlerError {
+        self.chain.insert(0, message.into());
+        self
+    }
+
+    /// Records the object id involved.
+    pub fn with_object(mut self, object: impl fmt::Display) -> HandlerError {
+        self.object = Some(object.to_string());
+        self
+    }
+
+    /// Records local kernel attempts.
+    pub fn with_attempts(mut self, attempts: Vec<String>) -> HandlerError {
+        self.backend_attempts = attempts;
+        self
+    }
+}
+
+impl<E: std::error::Error> From<E> for HandlerError {
+    fn from(e: E) -> HandlerError {
+        let mut chain = vec![e.to_string()];
+        let mut src = e.source();
+        while let Some(s) = src {
+            chain.push(s.to_string());
+            src = s.source();
+        }
+        HandlerError {
+            chain,
+            object: None,
+            backend_attempts: Vec::new(),
+        }
+    }
+}
+
+impl fmt::Display for HandlerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.chain.join(": "))
+    }
+}
+
+/// Everything the root needs to say where and why a command failed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Diagnostic {
+    /// Rank on which the failure happened.
+    pub rank: usize,
+    /// Operation id of the failed command.
+    pub op_id: u64,
+    /// Debug name of the command.
+    pub debug_name: String,
+    /// Wire name of the command.
+    pub wire_name: String,
+    /// Command id.
+    pub command_id: u64,
+    /// Descriptor schema version.
+    pub schema_version: u32,
+    /// Handler source location (`module (file:line)`), or `unknown`.
+    pub location: String,
+    /// The failure.
+    pub error: HandlerError,
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "command `{}` ({}, id {:#018x}, schema v{}) failed on rank {} at op_id {}",
+            self.wire_name, self.debug_name, self.command_id, self.schema_version, self.rank, self.op_id
+        )?;
+        writeln!(f, "  handler: {}", self.location)?;
+        if let Some(o) = &self.error.object {
+            writeln!(f, "  object: {o}")?;
+        }
+        for a in &self.error.backend_attempts {
+            writeln!(f, "  backend attempt: {a}")?;
+        }
+        for (i, c) in self.error.chain.iter().enumerate() {
+            if i == 0 {
+                writeln!(f, "  cause: {c}")?;
+            } else {
+                writeln!(f, "    caused by: {c}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Root-side error of a distributed job or operation.
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    /// A command failed on a rank.
+    #[error("{0}")]
+    Command(Box<Diagnostic>),
+    /// Ranks disagree about the command registry; nothing was run.
+    #[error("command registries differ between ranks; refusing to run:\n  {}", .differences.join("\n  "))]
+    RegistryMismatch {
+        /// One line per differing command.
+        differences: Vec<String>,
+    },
+    /// The link-time registry itself is invalid.
+    #[error("invalid command registry: {0}")]
+    Registry(#[from] crate::registry::RegistryError),
+    /// Communication failed or the job was aborted.
+    #[error("transport: {0}")]
+    Transport(#[from] crate::transport::TransportError),
+    /// A message could not be decoded.
+    #[error("decode: {0}")]
+    Decode(#[from] crate::envelope::DecodeError),
+    /// The root asked for a command that is not registered.
+    #[error("unknown command `{0}`: not in this binary's registry")]
+    UnknownCommand(String),
+    /// A reply did not match the operation in flight.
+    #[error("protocol violation: {0}")]
+    Protocol(String),
+    /// Start-up failed (bad configuration, rank count, MPI initialisation).
+    #[error("start-up: {0}")]
+    Startup(String),
+}

@@ -1,0 +1,170 @@
+//! The in-process universe: ranks are threads, links are mailboxes.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::transport::{Tag, Transport, TransportError};
+
+struct Message {
+    src: usize,
+    tag: Tag,
+    bytes: Vec<u8>,
+}
+
+#[derive(Default)]
+struct Mailbox {
+    queue: Mutex<Vec<Message>>,
+    cv: Condvar,
+}
+
+/// State shared by every rank of one in-process universe.
+pub(crate) struct Shared {
+    mailboxes: Vec<Mailbox>,
+    aborted: Mutex<Option<String>>,
+}
+
+impl Shared {
+    pub(crate) fn new(size: usize) -> Arc<Shared> {
+        Arc::new(Shared {
+            mailboxes: (0..size).map(|_| Mailbox::default()).collect(),
+            aborted: Mutex::new(None),
+        })
+    }
+}
+
+/// One rank's endpoint of an in-process universe.
+pub struct InProcessTransport {
+    rank: usize,
+    shared: Arc<Shared>,
+}
+
+impl InProcessTransport {
+    pub(crate) fn new(rank: usize, shared: Arc<Shared>) -> InProcessTransport {
+        InProcessTransport { rank, shared }
+    }
+
+    fn check_abort(&self) -> Result<(), TransportError> {
+        match &*self.shared.aborted.lock() {
+            Some(r) => Err(TransportError::Aborted(r.clone())),
+            None => Ok(()),
+        }
+    }
+
+    fn take(
+        &self,
+        matches: impl Fn(&Message) -> bool,
+        deadline: Option<(Instant, Duration)>,
+    ) -> Result<(usize, Vec<u8>), TransportError> {
+        let mb = &self.shared.mailboxes[self.rank];
+        let mut q = mb.queue.lock();
+        loop {
+            if let Some(pos) = q.iter().position(&matches) {
+                let m = q.remove(pos);
+                return Ok((m.src, m.bytes));
+            }
+            self.check_abort()?;
+            let wait = Duration::from_millis(50);
+            if let Some((d, t)) = deadline {
+                let now = Instant::now();
+                if now >= d {
+                    return Err(TransportError::Timeout(t));
+                }
+                mb.cv.wait_for(&mut q, wait.min(d - now));
+            } else {
+                mb.cv.wait_for(&mut q, wait);
+            }
+        }
+    }
+}
+
+impl Transport for InProcessTransport {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+    fn size(&self) -> usize {
+        self.shared.mailboxes.len()
+    }
+    fn kind(&self) -> &'static str {
+        "in-process"
+    }
+    fn send(&self, dest: usize, tag: Tag, bytes: &[u8]) -> Result<(), TransportError> {
+        self.check_abort()?;
+        let mb = self.shared.mailboxes.get(dest).ok_or(TransportError::BadRank {
+            rank: dest,
+            size: self.size(),
+        })?;
+        mb.queue.lock().push(Message {
+            src: self.rank,
+            tag,
+            bytes: bytes.to_vec(),
+        });
+        mb.cv.notify_all();
+        Ok(())
+    }
+    fn recv(&self, src: usize, tag: Tag) -> Result<Vec<u8>, TransportError> {
+        if src >= self.size() {
+            return Err(TransportError::BadRank {
+                rank: src,
+                size: self.size(),
+            });
+        }
+        self.take(|m| m.src == src && m.tag == tag, None).map(|(_, b)| b)
+    }
+    fn recv_any(&self, tag: Tag) -> Result<(usize, Vec<u8>), TransportError> {
+        self.take(|m| m.tag == tag, None)
+    }
+    fn recv_any_timeout(&self, tag: Tag, timeout: Duration) -> Result<(usize, Vec<u8>), TransportError> {
+        self.take(|m| m.tag == tag, Some((Instant::now() + timeout, timeout)))
+    }
+    fn exchange(
+        &self,
+        outgoing: &[(usize, Tag, &[u8])],
+        incoming: &[(usize, Tag)],
+    ) -> Result<Vec<Vec<u8>>, TransportError> {
+        for (dest, tag, bytes) in outgoing {
+            self.send(*dest, *tag, bytes)?;
+        }
+        incoming.iter().map(|(src, tag)| self.recv(*src, *tag)).collect()
+    }
+    fn abort(&self, reason: &str) {
+        {
+            let mut a = self.shared.aborted.lock();
+            if a.is_none() {
+                *a = Some(reason.to_string());
+            }
+        }
+        for mb in &self.shared.mailboxes {
+            let _guard = mb.queue.lock();
+            mb.cv.notify_all();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matches_by_source_and_tag_and_aborts() {
+        let shared = Shared::new(3);
+        let t0 = InProcessTransport::new(0, shared.clone());
+        let t1 = InProcessTransport::new(1, shared.clone());
+        let t2 = InProcessTransport::new(2, shared.clone());
+        t1.send(0, 7, b"one").unwrap();
+        t2.send(0, 7, b"two").unwrap();
+        t2.send(0, 8, b"eight").unwrap();
+        assert_eq!(t0.recv(2, 8).unwrap(), b"eight");
+        assert_eq!(t0.recv(2, 7).unwrap(), b"two");
+        assert_eq!(t0.recv_any(7).unwrap(), (1, b"one".to_vec()));
+        assert_eq!(
+            t0.recv_any_timeout(7, Duration::from_millis(20)),
+            Err(TransportError::Timeout(Duration::from_millis(20)))
+        );
+        let h = std::thread::spawn(move || t0.recv(1, 9));
+        std::thread::sleep(Duration::from_millis(30));
+        t1.abort("boom");
+        assert_eq!(h.join().unwrap(), Err(TransportError::Aborted("boom".into())));
+    }
+}

@@ -1,0 +1,370 @@
+//! The command registry, collected at link time.
+//!
+//! Every operation crate adds [`CommandEntry`] values to the [`COMMANDS`]
+//! distributed slice with [`register_command!`](crate::register_command). The
+//! linker gathers them before `main` runs, so every rank of a job owns the same
+//! registry without any start-up registration step. This replaces the C++
+//! design's `dladdr`/`dlsym` locator (design note `persistent_dispatch.md`,
+//! "Command registration"; ARCHITECTURE.md "Registry at link time").
+//!
+//! At start-up each rank hashes its sorted `(wire name, schema version)` list
+//! ([`Registry::digest`]); the root compares every rank's list and refuses to
+//! run on any difference ([`Registry::diff`]).
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::context::WorkerContext;
+use crate::diag::HandlerError;
+use crate::envelope::Envelope;
+
+/// Signature of a worker-side command handler.
+///
+/// The handler receives the rank's [`WorkerContext`] and the decoded
+/// [`Envelope`]; it decodes its own descriptor from `envelope.descriptor`
+/// and returns the postcard-encoded reply bytes for the root.
+///
+/// # Errors
+/// Any [`HandlerError`]; the worker loop forwards it to the root as a
+/// [`Diagnostic`](crate::Diagnostic) and the job stops (fail-stop).
+pub type HandlerFn = fn(&mut WorkerContext<'_>, &Envelope) -> Result<Vec<u8>, HandlerError>;
+
+/// Source location of a handler registration: our analogue of the C++
+/// registration symbol, used only in diagnostics (invariant 11 of the design:
+/// locators are not part of the ABI).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HandlerLocation {
+    /// `module_path!()` of the registration.
+    pub module_path: &'static str,
+    /// `file!()` of the registration.
+    pub file: &'static str,
+    /// `line!()` of the registration.
+    pub line: u32,
+}
+
+impl fmt::Display for HandlerLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({}:{})", self.module_path, self.file, self.line)
+    }
+}
+
+/// One registered command: the ABI (wire name, schema version, id) plus the
+/// handler and its locator.
+#[derive(Clone, Copy, Debug)]
+pub struct CommandEntry {
+    /// Versioned wire name, e.g. `uni20.contract.v1`. Part of the ABI.
+    pub wire_name: &'static str,
+    /// Human-readable name for diagnostics, e.g. `contract`.
+    pub debug_name: &'static str,
+    /// Schema version of the descriptor the handler decodes. Part of the ABI.
+    pub schema_version: u32,
+    /// [`command_id`] of `wire_name`, computed at compile time.
+    pub command_id: u64,
+    /// The worker-side handler.
+    pub handler: HandlerFn,
+    /// Where the entry was registered.
+    pub location: HandlerLocation,
+}
+
+/// The link-time registry: every [`CommandEntry`] of every linked crate.
+#[linkme::distributed_slice]
+pub static COMMANDS: [CommandEntry];
+
+/// Stable 64-bit command id of a wire name: FNV-1a over its UTF-8 bytes.
+///
+/// `const`, so ids are computed at compile time; the same wire name gives the
+/// same id on every rank, build and platform.
+pub const fn command_id(wire_name: &str) -> u64 {
+    let bytes = wire_name.as_bytes();
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut i = 0;
+    while i < bytes.len() {
+        hash ^= bytes[i] as u64;
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        i += 1;
+    }
+    hash
+}
+
+/// Registers a command handler in [`COMMANDS`] at link time.
+///
+/// ```ignore
+/// uni20_worker::register_command! {
+///     static CONTRACT_V1 = {
+///         wire: "uni20.contract.v1",
+///         debug: "contract",
+///         schema: 1,
+///         handler: handle_contract,
+///     };
+/// }
+/// ```
+#[macro_export]
+macro_rules! register_command {
+    (static $name:ident = { wire: $wire:expr, debug: $debug:expr, schema: $schema:expr, handler: $handler:path $(,)? }; ) => {
+        #[$crate::linkme::distributed_slice($crate::COMMANDS)]
+        #[linkme(crate = $crate::linkme)]
+        static $name: $crate::CommandEntry = $crate::CommandEntry {
+            wire_name: $wire,
+            debug_name: $debug,
+            schema_version: $schema,
+            command_id: $crate::command_id($wire),
+            handler: $handler,
+            location: $crate::HandlerLocation {
+                module_path: module_path!(),
+                file: file!(),
+                line: line!(),
+            },
+        };
+    };
+}
+
+/// The `(wire name, schema version, command id)` signature of one entry, as
+/// exchanged in the start-up handshake.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct CommandSignature {
+    /// Versioned wire name.
+    pub wire_name: String,
+    /// Descriptor schema version.
+    pub schema_version: u32,
+    /// Command id (hash of the wire name).
+    pub command_id: u64,
+}
+
+/// Errors detected while building a registry.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum RegistryError {
+    /// Two entries share a wire name.
+    #[error("duplicate command wire name `{wire_name}` registered at {first} and {second}")]
+    DuplicateWireName {
+        /// The repeated wire name.
+        wire_name: String,
+        /// Location of the first registration.
+        first: String,
+        /// Location of the second registration.
+        second: String,
+    },
+    /// Two distinct wire names hash to the same command id.
+    #[error("command id collision {command_id:#018x} between `{first}` and `{second}`")]
+    DuplicateId {
+        /// The colliding id.
+        command_id: u64,
+        /// First wire name.
+        first: String,
+        /// Second wire name.
+        second: String,
+    },
+    /// An entry's stored id is not the hash of its wire name.
+    #[error("command `{wire_name}` carries id {stored:#018x}, expected {expected:#018x}")]
+    BadId {
+        /// Wire name.
+        wire_name: String,
+        /// The id in the entry.
+        stored: u64,
+        /// `command_id(wire_name)`.
+        expected: u64,
+    },
+}
+
+/// A validated, id-indexed view of a set of command entries.
+#[derive(Clone, Debug)]
+pub struct Registry {
+    by_id: BTreeMap<u64, CommandEntry>,
+}
+
+impl Registry {
+    /// The registry of this binary: every entry of [`COMMANDS`].
+    ///
+    /// # Errors
+    /// [`RegistryError`] on duplicate wire names or ids (a start-up error).
+    pub fn linked() -> Result<Registry, RegistryError> {
+        Registry::from_entries(COMMANDS.iter().copied())
+    }
+
+    /// Builds a registry from explicit entries (tests, plugins).
+    ///
+    /// # Errors
+    /// [`RegistryError`] on duplicate wire names, duplicate ids or an id that
+    /// is not the hash of its wire name.
+    pub fn from_entries(entries: impl IntoIterator<Item = CommandEntry>) -> Result<Registry, RegistryError> {
+        let mut by_id: BTreeMap<u64, CommandEntry> = BTreeMap::new();
+        let mut by_name: BTreeMap<&'static str, CommandEntry> = BTreeMap::new();
+        for e in entries {
+            let expected = command_id(e.wire_name);
+            if e.command_id != expected {
+                return Err(RegistryError::BadId {
+                    wire_name: e.wire_name.to_string(),
+                    stored: e.command_id,
+                    expected,
+                });
+            }
+            if let Some(prev) = by_name.get(e.wire_name) {
+                return Err(RegistryError::DuplicateWireName {
+                    wire_name: e.wire_name.to_string(),
+                    first: prev.location.to_string(),
+                    second: e.location.to_string(),
+                });
+            }
+            if let Some(prev) = by_id.get(&e.command_id) {
+                return Err(RegistryError::DuplicateId {
+                    command_id: e.command_id,
+                    first: prev.wire_name.to_string(),
+                    second: e.wire_name.to_string(),
+                });
+            }
+            by_name.insert(e.wire_name, e);
+            by_id.insert(e.command_id, e);
+        }
+        Ok(Registry { by_id })
+    }
+
+    /// Looks up an entry by command id.
+    pub fn get(&self, command_id: u64) -> Option<&CommandEntry> {
+        self.by_id.get(&command_id)
+    }
+
+    /// Looks up an entry by wire name.
+    pub fn by_wire_name(&self, wire_name: &str) -> Option<&CommandEntry> {
+        self.by_id
+            .get(&command_id(wire_name))
+            .filter(|e| e.wire_name == wire_name)
+    }
+
+    /// All entries, ordered by wire name.
+    pub fn entries(&self) -> Vec<&CommandEntry> {
+        let mut v: Vec<_> = self.by_id.values().collect();
+        v.sort_by_key(|e| e.wire_name);
+        v
+    }
+
+    /// Sorted `(wire name, schema version, id)` signatures.
+    pub fn signatures(&self) -> Vec<CommandSignature> {
+        let mut v: Vec<_> = self
+            .by_id
+            .values()
+            .map(|e| CommandSignature {
+                wire_name: e.wire_name.to_string(),
+                schema_version: e.schema_version,
+                command_id: e.command_id,
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// FNV-1a digest of the sorted `(wire name, schema version)` list.
+    pub fn digest(&self) -> u64 {
+        digest_of(&self.signatures())
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.by_id.len()
+    }
+
+    /// True if no command is registered.
+    pub fn is_empty(&self) -> bool {
+        self.by_id.is_empty()
+    }
+}
+
+/// Digest of a sorted signature list (see [`Registry::digest`]).
+pub fn digest_of(signatures: &[CommandSignature]) -> u64 {
+    let mut text = String::new();
+    for s in signatures {
+        text.push_str(&s.wire_name);
+        text.push('#');
+        text.push_str(&s.schema_version.to_string());
+        text.push('\n');
+    }
+    command_id(&text)
+}
+
+/// Human-readable differences between the root's and another rank's
+/// signature lists: one line per command that is missing on one side or has
+/// a different schema version. Empty when the lists agree.
+pub fn diff_signatures(root: &[CommandSignature], other: &[CommandSignature], other_rank: usize) -> Vec<String> {
+    let a: BTreeMap<&str, u32> = root.iter().map(|s| (s.wire_name.as_str(), s.schema_version)).collect();
+    let b: BTreeMap<&str, u32> = other.iter().map(|s| (s.wire_name.as_str(), s.schema_version)).collect();
+    let mut out = Vec::new();
+    for (name, va) in &a {
+        match b.get(name) {
+            None => out.push(format!(
+                "`{name}` (schema v{va}) is registered on rank 0 but missing on rank {other_rank}"
+            )),
+            Some(vb) if vb != va => out.push(format!(
+                "`{name}` has schema v{va} on rank 0 but v{vb} on rank {other_rank}"
+            )),
+            _ => {}
+        }
+    }
+    for (name, vb) in &b {
+        if !a.contains_key(name) {
+            out.push(format!(
+                "`{name}` (schema v{vb}) is registered on rank {other_rank} but missing on rank 0"
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dummy(_: &mut WorkerContext<'_>, _: &Envelope) -> Result<Vec<u8>, HandlerError> {
+        Ok(Vec::new())
+    }
+
+    fn entry(wire: &'static str, schema: u32) -> CommandEntry {
+        CommandEntry {
+            wire_name: wire,
+            debug_name: wire,
+            schema_version: schema,
+            command_id: command_id(wire),
+            handler: dummy,
+            location: HandlerLocation {
+                module_path: "t",
+                file: "t.rs",
+                line: 1,
+            },
+        }
+    }
+
+    #[test]
+    fn command_id_is_fnv1a() {
+        // Reference values of 64-bit FNV-1a.
+        assert_eq!(command_id(""), 0xcbf29ce484222325);
+        assert_eq!(command_id("a"), 0xaf63dc4c8601ec8c);
+        assert_ne!(command_id("uni20.contract.v1"), command_id("uni20.contract.v2"));
+    }
+
+    #[test]
+    fn duplicate_wire_name_is_an_error() {
+        let r = Registry::from_entries([entry("x.v1", 1), entry("x.v1", 1)]);
+        assert!(matches!(r, Err(RegistryError::DuplicateWireName { .. })));
+    }
+
+    #[test]
+    fn bad_id_is_an_error() {
+        let mut e = entry("x.v1", 1);
+        e.command_id = 7;
+        assert!(matches!(Registry::from_entries([e]), Err(RegistryError::BadId { .. })));
+    }
+
+    #[test]
+    fn digest_depends_on_names_and_versions() {
+        let a = Registry::from_entries([entry("x.v1", 1), entry("y.v1", 1)]).unwrap();
+        let b = Registry::from_entries([entry("y.v1", 1), entry("x.v1", 1)]).unwrap();
+        let c = Registry::from_entries([entry("x.v1", 2), entry("y.v1", 1)]).unwrap();
+        assert_eq!(a.digest(), b.digest());
+        assert_ne!(a.digest(), c.digest());
+        let d = diff_signatures(&a.signatures(), &c.signatures(), 2);
+        assert_eq!(d, vec!["`x.v1` has schema v1 on rank 0 but v2 on rank 2".to_string()]);
+        let only = Registry::from_entries([entry("x.v1", 1)]).unwrap();
+        let d = diff_signatures(&a.signatures(), &only.signatures(), 1);
+        assert_eq!(d.len(), 1);
+        assert!(d[0].contains("`y.v1`") && d[0].contains("missing on rank 1"));
+    }
+}

@@ -1,0 +1,98 @@
+//! Point-to-point transports: one protocol over two engines.
+//!
+//! [`Transport`] is the only thing the runtime needs from a communicator:
+//! tagged byte messages between ranks and a deadlock-free pairwise exchange.
+//! [`InProcess`](crate::inproc::InProcessTransport) runs ranks as threads of
+//! one process; the MPI transport (feature `mpi`) runs one rank per process.
+
+use std::time::Duration;
+
+/// Message tag (MPI tags are non-negative `i32`; at least 32767 is valid).
+pub type Tag = i32;
+
+/// Worker -> root: registry signature at start-up.
+pub const TAG_HELLO: Tag = 1;
+/// Root -> worker: start-up verdict.
+pub const TAG_START: Tag = 2;
+/// Root -> worker: a control frame (command envelope or shutdown).
+pub const TAG_CMD: Tag = 3;
+/// Worker -> root: a command reply.
+pub const TAG_REPLY: Tag = 4;
+/// Root <-> worker: payload messages of root-involving data phases
+/// (scatter from / gather to the root, explicitly requested by the user).
+pub const TAG_ROOT_DATA: Tag = 5;
+/// First tag of worker <-> worker block transfers.
+pub const TAG_DATA_BASE: Tag = 1000;
+
+/// Tag of the `index`-th transfer of a plan (wraps within the valid range;
+/// messages between one pair of ranks with one tag never overtake).
+pub fn data_tag(index: usize) -> Tag {
+    TAG_DATA_BASE + (index % 30_000) as Tag
+}
+
+/// Communication failure.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum TransportError {
+    /// The job was aborted (fail-stop) while this rank was communicating.
+    #[error("job aborted: {0}")]
+    Aborted(String),
+    /// A rank outside `0..size` was addressed.
+    #[error("rank {rank} out of range for a universe of {size} ranks")]
+    BadRank {
+        /// Addressed rank.
+        rank: usize,
+        /// Universe size.
+        size: usize,
+    },
+    /// A timed wait expired.
+    #[error("timed out after {0:?}")]
+    Timeout(Duration),
+}
+
+/// Tagged point-to-point messaging between the ranks of one universe.
+///
+/// Messages from one source with one tag arrive in send order; messages are
+/// matched by `(source, tag)`. Sending to one's own rank is allowed.
+pub trait Transport {
+    /// This rank, in `0..size()`.
+    fn rank(&self) -> usize;
+    /// Number of ranks.
+    fn size(&self) -> usize;
+    /// Transport name for `uni20 info`: `in-process` or `mpi`.
+    fn kind(&self) -> &'static str;
+    /// Sends `bytes` to `dest` with `tag`.
+    ///
+    /// # Errors
+    /// [`TransportError`] if the job was aborted or `dest` is out of range.
+    fn send(&self, dest: usize, tag: Tag, bytes: &[u8]) -> Result<(), TransportError>;
+    /// Receives the next message from `src` with `tag` (blocking).
+    ///
+    /// # Errors
+    /// [`TransportError::Aborted`] if the job is aborted while waiting.
+    fn recv(&self, src: usize, tag: Tag) -> Result<Vec<u8>, TransportError>;
+    /// Receives the next message with `tag` from any rank (blocking).
+    ///
+    /// # Errors
+    /// [`TransportError::Aborted`] if the job is aborted while waiting.
+    fn recv_any(&self, tag: Tag) -> Result<(usize, Vec<u8>), TransportError>;
+    /// Like [`Transport::recv_any`] but gives up after `timeout`.
+    ///
+    /// # Errors
+    /// [`TransportError::Timeout`] or [`TransportError::Aborted`].
+    fn recv_any_timeout(&self, tag: Tag, timeout: Duration) -> Result<(usize, Vec<u8>), TransportError>;
+    /// Posts every outgoing message without blocking, then receives every
+    /// incoming one, in the order given. Deadlock-free for any pattern in
+    /// which every incoming entry is matched by a peer's outgoing entry.
+    ///
+    /// # Errors
+    /// [`TransportError`] as for `send`/`recv`.
+    fn exchange(
+        &self,
+        outgoing: &[(usize, Tag, &[u8])],
+        incoming: &[(usize, Tag)],
+    ) -> Result<Vec<Vec<u8>>, TransportError>;
+    /// Fail-stop: ends the whole job. On MPI this calls `MPI_Abort` and does
+    /// not return; in-process it wakes every blocked rank with
+    /// [`TransportError::Aborted`].
+    fn abort(&self, reason: &str);
+}

@@ -1,0 +1,731 @@
+//! Starting a universe, the root's [`Controller`] and the worker loop.
+//!
+//! Rank 0 (the root) runs the user's closure; every other rank runs
+//! [`worker_loop`]. Both transports speak the same protocol:
+//!
+//! 1. start-up: each worker sends its registry signature (`TAG_HELLO`); the
+//!    root compares all of them with its own and answers `TAG_START` with a
+//!    verdict. A mismatch stops the job before any command runs.
+//! 2. commands: the root sends a control frame (`TAG_CMD`) holding an
+//!    [`Envelope`]; each participant runs the handler and answers `TAG_REPLY`.
+//! 3. shutdown: the root sends a shutdown frame when its closure returns.
+
+use std::any::Any;
+use std::cell::Cell;
+use std::collections::BTreeMap;
+use std::marker::PhantomData;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use uni20_dispatch::BackendList;
+use uni20_persist::Store;
+
+use crate::context::{CommandSpec, WorkerContext};
+use crate::diag::{Diagnostic, HandlerError, JobError};
+use crate::envelope::{decode_exact, encode, Envelope};
+use crate::inproc::{InProcessTransport, Shared};
+use crate::registry::{command_id, diff_signatures, CommandEntry, CommandSignature, Registry};
+use crate::transport::{Transport, TransportError, TAG_CMD, TAG_HELLO, TAG_REPLY, TAG_START};
+
+/// Default number of ranks of the in-process universe.
+pub const DEFAULT_RANKS: usize = 4;
+
+/// Which engine carries the protocol.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TransportChoice {
+    /// MPI when built with feature `mpi` and started by `mpirun`, else in-process.
+    Auto,
+    /// Ranks as threads of this process.
+    InProcess,
+    /// One rank per MPI process (feature `mpi`).
+    Mpi,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Hello {
+    rank: usize,
+    digest: u64,
+    signatures: Vec<CommandSignature>,
+}
+
+#[derive(Serialize, Deserialize)]
+enum Start {
+    Go,
+    Refuse(String),
+}
+
+#[derive(Serialize, Deserialize)]
+enum Control {
+    Run(Vec<u8>),
+    Shutdown,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Reply {
+    op_id: u64,
+    outcome: Result<Vec<u8>, Box<Diagnostic>>,
+}
+
+/// Configures and starts a universe.
+///
+/// ```no_run
+/// let answer = uni20_worker::UniverseBuilder::new().ranks(3).run(|ctl| ctl.size()).unwrap();
+/// assert_eq!(answer, 3);
+/// ```
+#[derive(Clone, Debug)]
+pub struct UniverseBuilder {
+    ranks: Option<usize>,
+    threads_per_rank: Option<usize>,
+    transport: TransportChoice,
+    startup_timeout: Duration,
+    registry_overrides: BTreeMap<usize, Vec<CommandEntry>>,
+}
+
+impl Default for UniverseBuilder {
+    fn default() -> Self {
+        UniverseBuilder::new()
+    }
+}
+
+/// Why a universe could not run the user's closure to completion.
+pub type RunResult<R> = Result<R, JobError>;
+
+fn env_usize(name: &str) -> Option<usize> {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .filter(|&n| n > 0)
+}
+
+/// True when this process was started by an MPI launcher.
+pub fn launched_by_mpi() -> bool {
+    [
+        "OMPI_COMM_WORLD_SIZE",
+        "PMI_SIZE",
+        "PMIX_RANK",
+        "MPI_LOCALNRANKS",
+        "PMI_RANK",
+    ]
+    .iter()
+    .any(|v| std::env::var_os(v).is_some())
+}
+
+impl UniverseBuilder {
+    /// A builder with defaults: `UNI20_RANKS` ranks (default
+    /// [`DEFAULT_RANKS`]) for the in-process universe, automatic transport,
+    /// `UNI20_THREADS_PER_RANK` threads per rank (default: cores / ranks),
+    /// start-up timeout `UNI20_STARTUP_TIMEOUT` seconds (default 60).
+    pub fn new() -> UniverseBuilder {
+        UniverseBuilder {
+            ranks: None,
+            threads_per_rank: None,
+            transport: TransportChoice::Auto,
+            startup_timeout: Duration::from_secs(env_usize("UNI20_STARTUP_TIMEOUT").unwrap_or(60) as u64),
+            registry_overrides: BTreeMap::new(),
+        }
+    }
+
+    /// Number of ranks of the in-process universe (ignored under MPI, where
+    /// `mpirun -n` decides). Zero is rejected at `run`.
+    pub fn ranks(mut self, n: usize) -> Self {
+        self.ranks = Some(n);
+        self
+    }
+
+    /// Thread budget of each rank's local kernels.
+    pub fn threads_per_rank(mut self, n: usize) -> Self {
+        self.threads_per_rank = Some(n.max(1));
+        self
+    }
+
+    /// Chooses the transport.
+    pub fn transport(mut self, t: TransportChoice) -> Self {
+        self.transport = t;
+        self
+    }
+
+    /// How long the root waits for every worker to arrive at start-up.
+    pub fn startup_timeout(mut self, t: Duration) -> Self {
+        self.startup_timeout = t;
+        self
+    }
+
+    /// Replaces the link-time registry of one in-process rank by `entries`.
+    /// For tests and plugin scenarios: it lets two ranks disagree about the
+    /// registry, which the start-up check must refuse.
+    pub fn registry_for_rank(mut self, rank: usize, entries: Vec<CommandEntry>) -> Self {
+        self.registry_overrides.insert(rank, entries);
+        self
+    }
+
+    fn resolved_transport(&self) -> TransportChoice {
+        match self.transport {
+            TransportChoice::Auto if cfg!(feature = "mpi") && launched_by_mpi() => TransportChoice::Mpi,
+            TransportChoice::Auto => TransportChoice::InProcess,
+            t => t,
+        }
+    }
+
+    fn registry_of(&self, rank: usize) -> Result<Registry, JobError> {
+        match self.registry_overrides.get(&rank) {
+            Some(entries) => Ok(Registry::from_entries(entries.iter().copied())?),
+            None => Ok(Registry::linked()?),
+        }
+    }
+
+    /// Starts the universe and runs `f` on the root.
+    ///
+    /// In-process, worker ranks are threads that end when `f` returns. Under
+    /// MPI, worker ranks run the worker loop and then **exit the process**
+    /// (status 0 after a clean shutdown, non-zero otherwise); only the root
+    /// returns from `run`.
+    ///
+    /// # Errors
+    /// [`JobError::RegistryMismatch`] if ranks disagree about the registry,
+    /// [`JobError::Startup`] for a bad configuration or a rank that never
+    /// arrives, [`JobError::Registry`] for an invalid link-time registry.
+    /// Errors of individual operations are returned by those operations.
+    pub fn run<R>(self, f: impl FnOnce(&Controller<'_>) -> R) -> RunResult<R> {
+        match self.resolved_transport() {
+            TransportChoice::Mpi => self.run_mpi(f),
+            _ => self.run_in_process(f),
+        }
+    }
+
+    fn run_in_process<R>(self, f: impl FnOnce(&Controller<'_>) -> R) -> RunResult<R> {
+        let n = self.ranks.or_else(|| env_usize("UNI20_RANKS")).unwrap_or(DEFAULT_RANKS);
+        if n == 0 {
+            return Err(JobError::Startup("a universe needs at least one rank".into()));
+        }
+        let cores = std::thread::available_parallelism().map(|c| c.get()).unwrap_or(1);
+        let threads = self
+            .threads_per_rank
+            .or_else(|| env_usize("UNI20_THREADS_PER_RANK"))
+            .unwrap_or((cores / n).max(1));
+        let shared = Shared::new(n);
+        let root_registry = self.registry_of(0)?;
+        let mut worker_registries = Vec::new();
+        for r in 1..n {
+            worker_registries.push(self.registry_of(r)?);
+        }
+        std::thread::scope(|scope| {
+            for (i, registry) in worker_registries.into_iter().enumerate() {
+                let rank = i + 1;
+                let shared = shared.clone();
+                std::thread::Builder::new()
+                    .name(format!("uni20-rank-{rank}"))
+                    .spawn_scoped(scope, move || {
+                        let t = InProcessTransport::new(rank, shared);
+                        let store = Store::in_memory(rank as u32);
+                        let backends = BackendList::default_cpu(threads);
+                        let _ = worker_loop(&t, &registry, &store, &backends, threads);
+                    })
+                    .map_err(|e| JobError::Startup(format!("spawning rank {rank}: {e}")))?;
+            }
+            let t = InProcessTransport::new(0, shared.clone());
+            let result = root_main(&t, root_registry, threads, self.startup_timeout, f);
+            if result.is_err() {
+                t.abort("the root stopped the job");
+            }
+            result
+        })
+    }
+
+    #[cfg(not(feature = "mpi"))]
+    fn run_mpi<R>(self, _f: impl FnOnce(&Controller<'_>) -> R) -> RunResult<R> {
+        Err(JobError::Startup(
+            "this build has no MPI support: rebuild with `--features mpi`".into(),
+        ))
+    }
+
+    #[cfg(feature = "mpi")]
+    fn run_mpi<R>(self, f: impl FnOnce(&Controller<'_>) -> R) -> RunResult<R> {
+        use mpi::topology::Communicator;
+        let (universe, _threading) = mpi::initialize_with_threading(mpi::Threading::Funneled)
+            .ok_or_else(|| JobError::Startup("MPI was already initialised in this process".into()))?;
+        let world = universe.world();
+        install_mpi_panic_hook();
+        let t = crate::mpi_transport::MpiTransport::new(world);
+        let size = t.size();
+        let rank = t.rank();
+        let cores = std::thread::available_parallelism().map(|c| c.get()).unwrap_or(1);
+        let local = env_usize("OMPI_COMM_WORLD_LOCAL_SIZE")
+            .or_else(|| env_usize("MPI_LOCALNRANKS"))
+            .unwrap_or(size);
+        let threads = self
+            .threads_per_rank
+            .or_else(|| env_usize("UNI20_THREADS_PER_RANK"))
+            .unwrap_or((cores / local).max(1));
+        let registry = Registry::linked()?;
+        if rank == 0 {
+            let result = root_main(&t, registry, threads, self.startup_timeout, f);
+            if let Err(e) = &result {
+                if !matches!(e, JobError::RegistryMismatch { .. }) {
+                    t.abort(&e.to_string());
+                }
+            }
+            drop(t);
+            drop(universe);
+            result
+        } else {
+            let store = Store::in_memory(rank as u32);
+            let backends = BackendList::default_cpu(threads);
+            let outcome = worker_loop(&t, &registry, &store, &backends, threads);
+            drop(t);
+            drop(universe);
+            std::process::exit(match outcome {
+                WorkerExit::Shutdown => 0,
+                _ => 1,
+            });
+        }
+    }
+}
+
+#[cfg(feature = "mpi")]
+thread_local! {
+    static IN_HANDLER: Cell<bool> = const { Cell::new(false) };
+}
+
+#[cfg(feature = "mpi")]
+fn install_mpi_panic_hook() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        previous(info);
+        // A panic inside a handler is caught and reported to the root as a
+        // diagnostic; any other panic would leave peers blocked in MPI calls,
+        // so abort the communicator (rsmpi issue 197).
+        if !IN_HANDLER.with(|h| h.get()) {
+            eprintln!("uni20: panic outside a command handler; aborting MPI_COMM_WORLD");
+            unsafe {
+                mpi::ffi::MPI_Abort(mpi::ffi::RSMPI_COMM_WORLD, 70);
+            }
+        }
+    }));
+}
+
+fn set_in_handler(_v: bool) {
+    #[cfg(feature = "mpi")]
+    IN_HANDLER.with(|h| h.set(_v));
+}
+
+/// How a worker loop ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum WorkerExit {
+    /// The root sent shutdown.
+    Shutdown,
+    /// The root refused to start (registry mismatch).
+    Refused(String),
+    /// The job was aborted or communication failed.
+    Aborted(String),
+}
+
+fn panic_message(p: &(dyn Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_string()
+    }
+}
+
+/// Runs one handler and turns its error or panic into a [`Diagnostic`].
+fn execute(registry: &Registry, ctx: &mut WorkerContext<'_>, env: &Envelope) -> Result<Vec<u8>, Box<Diagnostic>> {
+    let rank = ctx.rank();
+    let diag = |location: String, error: HandlerError| {
+        Box::new(Diagnostic {
+            rank,
+            op_id: env.op_id,
+            debug_name: env.debug_name.clone(),
+            wire_name: env.wire_name.clone(),
+            command_id: env.command_id,
+            schema_version: env.schema_version,
+            location,
+            error,
+        })
+    };
+    let Some(entry) = registry.get(env.command_id) else {
+        return Err(diag(
+            "unknown".into(),
+            HandlerError::msg(format!(
+                "unknown command id {:#018x} (`{}`): not registered on rank {rank}",
+                env.command_id, env.wire_name
+            )),
+        ));
+    };
+    let location = entry.location.to_string();
+    if entry.schema_version != env.schema_version || entry.wire_name != env.wire_name {
+        return Err(diag(
+            location,
+            HandlerError::msg(format!(
+                "schema mismatch: envelope `{}` v{}, registered `{}` v{}",
+                env.wire_name, env.schema_version, entry.wire_name, entry.schema_version
+            )),
+        ));
+    }
+    let _span = tracing::debug_span!("command", rank, op_id = env.op_id, wire = %env.wire_name).entered();
+    set_in_handler(true);
+    let outcome = catch_unwind(AssertUnwindSafe(|| (entry.handler)(ctx, env)));
+    set_in_handler(false);
+    match outcome {
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(e)) => Err(diag(location, e)),
+        Err(p) => Err(diag(
+            location,
+            HandlerError::msg(format!("handler panicked: {}", panic_message(&*p))),
+        )),
+    }
+}
+
+/// The worker loop of one rank: handshake, then execute commands until
+/// shutdown or abort.
+pub fn worker_loop(
+    t: &dyn Transport,
+    registry: &Registry,
+    store: &Store,
+    backends: &BackendList,
+    threads: usize,
+) -> WorkerExit {
+    let rank = t.rank();
+    let hello = Hello {
+        rank,
+        digest: registry.digest(),
+        signatures: registry.signatures(),
+    };
+    if let Err(e) = t.send(0, TAG_HELLO, &encode(&hello)) {
+        return WorkerExit::Aborted(e.to_string());
+    }
+    match t.recv(0, TAG_START).map(|b| decode_exact::<Start>(&b, "start verdict")) {
+        Ok(Ok(Start::Go)) => {}
+        Ok(Ok(Start::Refuse(why))) => return WorkerExit::Refused(why),
+        Ok(Err(e)) => return WorkerExit::Aborted(e.to_string()),
+        Err(e) => return WorkerExit::Aborted(e.to_string()),
+    }
+    loop {
+        let frame = match t.recv(0, TAG_CMD) {
+            Ok(f) => f,
+            Err(e) => return WorkerExit::Aborted(e.to_string()),
+        };
+        let (op_id, outcome) = match decode_exact::<Control>(&frame, "control frame") {
+            Ok(Control::Shutdown) => return WorkerExit::Shutdown,
+            Ok(Control::Run(bytes)) => match Envelope::decode(&bytes) {
+                Ok(env) => {
+                    let mut ctx = WorkerContext {
+                        transport: t,
+                        store,
+                        backends,
+                        threads,
+                        op_id: env.op_id,
+                    };
+                    (env.op_id, execute(registry, &mut ctx, &env))
+                }
+                Err(e) => (0, Err(Box::new(undecodable(rank, e.to_string())))),
+            },
+            Err(e) => (0, Err(Box::new(undecodable(rank, e.to_string())))),
+        };
+        if let Err(d) = &outcome {
+            tracing::error!(rank, op_id, "command failed: {}", d.error);
+        }
+        if let Err(e) = t.send(0, TAG_REPLY, &encode(&Reply { op_id, outcome })) {
+            return WorkerExit::Aborted(e.to_string());
+        }
+    }
+}
+
+fn undecodable(rank: usize, why: String) -> Diagnostic {
+    Diagnostic {
+        rank,
+        op_id: 0,
+        debug_name: "?".into(),
+        wire_name: "?".into(),
+        command_id: 0,
+        schema_version: 0,
+        location: "worker loop".into(),
+        error: HandlerError::msg(format!("undecodable command frame: {why}")),
+    }
+}
+
+fn root_main<R>(
+    t: &dyn Transport,
+    registry: Registry,
+    threads: usize,
+    timeout: Duration,
+    f: impl FnOnce(&Controller<'_>) -> R,
+) -> RunResult<R> {
+    let n = t.size();
+    // Start-up handshake: every worker must arrive and agree on the registry.
+    let mine = registry.signatures();
+    let mut differences = Vec::new();
+    let mut arrived = vec![false; n];
+    arrived[0] = true;
+    for _ in 1..n {
+        let (src, bytes) = t.recv_any_timeout(TAG_HELLO, timeout).map_err(|e| match e {
+            TransportError::Timeout(_) => {
+                let missing: Vec<String> = (0..n).filter(|r| !arrived[*r]).map(|r| r.to_string()).collect();
+                JobError::Startup(format!(
+                    "rank(s) {} did not arrive within {timeout:?} (set UNI20_STARTUP_TIMEOUT to wait longer)",
+                    missing.join(", ")
+                ))
+            }
+            other => JobError::Transport(other),
+        })?;
+        arrived[src] = true;
+        let hello: Hello = decode_exact(&bytes, "hello")?;
+        if hello.digest != registry.digest() || hello.signatures != mine {
+            differences.extend(diff_signatures(&mine, &hello.signatures, hello.rank));
+            if differences.is_empty() {
+                differences.push(format!("rank {} reports a different registry digest", hello.rank));
+            }
+        }
+    }
+    let verdict = if differences.is_empty() {
+        Start::Go
+    } else {
+        Start::Refuse(differences.join("; "))
+    };
+    for r in 1..n {
+        t.send(r, TAG_START, &encode(&verdict))?;
+    }
+    if !differences.is_empty() {
+        return Err(JobError::RegistryMismatch { differences });
+    }
+    let store = Store::in_memory(0);
+    let backends = BackendList::default_cpu(threads);
+    let ctl = Controller {
+        transport: t,
+        registry,
+        store,
+        backends,
+        threads,
+        next_op: Cell::new(1),
+        failed: Cell::new(false),
+    };
+    let out = catch_unwind(AssertUnwindSafe(|| f(&ctl)));
+    if !ctl.failed.get() {
+        for r in 1..n {
+            let _ = t.send(r, TAG_CMD, &encode(&Control::Shutdown));
+        }
+    }
+    match out {
+        Ok(v) => Ok(v),
+        Err(p) => {
+            t.abort("the root panicked");
+            std::panic::resume_unwind(p)
+        }
+    }
+}
+
+/// The root's handle on the universe, passed to the user's closure.
+///
+/// Submits command descriptors to workers and collects their replies. All
+/// methods take `&self`; the controller is used from the root thread only.
+pub struct Controller<'a> {
+    transport: &'a dyn Transport,
+    registry: Registry,
+    store: Store,
+    backends: BackendList,
+    threads: usize,
+    next_op: Cell<u64>,
+    failed: Cell<bool>,
+}
+
+/// A submitted command whose replies have not been collected yet.
+#[must_use = "an operation must be finished with Controller::finish"]
+pub struct PendingOp<C: CommandSpec> {
+    /// The operation id.
+    pub op_id: u64,
+    participants: Vec<usize>,
+    local: Option<Result<Vec<u8>, Box<Diagnostic>>>,
+    _c: PhantomData<C>,
+}
+
+impl<'a> Controller<'a> {
+    /// Number of ranks.
+    pub fn size(&self) -> usize {
+        self.transport.size()
+    }
+
+    /// The ranks that hold blocks and run work items: `1..size`, or `[0]`
+    /// when the root is alone.
+    pub fn worker_ranks(&self) -> Vec<usize> {
+        if self.size() == 1 {
+            vec![0]
+        } else {
+            (1..self.size()).collect()
+        }
+    }
+
+    /// The transport (for root-involving data phases such as scatter/gather).
+    pub fn transport(&self) -> &dyn Transport {
+        self.transport
+    }
+
+    /// The root's own persistent store (holds blocks only when the root is
+    /// alone).
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The root's local backends.
+    pub fn backends(&self) -> &BackendList {
+        &self.backends
+    }
+
+    /// The root's registry (identical on every rank after start-up).
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// Thread budget of each rank's local kernels.
+    pub fn threads_per_rank(&self) -> usize {
+        self.threads
+    }
+
+    /// Transport name: `in-process` or `mpi`.
+    pub fn transport_kind(&self) -> &'static str {
+        self.transport.kind()
+    }
+
+    /// Submits `desc` to `participants` and waits for every reply.
+    ///
+    /// # Errors
+    /// As [`Controller::begin`] and [`Controller::finish`].
+    pub fn submit<C: CommandSpec>(
+        &self,
+        desc: &C::Descriptor,
+        participants: &[usize],
+    ) -> Result<Vec<(usize, C::Reply)>, JobError> {
+        let op = self.begin::<C>(desc, participants)?;
+        self.finish(op)
+    }
+
+    /// Sends the command to every participant (the root runs its own share
+    /// at once when it is a participant) and returns without waiting.
+    ///
+    /// # Errors
+    /// [`JobError::UnknownCommand`] if `C` is not in the registry (nothing
+    /// is sent); [`JobError::Transport`] if the job was aborted.
+    pub fn begin<C: CommandSpec>(
+        &self,
+        desc: &C::Descriptor,
+        participants: &[usize],
+    ) -> Result<PendingOp<C>, JobError> {
+        if self.failed.get() {
+            return Err(JobError::Transport(TransportError::Aborted(
+                "an earlier operation failed".into(),
+            )));
+        }
+        let entry = self
+            .registry
+            .by_wire_name(C::WIRE_NAME)
+            .ok_or_else(|| JobError::UnknownCommand(C::WIRE_NAME.into()))?;
+        let op_id = self.next_op.get();
+        self.next_op.set(op_id + 1);
+        let env = Envelope {
+            op_id,
+            command_id: command_id(C::WIRE_NAME),
+            wire_name: C::WIRE_NAME.into(),
+            debug_name: C::DEBUG_NAME.into(),
+            schema_version: C::SCHEMA_VERSION,
+            descriptor: encode(desc),
+        };
+        tracing::debug!(
+            op_id,
+            wire = C::WIRE_NAME,
+            schema = entry.schema_version,
+            participants = participants.len(),
+            "submit"
+        );
+        let frame = encode(&Control::Run(env.encode()));
+        for &r in participants {
+            if r != 0 {
+                self.transport.send(r, TAG_CMD, &frame)?;
+            }
+        }
+        let local = if participants.contains(&0) {
+            let mut ctx = WorkerContext {
+                transport: self.transport,
+                store: &self.store,
+                backends: &self.backends,
+                threads: self.threads,
+                op_id,
+            };
+            Some(execute(&self.registry, &mut ctx, &env))
+        } else {
+            None
+        };
+        Ok(PendingOp {
+            op_id,
+            participants: participants.to_vec(),
+            local,
+            _c: PhantomData,
+        })
+    }
+
+    /// Collects every participant's reply, in rank order.
+    ///
+    /// # Errors
+    /// [`JobError::Command`] with the first failing rank's diagnostic; the
+    /// job is then aborted (fail-stop: on MPI the diagnostic is printed and
+    /// every rank exits non-zero).
+    pub fn finish<C: CommandSpec>(&self, op: PendingOp<C>) -> Result<Vec<(usize, C::Reply)>, JobError> {
+        let mut replies: BTreeMap<usize, Vec<u8>> = BTreeMap::new();
+        if let Some(local) = op.local {
+            match local {
+                Ok(b) => {
+                    replies.insert(0, b);
+                }
+                Err(d) => return Err(self.fail(*d)),
+            }
+        }
+        let remote = op.participants.iter().filter(|&&r| r != 0).count();
+        for _ in 0..remote {
+            let (src, bytes) = self.transport.recv_any(TAG_REPLY)?;
+            let reply: Reply =
+                decode_exact(&bytes, "reply").map_err(|e| self.fail_protocol(format!("from rank {src}: {e}")))?;
+            match reply.outcome {
+                Err(d) => return Err(self.fail(*d)),
+                Ok(_) if reply.op_id != op.op_id => {
+                    return Err(self.fail_protocol(format!(
+                        "rank {src} replied to op_id {} while op_id {} is in flight",
+                        reply.op_id, op.op_id
+                    )))
+                }
+                Ok(b) => {
+                    replies.insert(src, b);
+                }
+            }
+        }
+        replies
+            .into_iter()
+            .map(|(r, b)| {
+                decode_exact::<C::Reply>(&b, "reply body")
+                    .map(|v| (r, v))
+                    .map_err(|e| self.fail_protocol(format!("reply of rank {r} to `{}`: {e}", C::WIRE_NAME)))
+            })
+            .collect()
+    }
+
+    fn fail_protocol(&self, why: String) -> JobError {
+        self.failed.set(true);
+        let e = JobError::Protocol(why);
+        self.stop(&e);
+        e
+    }
+
+    fn fail(&self, d: Diagnostic) -> JobError {
+        self.failed.set(true);
+        let e = JobError::Command(Box::new(d));
+        self.stop(&e);
+        e
+    }
+
+    fn stop(&self, e: &JobError) {
+        tracing::error!("fail-stop: {e}");
+        if self.transport.kind() == "mpi" {
+            eprintln!("uni20: fail-stop\n{e}");
+        }
+        self.transport.abort(&e.to_string());
+    }
+}
