@@ -82,7 +82,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 } => {
                     anyhow::ensure!(*block > 0, "--block must be at least 1");
                     // Validate the spec before touching any file.
-                    EinsumSpec::parse(spec).map_err(|e| anyhow::anyhow!("invalid einsum spec {spec:?}: {e}"))?;
+                    uni20::EinsumSpec::parse(spec).map_err(|e| anyhow::anyhow!("invalid einsum spec {spec:?}: {e}"))?;
                     let ta = read_npy(ctl, a, *block).with_context(|| format!("reading {}", a.display()))?;
                     let tb = read_npy(ctl, b, *block).with_context(|| format!("reading {}", b.display()))?;
                     let tc = match c_in {
