@@ -8,7 +8,7 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use mpi::point_to_point::{Destination, Source};
+use mpi::point_to_point::{Destination, MatchedReceiveVec, Source};
 use mpi::topology::{Communicator, SimpleCommunicator};
 
 use crate::transport::{Tag, Transport, TransportError};
@@ -90,8 +90,8 @@ impl Transport for MpiTransport {
         }
         let deadline = Instant::now() + timeout;
         loop {
-            if let Some((msg, status)) = self.world.any_process().immediate_matched_probe_with_tag(tag) {
-                let (v, _) = msg.matched_receive_vec::<u8>();
+            if let Some(probed) = self.world.any_process().immediate_matched_probe_with_tag(tag) {
+                let (v, status) = probed.matched_receive_vec::<u8>();
                 return Ok((status.source_rank() as usize, v));
             }
             if Instant::now() >= deadline {

@@ -241,7 +241,6 @@ impl UniverseBuilder {
 
     #[cfg(feature = "mpi")]
     fn run_mpi<R>(self, f: impl FnOnce(&Controller<'_>) -> R) -> RunResult<R> {
-        use mpi::topology::Communicator;
         let (universe, _threading) = mpi::initialize_with_threading(mpi::Threading::Funneled)
             .ok_or_else(|| JobError::Startup("MPI was already initialised in this process".into()))?;
         let world = universe.world();
