@@ -45,8 +45,8 @@ pub use uni20_worker::{Controller, JobError, TransportChoice, UniverseBuilder};
 /// The names most programs need.
 pub mod prelude {
     pub use crate::{
-        contract, contract_with, read_npy, write_npy, ContractOptions, Controller, DType, DistTensor, LocalTensor,
-        UniverseBuilder, C64,
+        contract, contract_with, read_npy, write_npy, ContractOptions, Controller, DType, DistTensor, EinsumSpec,
+        LocalTensor, UniverseBuilder, C64,
     };
 }
 

@@ -374,7 +374,7 @@ pub fn contract_with(
         grid: plan.out_grid.clone(),
         blocks,
     };
-    Ok((DistTensor::from_manifest(manifest), plan))
+    Ok((DistTensor::from_manifest(manifest)?, plan))
 }
 
 /// Frames an object for a worker-to-worker transfer:

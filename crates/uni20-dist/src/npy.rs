@@ -398,12 +398,12 @@ pub fn read_npy(ctl: &Controller<'_>, path: impl AsRef<Path>, block: usize) -> R
         .enumerate()
         .map(|(b, r)| r.ok_or_else(|| npy_err(path, format!("no owner reported block {b}"))))
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(DistTensor::from_manifest(Manifest {
+    DistTensor::from_manifest(Manifest {
         shape: layout.shape,
         dtype: layout.dtype,
         grid,
         blocks,
-    }))
+    })
 }
 
 /// Writes a distributed tensor to `path` as a C-order npy file. The root

@@ -71,8 +71,31 @@ pub struct DistTensor {
 
 impl DistTensor {
     /// Wraps a manifest (e.g. one restored from a checkpoint).
-    pub fn from_manifest(manifest: Manifest) -> DistTensor {
-        DistTensor { manifest }
+    ///
+    /// # Errors
+    /// [`DistError::Shape`] if the grid does not tile the shape or the
+    /// number of block entries differs from the number of grid blocks.
+    pub fn from_manifest(manifest: Manifest) -> Result<DistTensor, DistError> {
+        let g = &manifest.grid;
+        let tiles = g.extents.len() == manifest.shape.len()
+            && g.extents
+                .iter()
+                .zip(&manifest.shape)
+                .all(|(e, &n)| !e.is_empty() && e.iter().sum::<usize>() == n);
+        if !tiles {
+            return Err(DistError::Shape(format!(
+                "manifest grid {:?} does not tile shape {:?}",
+                g.extents, manifest.shape
+            )));
+        }
+        if manifest.blocks.len() != g.num_blocks() {
+            return Err(DistError::Shape(format!(
+                "manifest lists {} blocks, its grid has {}",
+                manifest.blocks.len(),
+                g.num_blocks()
+            )));
+        }
+        Ok(DistTensor { manifest })
     }
     /// The manifest.
     pub fn manifest(&self) -> &Manifest {

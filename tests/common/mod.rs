@@ -1,0 +1,84 @@
+//! Shared helpers of the root package's integration tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use uni20::{LocalTensor, C64};
+
+/// One numpy-produced fixture case (`scripts/gen_fixtures.py`).
+pub struct Case {
+    pub name: String,
+    pub dir: PathBuf,
+    pub spec: String,
+    pub alpha: C64,
+    pub beta: Option<C64>,
+}
+
+/// Parses numpy/python scalar text such as `1.5`, `-0.75`, `2.5-0.5j`.
+pub fn parse_scalar(s: &str) -> C64 {
+    let s = s.trim().trim_start_matches('(').trim_end_matches(')');
+    if let Some(body) = s.strip_suffix('j') {
+        // split at the last sign that is not the leading one or an exponent sign
+        let bytes = body.as_bytes();
+        let mut split = None;
+        for i in (1..bytes.len()).rev() {
+            if (bytes[i] == b'+' || bytes[i] == b'-') && !matches!(bytes[i - 1], b'e' | b'E') {
+                split = Some(i);
+                break;
+            }
+        }
+        match split {
+            Some(i) => C64::new(body[..i].parse().unwrap(), body[i..].parse().unwrap()),
+            None => C64::new(0.0, body.parse().unwrap()),
+        }
+    } else {
+        C64::new(s.parse().unwrap(), 0.0)
+    }
+}
+
+pub fn fixtures_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/contract")
+}
+
+/// Every fixture case, sorted by name.
+pub fn cases() -> Vec<Case> {
+    let mut v: Vec<Case> = std::fs::read_dir(fixtures_dir())
+        .expect("fixtures directory")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .map(|dir| {
+            let read = |f: &str| std::fs::read_to_string(dir.join(f)).ok();
+            Case {
+                name: dir.file_name().unwrap().to_string_lossy().into_owned(),
+                spec: read("spec.txt").unwrap().trim().to_string(),
+                alpha: read("alpha.txt")
+                    .map(|s| parse_scalar(&s))
+                    .unwrap_or(C64::new(1.0, 0.0)),
+                beta: read("beta.txt").map(|s| parse_scalar(&s)),
+                dir,
+            }
+        })
+        .collect();
+    v.sort_by(|a, b| a.name.cmp(&b.name));
+    v
+}
+
+/// Relative tolerance for comparing a result of this dtype.
+pub fn tolerance(t: &LocalTensor) -> f64 {
+    match t.dtype() {
+        uni20::DType::F32 | uni20::DType::C32 => 1e-5,
+        _ => 1e-12,
+    }
+}
+
+/// Asserts `got` equals `want` in shape, dtype and values (relative to the largest |want|).
+pub fn assert_close(got: &LocalTensor, want: &LocalTensor, what: &str) {
+    assert_eq!(got.shape(), want.shape(), "{what}: shape");
+    assert_eq!(got.dtype(), want.dtype(), "{what}: dtype");
+    let scale = want.to_c64_vec().iter().map(|z| z.norm()).fold(1.0, f64::max);
+    let diff = got.max_abs_diff(want).unwrap();
+    assert!(
+        diff <= tolerance(want) * scale,
+        "{what}: max |diff| = {diff:e} (scale {scale})"
+    );
+}
