@@ -13,13 +13,13 @@ use uni20_worker::JobError;
 #[derive(Debug, thiserror::Error)]
 pub enum DistError {
     /// The einsum spec is malformed or does not fit the operands.
-    #[error("einsum spec: {0}")]
+    #[error(transparent)]
     Spec(#[from] SpecError),
     /// Operand shapes or dtypes are incompatible.
     #[error("{0}")]
     Shape(String),
     /// Root-side validation of the local contraction contract failed.
-    #[error("{0}")]
+    #[error(transparent)]
     Contract(#[from] ContractError),
     /// An index is blocked differently in two operands.
     #[error(
@@ -37,10 +37,10 @@ pub enum DistError {
     #[error("block size must be at least 1")]
     BlockSize,
     /// A local tensor could not be built.
-    #[error("tensor: {0}")]
+    #[error(transparent)]
     Tensor(#[from] TensorError),
     /// Unsupported dtype.
-    #[error("{0}")]
+    #[error(transparent)]
     DType(#[from] DTypeError),
     /// An npy file is malformed, truncated or unsupported.
     #[error("{}: {reason}", path.display())]
@@ -59,6 +59,6 @@ pub enum DistError {
         source: std::io::Error,
     },
     /// A submitted command failed, or the job was aborted.
-    #[error("{0}")]
+    #[error(transparent)]
     Job(#[from] JobError),
 }
