@@ -127,12 +127,115 @@ pub fn run(opts: &TestOptions) -> Result<i32> {
             break;
         }
     }
+    if !matches!(results.last(), Some((_, Outcome::Interrupted(_), _))) {
+        results.extend(cli_parity(&launcher, opts)?);
+    }
     print_summary(&results);
     if let Some((_, Outcome::Interrupted(sig), _)) = results.last() {
         return Ok(128 + sig);
     }
     let failed = results.iter().filter(|(_, o, _)| !o.success()).count();
     Ok(if failed == 0 { 0 } else { 1 })
+}
+
+/// Fixture cases (under `tests/fixtures/contract`) used for the CLI parity runs.
+const PARITY_CASES: &[&str] = &["permuted_contracted", "mixed_f64_c128", "batch_permuted"];
+
+/// `uni20 contract` under 1, 2 and 3 MPI ranks must write the same file (to
+/// 1e-12 relative) as the in-process run of the same binary.
+fn cli_parity(launcher: &Launcher, opts: &TestOptions) -> Result<Vec<(Job, Outcome, Duration)>> {
+    let target = (TargetKind::Bin, "uni20".to_string());
+    let exes = cargo::build_mpi("uni20-cli", &[target.clone()], opts.release, &[]).context("building uni20-cli")?;
+    let exe = &exes[&target];
+    let root = cargo::workspace_root();
+    let scratch = std::env::temp_dir().join(format!("uni20-cli-parity-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch)?;
+    let mut results = Vec::new();
+    for case in PARITY_CASES {
+        let dir = root.join("tests/fixtures/contract").join(case);
+        let spec = std::fs::read_to_string(dir.join("spec.txt"))?.trim().to_string();
+        let args = |out: &Path| -> Vec<std::ffi::OsString> {
+            vec![
+                "contract".into(),
+                spec.clone().into(),
+                dir.join("a.npy").into(),
+                dir.join("b.npy").into(),
+                "-o".into(),
+                out.into(),
+                "--block".into(),
+                "2".into(),
+            ]
+        };
+        let reference = scratch.join(format!("{case}-inprocess.npy"));
+        let status = std::process::Command::new(exe)
+            .args(args(&reference))
+            .env("UNI20_RANKS", "3")
+            .stdin(std::process::Stdio::null())
+            .status()?;
+        if !status.success() {
+            bail!("in-process `uni20 contract` failed for {case}: {status}");
+        }
+        for ranks in DEFAULT_RANKS {
+            eprintln!("\nxtask: ---- uni20 contract {case} ({spec}) @ {ranks} rank(s) vs in-process ----");
+            let out = scratch.join(format!("{case}-mpi{ranks}.npy"));
+            let (mut outcome, elapsed) = launcher.run(*ranks, exe, &args(&out), opts.timeout, false)?;
+            if outcome.success() {
+                match npy_max_rel_diff(&out, &reference) {
+                    Ok(d) if d <= 1e-12 => eprintln!("xtask: identical to the in-process output (max rel diff {d:e})"),
+                    Ok(d) => {
+                        eprintln!("xtask: MISMATCH: max relative difference {d:e} > 1e-12");
+                        outcome = Outcome::Exited(1);
+                    }
+                    Err(e) => {
+                        eprintln!("xtask: cannot compare outputs: {e:#}");
+                        outcome = Outcome::Exited(1);
+                    }
+                }
+            }
+            let job = Job {
+                kind: TargetKind::Bin,
+                name: format!("uni20 contract {case}"),
+                ranks: *ranks,
+            };
+            results.push((job, outcome, elapsed));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+    Ok(results)
+}
+
+/// Largest |a - b| / max|b| over two npy files with identical headers
+/// (dtypes `<f4 <f8 <c8 <c16`, complex compared per component).
+fn npy_max_rel_diff(a: &Path, b: &Path) -> Result<f64> {
+    let (x, y) = (std::fs::read(a)?, std::fs::read(b)?);
+    let header = |v: &[u8]| -> Result<usize> {
+        if v.len() < 10 || &v[..6] != b"\x93NUMPY" {
+            bail!("not an npy file");
+        }
+        Ok(10 + u16::from_le_bytes([v[8], v[9]]) as usize)
+    };
+    let (hx, hy) = (header(&x)?, header(&y)?);
+    if x[..hx] != y[..hy] {
+        bail!("headers differ");
+    }
+    let text = String::from_utf8_lossy(&x[..hx]);
+    let values = |v: &[u8]| -> Vec<f64> {
+        if text.contains("<f4") || text.contains("<c8") {
+            v.chunks_exact(4)
+                .map(|c| f32::from_le_bytes(c.try_into().unwrap_or_default()) as f64)
+                .collect()
+        } else {
+            v.chunks_exact(8)
+                .map(|c| f64::from_le_bytes(c.try_into().unwrap_or_default()))
+                .collect()
+        }
+    };
+    let (vx, vy) = (values(&x[hx..]), values(&y[hy..]));
+    if vx.len() != vy.len() {
+        bail!("payload sizes differ");
+    }
+    let scale = vy.iter().fold(f64::MIN_POSITIVE, |m, v| m.max(v.abs()));
+    Ok(vx.iter().zip(&vy).map(|(p, q)| (p - q).abs()).fold(0.0, f64::max) / scale)
 }
 
 /// Prints the per-run table and the final `N passed, M failed` line.

@@ -1,0 +1,60 @@
+//! MPI integration test (run by `cargo xtask test` under `mpirun -n 1..3`):
+//! every numpy fixture through distributed `read_npy`, `contract`,
+//! `to_local` and `write_npy`, with no payload through the root.
+//! A failure panics on the root, which aborts the communicator: non-zero exit.
+
+mod common;
+
+use uni20::prelude::*;
+
+fn main() {
+    let dir = std::env::temp_dir().join(format!("uni20-mpi-contract-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let checked = uni20::universe()
+        .run(|ctl| {
+            assert_eq!(ctl.transport_kind(), "mpi", "not launched by mpirun");
+            let mut checked = 0;
+            for case in common::cases() {
+                for block in [1, 2, 3] {
+                    let a = read_npy(ctl, case.dir.join("a.npy"), block).unwrap();
+                    let b = read_npy(ctl, case.dir.join("b.npy"), block).unwrap();
+                    let c = case
+                        .dir
+                        .join("c.npy")
+                        .exists()
+                        .then(|| read_npy(ctl, case.dir.join("c.npy"), block).unwrap());
+                    let want = read_npy(ctl, case.dir.join("out.npy"), block)
+                        .unwrap()
+                        .to_local(ctl)
+                        .unwrap();
+                    let opts = ContractOptions {
+                        alpha: case.alpha,
+                        beta: case.beta.unwrap_or_default(),
+                        c: c.as_ref(),
+                    };
+                    let (out, plan) = contract_with(ctl, &case.spec, &a, &b, &opts).unwrap();
+                    if ctl.size() > 1 {
+                        assert_eq!(plan.bytes_through_root(), 0, "{}", case.name);
+                    }
+                    common::assert_close(
+                        &out.to_local(ctl).unwrap(),
+                        &want,
+                        &format!("{} block {block}", case.name),
+                    );
+                    let path = dir.join(format!("{}-{block}.npy", case.name));
+                    write_npy(ctl, &out, &path).unwrap();
+                    let back = read_npy(ctl, &path, 2).unwrap().to_local(ctl).unwrap();
+                    common::assert_close(&back, &want, &format!("{} written and re-read", case.name));
+                    checked += 1;
+                }
+            }
+            println!(
+                "mpi_contract: {checked} fixture runs on {} ranks match numpy",
+                ctl.size()
+            );
+            checked
+        })
+        .unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(checked >= 42);
+}
