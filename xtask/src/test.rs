@@ -145,7 +145,8 @@ const PARITY_CASES: &[&str] = &["permuted_contracted", "mixed_f64_c128", "batch_
 /// 1e-12 relative) as the in-process run of the same binary.
 fn cli_parity(launcher: &Launcher, opts: &TestOptions) -> Result<Vec<(Job, Outcome, Duration)>> {
     let target = (TargetKind::Bin, "uni20".to_string());
-    let exes = cargo::build_mpi("uni20-cli", &[target.clone()], opts.release, &[]).context("building uni20-cli")?;
+    let exes = cargo::build_mpi("uni20-cli", std::slice::from_ref(&target), opts.release, &[])
+        .context("building uni20-cli")?;
     let exe = &exes[&target];
     let root = cargo::workspace_root();
     let scratch = std::env::temp_dir().join(format!("uni20-cli-parity-{}", std::process::id()));

@@ -30,9 +30,10 @@ pub fn c_strides(shape: &[usize]) -> Vec<usize> {
 
 /// The block decomposition of a tensor: per mode, the extent of each block.
 ///
-/// Block `(b_0, .., b_{r-1})` covers elements `offset_k(b_k) .. offset_k(b_k)
-/// + extents[k][b_k]` of each mode `k`. Blocks are numbered in row-major
-/// order of their multi-index; a rank-0 tensor has exactly one block.
+/// Block `(b_0, .., b_{r-1})` covers elements
+/// `offset_k(b_k) .. offset_k(b_k) + extents[k][b_k]` of each mode `k`.
+/// Blocks are numbered in row-major order of their multi-index; a rank-0
+/// tensor has exactly one block.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Grid {
     /// Per mode, the extent of each block along that mode.
