@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::dtype::{DType, C64};
 use crate::spec::{EinsumSpec, IndexClasses};
 use crate::tensor::{LocalTensor, TensorError};
+use crate::view::AnyView;
 
 /// Error returned by [`ContractBackend::run`] after the backend accepted a problem.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -94,10 +95,16 @@ impl fmt::Display for KernelDispatchError {
 /// A fully validated contraction handed to backends:
 /// `out = alpha * einsum(spec, a, b) + beta * c`.
 ///
+/// Operands are strided views ([`AnyView`]) with arbitrary strides (negative, zero, size-1
+/// modes) and a conjugation flag each; backends must honour both (or decline in
+/// [`ContractBackend::accepts`]). Views borrow host memory only: a backend that works on a
+/// device copies through its own API and never reinterprets a device buffer as host memory.
+///
 /// Guarantees: `spec` is valid; `a`, `b` (and `c` if present) all have dtype `dtype`;
 /// `a.shape()`/`b.shape()` match the spec's labels; `c`, if present, has shape `out_shape`;
 /// `c` is `None` whenever `beta == 0` (so kernels never read it); if `dtype` is real,
-/// `alpha` and `beta` have zero imaginary parts.
+/// `alpha` and `beta` have zero imaginary parts. A hand-built problem may break these;
+/// [`ContractProblem::validate`] checks them.
 #[derive(Clone, Debug)]
 pub struct ContractProblem<'a> {
     /// The einsum spec.
@@ -110,12 +117,13 @@ pub struct ContractProblem<'a> {
     pub alpha: C64,
     /// Scale of `c` (zero when `c` is `None`).
     pub beta: C64,
-    /// Operand A, already promoted to `dtype`.
-    pub a: &'a LocalTensor,
-    /// Operand B, already promoted to `dtype`.
-    pub b: &'a LocalTensor,
-    /// Accumulator, promoted to `dtype`; `None` if absent or `beta == 0`.
-    pub c: Option<&'a LocalTensor>,
+    /// Operand A (dtype `dtype`), one extent per `spec.a` label.
+    pub a: AnyView<'a>,
+    /// Operand B (dtype `dtype`), one extent per `spec.b` label.
+    pub b: AnyView<'a>,
+    /// Accumulator read as `beta * c` (dtype `dtype`, shape `out_shape`); `None` if absent
+    /// or `beta == 0`.
+    pub c: Option<AnyView<'a>>,
     /// Output dtype.
     pub dtype: DType,
     /// Output shape (`spec.out` extents).
@@ -135,7 +143,7 @@ impl ContractProblem<'_> {
     /// A description of the first violated guarantee.
     pub fn validate(&self) -> Result<(), String> {
         self.spec.validate().map_err(|e| e.to_string())?;
-        for (name, t) in [("A", Some(self.a)), ("B", Some(self.b)), ("C", self.c)] {
+        for (name, t) in [("A", Some(&self.a)), ("B", Some(&self.b)), ("C", self.c.as_ref())] {
             if let Some(t) = t {
                 if t.dtype() != self.dtype {
                     return Err(format!(
@@ -171,13 +179,16 @@ impl ContractProblem<'_> {
                 self.out_shape, out
             ));
         }
-        if let Some(c) = self.c {
+        if let Some(c) = &self.c {
             if c.shape() != out.as_slice() {
                 return Err(format!("C has shape {:?}, output shape is {:?}", c.shape(), out));
             }
         }
         if self.classes != self.spec.classes() {
             return Err("classes do not match the spec".to_string());
+        }
+        if self.c.is_none() && self.beta != C64::new(0.0, 0.0) {
+            return Err(format!("beta = {} but no accumulator C", self.beta));
         }
         if !self.dtype.is_complex() && (self.alpha.im != 0.0 || self.beta.im != 0.0) {
             return Err(format!(
@@ -197,6 +208,15 @@ impl ContractProblem<'_> {
             self.a.shape(),
             self.b.shape()
         )
+    }
+
+    /// Number of multiply-adds (`product of all label extents`), saturating; 0 if any extent
+    /// is 0.
+    pub fn macs(&self) -> u128 {
+        self.label_dims
+            .iter()
+            .try_fold(1u128, |acc, &(_, d)| acc.checked_mul(d as u128))
+            .unwrap_or(u128::MAX)
     }
 }
 

@@ -1,28 +1,42 @@
-//! The faer backend: permute operands into matrix form and run one GEMM per batch element.
+//! The faer backend: strided operands as matrix views where possible, a blocked permutation
+//! otherwise, then one GEMM per batch element.
 
 use std::borrow::Cow;
 
-use faer::linalg::matmul::matmul;
-use faer::{Accum, MatMut, MatRef, Par};
+use faer::linalg::matmul::matmul_with_conj;
+use faer::{Accum, Conj, MatMut, MatRef, Par};
 
 use crate::backend::{ContractBackend, ContractProblem, KernelError};
-use crate::dtype::DType;
+use crate::dtype::{DType, C64};
+use crate::permute::gather;
 use crate::scalar::Element;
-use crate::tensor::{with_dtype, LocalTensor};
+use crate::tensor::{checked_len, with_dtype, LocalTensor};
+use crate::view::{row_major_strides, AnyView, StridedView};
 
-/// GEMM backend built on faer 0.24. Accepts every dtype and problem:
-/// labels summed in only one operand are pre-reduced; each operand is used in place when its
-/// labels are already grouped as `[batch][free][contracted]` (or `[batch][contracted][free]`,
-/// read column-major), and otherwise permuted once into a contiguous buffer; then one
-/// `faer::linalg::matmul::matmul` runs per batch element.
+/// GEMM backend built on faer 0.24. Accepts every dtype and every valid problem.
+///
+/// Plan, per operand: labels summed in only one operand are pre-reduced (one pass, a copy);
+/// then the operand is read **in place** as a strided matrix (any row/column strides,
+/// including negative and zero, with its conjugation flag passed to the GEMM) when its
+/// `[free]` labels and its `[contracted]` labels each collapse to a single stride (size-1
+/// modes are ignored). Otherwise it is copied once, by a blocked cache-aware permutation, into
+/// `[batch][rows][cols]` order. The contracted labels are ordered to let as many operand
+/// elements as possible stay in place. The output is written directly when its A-free and
+/// B-free labels are each contiguous in the output; otherwise through one permuted copy.
+/// Then `faer::linalg::matmul::matmul_with_conj` runs once per batch element; with
+/// `beta != 0` the buffer is first filled with `beta * C` and the GEMM accumulates.
+///
+/// Thread budget: `threads <= 1` runs every GEMM sequentially (`Par::Seq`), otherwise each
+/// GEMM uses `Par::rayon(threads)`, i.e. at most `threads` tasks on the global rayon pool. A
+/// rank running alongside others should pass its share of the cores.
 #[derive(Clone, Copy, Debug)]
 pub struct FaerBackend {
     threads: usize,
 }
 
 impl FaerBackend {
-    /// A faer backend with an explicit thread budget: `threads <= 1` runs sequentially
-    /// (`Par::Seq`), otherwise each GEMM uses `Par::rayon(threads)` on the global rayon pool.
+    /// A faer backend with thread budget `threads` (see the type documentation; `0` and `1`
+    /// both mean sequential).
     pub fn new(threads: usize) -> FaerBackend {
         FaerBackend { threads }
     }
@@ -61,128 +75,221 @@ impl ContractBackend for FaerBackend {
     }
 }
 
-/// An operand as labels, shape and row-major data (borrowed when untouched).
+/// An operand: labels plus a strided layout over borrowed or owned data.
+#[derive(Clone, Debug)]
 struct Operand<'a, T: Clone> {
     labels: Vec<char>,
     shape: Vec<usize>,
+    strides: Vec<isize>,
+    offset: usize,
+    conj: bool,
     data: Cow<'a, [T]>,
 }
 
-impl<T: Clone> Operand<'_, T> {
-    fn dim(&self, l: char) -> usize {
-        self.labels.iter().position(|&x| x == l).map_or(1, |p| self.shape[p])
-    }
-}
-
-fn row_major_strides(shape: &[usize]) -> Vec<usize> {
-    let mut s = vec![1usize; shape.len()];
-    for k in (0..shape.len().saturating_sub(1)).rev() {
-        s[k] = s[k + 1] * shape[k + 1];
-    }
-    s
-}
-
-/// Copies `src` (row-major over `labels`/`shape`) into a new row-major buffer over
-/// `dst_labels` (a permutation of `labels`).
-fn permute<T: Copy>(src: &[T], labels: &[char], shape: &[usize], dst_labels: &[char]) -> Vec<T> {
-    let src_strides = row_major_strides(shape);
-    let pos = |l: char| labels.iter().position(|&x| x == l).unwrap_or(0);
-    let dims: Vec<usize> = dst_labels.iter().map(|&l| shape[pos(l)]).collect();
-    let strides: Vec<usize> = dst_labels.iter().map(|&l| src_strides[pos(l)]).collect();
-    let n: usize = dims.iter().product();
-    let mut out = Vec::with_capacity(n);
-    if n == 0 {
-        return out;
-    }
-    if dims.is_empty() {
-        out.push(src[0]);
-        return out;
-    }
-    let r = dims.len();
-    let (last_n, last_s) = (dims[r - 1], strides[r - 1]);
-    let mut idx = vec![0usize; r - 1];
-    loop {
-        let base: usize = idx.iter().zip(&strides).map(|(&i, &s)| i * s).sum();
-        out.extend((0..last_n).map(|j| src[base + j * last_s]));
-        let mut k = r - 1;
-        loop {
-            if k == 0 {
-                return out;
-            }
-            k -= 1;
-            idx[k] += 1;
-            if idx[k] < dims[k] {
-                break;
-            }
-            idx[k] = 0;
+impl<'a, T: Element> Operand<'a, T> {
+    fn of_view(labels: &[char], v: &StridedView<'a, T>) -> Operand<'a, T> {
+        Operand {
+            labels: labels.to_vec(),
+            shape: v.shape().to_vec(),
+            strides: v.strides().to_vec(),
+            offset: v.offset(),
+            conj: v.is_conj(),
+            data: Cow::Borrowed(v.data()),
         }
     }
+
+    fn owned(labels: Vec<char>, shape: Vec<usize>, data: Vec<T>) -> Operand<'a, T> {
+        Operand {
+            labels,
+            strides: row_major_strides(&shape),
+            shape,
+            offset: 0,
+            conj: false,
+            data: Cow::Owned(data),
+        }
+    }
+
+    fn view(&self) -> Result<StridedView<'_, T>, KernelError> {
+        StridedView::new(&self.data, &self.shape, &self.strides, self.offset, self.conj)
+            .map_err(|e| KernelError::Failed(format!("internal layout error: {e}")))
+    }
+
+    fn pos(&self, l: char) -> Option<usize> {
+        self.labels.iter().position(|&x| x == l)
+    }
+
+    fn dim(&self, l: char) -> usize {
+        self.pos(l).map_or(1, |p| self.shape[p])
+    }
+
+    fn stride(&self, l: char) -> isize {
+        self.pos(l).map_or(0, |p| self.strides[p])
+    }
+
+    fn len(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// The single stride of `group` read as one index (row-major over the group), or `None`
+    /// if the group's strides do not collapse. Size-1 modes are ignored; a group of size 1
+    /// collapses with stride 1.
+    fn collapse(&self, group: &[char]) -> Option<isize> {
+        let modes: Vec<(usize, isize)> = group
+            .iter()
+            .map(|&l| (self.dim(l), self.stride(l)))
+            .filter(|&(n, _)| n != 1)
+            .collect();
+        for w in modes.windows(2) {
+            let (_, outer) = w[0];
+            let (n, inner) = w[1];
+            if inner.checked_mul(n as isize) != Some(outer) {
+                return None;
+            }
+        }
+        Some(modes.last().map_or(1, |&(_, s)| s))
+    }
+
+    /// Copies into a contiguous row-major operand over `order` (conjugation applied).
+    fn permuted(&self, order: &[char]) -> Result<Operand<'static, T>, KernelError> {
+        checked_len(&self.shape, T::DTYPE.size_bytes())?;
+        let idx: Vec<usize> = order.iter().filter_map(|&l| self.pos(l)).collect();
+        let data = gather(&self.view()?, &idx);
+        let shape = idx.iter().map(|&k| self.shape[k]).collect();
+        Ok(Operand::owned(
+            idx.iter().map(|&k| self.labels[k]).collect(),
+            shape,
+            data,
+        ))
+    }
 }
 
-/// Sums `op` over every label not in `keep`, keeping the remaining labels in their order.
-fn reduce<'a, T: Element>(op: Operand<'a, T>, keep: &[char]) -> Operand<'a, T> {
-    if op.labels.iter().all(|l| keep.contains(l)) {
-        return op;
-    }
+/// Sums `op` over every label not in `keep` (conjugation applied), keeping the remaining
+/// labels in their order; returns a contiguous operand.
+fn reduce<T: Element>(op: &Operand<'_, T>, keep: &[char]) -> Result<Operand<'static, T>, KernelError> {
     let kept: Vec<usize> = (0..op.labels.len()).filter(|&k| keep.contains(&op.labels[k])).collect();
     let new_shape: Vec<usize> = kept.iter().map(|&k| op.shape[k]).collect();
+    let n_out = checked_len(&new_shape, T::DTYPE.size_bytes())?;
     let new_strides = row_major_strides(&new_shape);
-    let mut dst_strides = vec![0usize; op.labels.len()];
+    let mut dst_strides = vec![0isize; op.labels.len()];
     for (j, &k) in kept.iter().enumerate() {
         dst_strides[k] = new_strides[j];
     }
-    let n_out: usize = new_shape.iter().product();
     let mut out = vec![T::zero(); n_out];
-    if !op.data.is_empty() {
-        let mut idx = vec![0usize; op.labels.len()];
-        for &v in op.data.iter() {
-            let off: usize = idx.iter().zip(&dst_strides).map(|(&i, &s)| i * s).sum();
-            out[off] += v;
-            for k in (0..idx.len()).rev() {
+    if op.len() > 0 {
+        let v = op.view()?;
+        let r = op.shape.len();
+        let mut idx = vec![0usize; r];
+        let (mut s, mut d) = (0isize, 0isize);
+        loop {
+            out[d as usize] += v.at(s);
+            let mut k = r;
+            loop {
+                if k == 0 {
+                    let labels = kept.iter().map(|&k| op.labels[k]).collect();
+                    return Ok(Operand::owned(labels, new_shape, out));
+                }
+                k -= 1;
                 idx[k] += 1;
+                s += op.strides[k];
+                d += dst_strides[k];
                 if idx[k] < op.shape[k] {
                     break;
                 }
+                s -= op.strides[k] * op.shape[k] as isize;
+                d -= dst_strides[k] * op.shape[k] as isize;
                 idx[k] = 0;
             }
         }
     }
-    Operand {
-        labels: kept.iter().map(|&k| op.labels[k]).collect(),
-        shape: new_shape,
-        data: Cow::Owned(out),
-    }
+    let labels = kept.iter().map(|&k| op.labels[k]).collect();
+    Ok(Operand::owned(labels, new_shape, out))
 }
 
 fn concat(parts: &[&[char]]) -> Vec<char> {
     parts.iter().flat_map(|p| p.iter().copied()).collect()
 }
 
-/// Puts `op` in matrix form `[batch][rows][cols]`; returns the data and whether each batch
-/// block is row-major `rows x cols` (true) or column-major (false).
-fn as_matrix<'a, T: Copy>(op: Operand<'a, T>, batch: &[char], rows: &[char], cols: &[char]) -> (Cow<'a, [T]>, bool) {
-    let row_major = concat(&[batch, rows, cols]);
-    if op.labels == row_major {
-        return (op.data, true);
-    }
-    if op.labels == concat(&[batch, cols, rows]) {
-        return (op.data, false);
-    }
-    let data = permute(&op.data, &op.labels, &op.shape, &row_major);
-    (Cow::Owned(data), true)
+/// `labels` sorted by decreasing `|stride|` in `op` (stable), i.e. the order in which `op`
+/// stores them.
+fn storage_order<T: Element>(op: &Operand<'_, T>, labels: &[char]) -> Vec<char> {
+    let mut v = labels.to_vec();
+    v.sort_by_key(|&l| std::cmp::Reverse(op.stride(l).unsigned_abs()));
+    v
 }
 
-fn mat_ref<T>(s: &[T], nrows: usize, ncols: usize, row_major: bool) -> MatRef<'_, T> {
-    if row_major {
-        MatRef::from_row_major_slice(s, nrows, ncols)
+/// A matrix operand: data, base offset, strides, conj flag.
+struct MatPlan<'a, T: Clone> {
+    op: Operand<'a, T>,
+    row_stride: isize,
+    col_stride: isize,
+}
+
+/// `op` as a `[batch][rows][cols]` matrix: in place if rows and cols collapse, else one
+/// blocked permuted copy.
+fn plan_matrix<'a, T: Element>(
+    op: Operand<'a, T>,
+    batch: &[char],
+    rows: &[char],
+    cols: &[char],
+) -> Result<MatPlan<'a, T>, KernelError> {
+    if let (Some(rs), Some(cs)) = (op.collapse(rows), op.collapse(cols)) {
+        return Ok(MatPlan {
+            op,
+            row_stride: rs,
+            col_stride: cs,
+        });
+    }
+    let op = op.permuted(&concat(&[batch, rows, cols]))?;
+    let (rs, cs) = (op.collapse(rows).unwrap_or(1), op.collapse(cols).unwrap_or(1));
+    Ok(MatPlan {
+        op,
+        row_stride: rs,
+        col_stride: cs,
+    })
+}
+
+/// Calls `f(offsets)` for each multi-index over `dims`, where `offsets[j]` is the offset of
+/// that index under `strides[j]`.
+fn for_each_batch<const N: usize>(dims: &[usize], strides: [&[isize]; N], mut f: impl FnMut([isize; N])) {
+    if dims.contains(&0) {
+        return;
+    }
+    let mut idx = vec![0usize; dims.len()];
+    let mut off = [0isize; N];
+    loop {
+        f(off);
+        let mut k = dims.len();
+        loop {
+            if k == 0 {
+                return;
+            }
+            k -= 1;
+            idx[k] += 1;
+            for j in 0..N {
+                off[j] += strides[j][k];
+            }
+            if idx[k] < dims[k] {
+                break;
+            }
+            for j in 0..N {
+                off[j] -= strides[j][k] * dims[k] as isize;
+            }
+            idx[k] = 0;
+        }
+    }
+}
+
+fn typed<'v, 'a, T: Element>(v: &'v AnyView<'a>) -> Result<&'v StridedView<'a, T>, KernelError> {
+    v.typed::<T>()
+        .ok_or_else(|| KernelError::Failed(format!("operand dtype {} is not {}", v.dtype(), T::DTYPE)))
+}
+
+fn conj_flag(c: bool) -> Conj {
+    if c {
+        Conj::Yes
     } else {
-        MatRef::from_column_major_slice(s, nrows, ncols)
+        Conj::No
     }
-}
-
-fn typed<T: Element>(t: &LocalTensor) -> Result<&[T], KernelError> {
-    t.typed::<T>()
-        .ok_or_else(|| KernelError::Failed(format!("operand dtype {} is not {}", t.dtype(), T::DTYPE)))
 }
 
 fn run_typed<T: Element + faer::traits::ComplexField>(
@@ -190,77 +297,128 @@ fn run_typed<T: Element + faer::traits::ComplexField>(
     par: Par,
 ) -> Result<LocalTensor, KernelError> {
     let cls = &p.classes;
-    let a = Operand {
-        labels: p.spec.a.clone(),
-        shape: p.a.shape().to_vec(),
-        data: Cow::Borrowed(typed::<T>(p.a)?),
-    };
-    let b = Operand {
-        labels: p.spec.b.clone(),
-        shape: p.b.shape().to_vec(),
-        data: Cow::Borrowed(typed::<T>(p.b)?),
-    };
-    let keep_a = concat(&[&cls.batch, &cls.free_a, &cls.contracted]);
-    let keep_b = concat(&[&cls.batch, &cls.free_b, &cls.contracted]);
-    let a = reduce(a, &keep_a);
-    let b = reduce(b, &keep_b);
-
-    let prod = |op: &Operand<'_, T>, ls: &[char]| ls.iter().map(|&l| op.dim(l)).product::<usize>();
-    let nb = prod(&a, &cls.batch);
-    let m = prod(&a, &cls.free_a);
-    let k = prod(&a, &cls.contracted);
-    let n = prod(&b, &cls.free_b);
-
-    let (a_data, a_rm) = as_matrix(a, &cls.batch, &cls.free_a, &cls.contracted);
-    let (b_data, b_rm) = as_matrix(b, &cls.batch, &cls.contracted, &cls.free_b);
-
-    let mn_order = concat(&[&cls.batch, &cls.free_a, &cls.free_b]);
-    let (dst_rm, direct) = if p.spec.out == mn_order {
-        (true, true)
-    } else if p.spec.out == concat(&[&cls.batch, &cls.free_b, &cls.free_a]) {
-        (false, true)
-    } else {
-        (true, false)
-    };
-    let total = nb * m * n;
-    let mut buf = vec![T::zero(); total];
-    let alpha = T::from_c64(p.alpha);
-    if m > 0 && n > 0 && k > 0 {
-        for bi in 0..nb {
-            let lhs = mat_ref(&a_data[bi * m * k..(bi + 1) * m * k], m, k, a_rm);
-            let rhs = mat_ref(&b_data[bi * k * n..(bi + 1) * k * n], k, n, b_rm);
-            let block = &mut buf[bi * m * n..(bi + 1) * m * n];
-            let dst = if dst_rm {
-                MatMut::from_row_major_slice_mut(block, m, n)
-            } else {
-                MatMut::from_column_major_slice_mut(block, m, n)
-            };
-            matmul(dst, Accum::Replace, lhs, rhs, alpha, par);
-        }
+    let mut a = Operand::of_view(&p.spec.a, typed::<T>(&p.a)?);
+    let mut b = Operand::of_view(&p.spec.b, typed::<T>(&p.b)?);
+    let zero = C64::new(0.0, 0.0);
+    let gemm_needed = p.alpha != zero && !p.label_dims.iter().any(|&(_, d)| d == 0);
+    if gemm_needed && !cls.summed_a.is_empty() {
+        a = reduce(&a, &concat(&[&cls.batch, &cls.free_a, &cls.contracted]))?;
     }
-    let mut out = if direct {
+    if gemm_needed && !cls.summed_b.is_empty() {
+        b = reduce(&b, &concat(&[&cls.batch, &cls.free_b, &cls.contracted]))?;
+    }
+
+    // Output layout: direct into the row-major result when the free groups are contiguous.
+    let out_strides = row_major_strides(&p.out_shape);
+    let out_pos = |l: char| p.spec.out.iter().position(|&x| x == l);
+    let out_op = Operand::<T> {
+        labels: p.spec.out.clone(),
+        shape: p.out_shape.clone(),
+        strides: out_strides,
+        offset: 0,
+        conj: false,
+        data: Cow::Owned(Vec::new()),
+    };
+    let direct = out_op.collapse(&cls.free_a).zip(out_op.collapse(&cls.free_b));
+    let work_labels = if direct.is_some() {
+        p.spec.out.clone()
+    } else {
+        concat(&[&cls.batch, &cls.free_a, &cls.free_b])
+    };
+    let work_shape: Vec<usize> = work_labels.iter().map(|&l| p.dim(l).unwrap_or(1)).collect();
+    let total = checked_len(&work_shape, T::DTYPE.size_bytes())?;
+    let work_order: Vec<usize> = work_labels.iter().filter_map(|&l| out_pos(l)).collect();
+
+    // Initial contents: beta * C (in work order) or zeros.
+    let mut buf: Vec<T> = match &p.c {
+        Some(c) if total > 0 => {
+            let mut v = gather(typed::<T>(c)?, &work_order);
+            let beta = T::from_c64(p.beta);
+            if p.beta != C64::new(1.0, 0.0) {
+                for x in &mut v {
+                    *x = beta * *x;
+                }
+            }
+            v
+        }
+        _ => vec![T::zero(); total],
+    };
+    let accum = if p.c.is_some() { Accum::Add } else { Accum::Replace };
+
+    if gemm_needed && total > 0 {
+        // Contracted order: whichever storage order keeps more operand elements in place.
+        let cands = [storage_order(&a, &cls.contracted), storage_order(&b, &cls.contracted)];
+        let cost = |k: &[char]| {
+            let ca = if a.collapse(&cls.free_a).is_some() && a.collapse(k).is_some() {
+                0
+            } else {
+                a.len()
+            };
+            let cb = if b.collapse(&cls.free_b).is_some() && b.collapse(k).is_some() {
+                0
+            } else {
+                b.len()
+            };
+            ca + cb
+        };
+        let k_order = if cost(&cands[1]) < cost(&cands[0]) {
+            cands[1].clone()
+        } else {
+            cands[0].clone()
+        };
+        let am = plan_matrix(a, &cls.batch, &cls.free_a, &k_order)?;
+        let bm = plan_matrix(b, &cls.batch, &k_order, &cls.free_b)?;
+        let prod = |ls: &[char]| ls.iter().map(|&l| p.dim(l).unwrap_or(1)).product::<usize>();
+        let (m, n, k) = (prod(&cls.free_a), prod(&cls.free_b), prod(&k_order));
+        let work = Operand::<T> {
+            labels: work_labels.clone(),
+            shape: work_shape.clone(),
+            strides: row_major_strides(&work_shape),
+            offset: 0,
+            conj: false,
+            data: Cow::Owned(Vec::new()),
+        };
+        let (drs, dcs) = (
+            work.collapse(&cls.free_a).unwrap_or(1),
+            work.collapse(&cls.free_b).unwrap_or(1),
+        );
+        let bdims: Vec<usize> = cls.batch.iter().map(|&l| p.dim(l).unwrap_or(1)).collect();
+        let sa: Vec<isize> = cls.batch.iter().map(|&l| am.op.stride(l)).collect();
+        let sb: Vec<isize> = cls.batch.iter().map(|&l| bm.op.stride(l)).collect();
+        let sd: Vec<isize> = cls.batch.iter().map(|&l| work.stride(l)).collect();
+        let alpha = T::from_c64(p.alpha);
+        let (a_ptr, b_ptr) = (am.op.data.as_ptr(), bm.op.data.as_ptr());
+        let d_ptr = buf.as_mut_ptr();
+        let (ca, cb) = (conj_flag(am.op.conj), conj_flag(bm.op.conj));
+        let (a_base, b_base) = (am.op.offset as isize, bm.op.offset as isize);
+        for_each_batch(&bdims, [&sa, &sb, &sd], |[oa, ob, od]| {
+            // SAFETY: every operand is a validated strided layout over its slice (checked by
+            // `StridedView::new` or built row-major by `gather`/`reduce`), so each (batch, row,
+            // col) index reaches an in-bounds element; the row and column groups were checked
+            // to collapse to the strides used here. The destination is a row-major buffer of
+            // `total` elements over distinct labels, so distinct (row, col) map to distinct
+            // elements and it does not alias the operands (fresh allocation).
+            unsafe {
+                let lhs = MatRef::<T>::from_raw_parts(a_ptr.offset(a_base + oa), m, k, am.row_stride, am.col_stride);
+                let rhs = MatRef::<T>::from_raw_parts(b_ptr.offset(b_base + ob), k, n, bm.row_stride, bm.col_stride);
+                let dst = MatMut::<T>::from_raw_parts_mut(d_ptr.offset(od), m, n, drs, dcs);
+                matmul_with_conj(dst, accum, lhs, ca, rhs, cb, alpha, par);
+            }
+        });
+    }
+    let out = if direct.is_some() || total == 0 {
         buf
     } else {
-        let mut shape = Vec::with_capacity(mn_order.len());
-        for &l in &mn_order {
-            shape.push(p.dim(l).unwrap_or(1));
-        }
-        permute(&buf, &mn_order, &shape, &p.spec.out)
+        let work = StridedView::row_major(&buf, &work_shape)
+            .map_err(|e| KernelError::Failed(format!("internal layout error: {e}")))?;
+        let order: Vec<usize> = p
+            .spec
+            .out
+            .iter()
+            .filter_map(|&l| work_labels.iter().position(|&x| x == l))
+            .collect();
+        gather(&work, &order)
     };
-    if let Some(c) = p.c {
-        let c = typed::<T>(c)?;
-        let beta = T::from_c64(p.beta);
-        if c.len() != out.len() {
-            return Err(KernelError::Failed(format!(
-                "accumulator has {} elements, output {}",
-                c.len(),
-                out.len()
-            )));
-        }
-        for (o, &cv) in out.iter_mut().zip(c) {
-            *o += beta * cv;
-        }
-    }
     Ok(LocalTensor::from_data(&p.out_shape, T::wrap(out))?)
 }
 
@@ -270,47 +428,63 @@ mod tests {
 
     fn op(labels: &str, shape: &[usize]) -> Operand<'static, f64> {
         let n: usize = shape.iter().product();
-        Operand {
-            labels: labels.chars().collect(),
-            shape: shape.to_vec(),
-            data: Cow::Owned((0..n).map(|x| x as f64).collect()),
-        }
-    }
-
-    fn borrowed_view<'a>(op: &'a Operand<'_, f64>) -> Operand<'a, f64> {
-        Operand {
-            labels: op.labels.clone(),
-            shape: op.shape.clone(),
-            data: Cow::Borrowed(&op.data),
-        }
+        Operand::owned(
+            labels.chars().collect(),
+            shape.to_vec(),
+            (0..n).map(|x| x as f64).collect(),
+        )
     }
 
     #[test]
     fn matrix_form_avoids_copies_when_grouped() {
         let o = op("bij", &[2, 3, 4]);
-        let (d, rm) = as_matrix(borrowed_view(&o), &['b'], &['i'], &['j']);
-        assert!(matches!(d, Cow::Borrowed(_)) && rm);
-        let (d, rm) = as_matrix(borrowed_view(&o), &['b'], &['j'], &['i']);
-        assert!(matches!(d, Cow::Borrowed(_)) && !rm);
-        // Batch not leading: one permuted copy, row-major [b][rows][cols].
-        let (d, rm) = as_matrix(borrowed_view(&o), &['i'], &['b'], &['j']);
-        assert!(matches!(d, Cow::Owned(_)) && rm);
-        // Element (i=1, b=1, j=2) sits at row-major [1][1][2] = 1*8 + 1*4 + 2 and equals
-        // the source element (b=1, i=1, j=2) = 1*12 + 1*4 + 2.
-        assert_eq!(d[14], 18.0);
+        let m = plan_matrix(o.clone(), &['b'], &['i'], &['j']).unwrap();
+        assert!(matches!(m.op.data, Cow::Owned(_)));
+        let b = Operand {
+            data: Cow::Borrowed(&o.data[..]),
+            ..o.clone()
+        };
+        let m = plan_matrix(b.clone(), &['b'], &['i'], &['j']).unwrap();
+        assert!(matches!(m.op.data, Cow::Borrowed(_)));
+        assert_eq!((m.row_stride, m.col_stride), (4, 1));
+        // Transposed use: still in place, column-major strides.
+        let m = plan_matrix(b.clone(), &['b'], &['j'], &['i']).unwrap();
+        assert!(matches!(m.op.data, Cow::Borrowed(_)));
+        assert_eq!((m.row_stride, m.col_stride), (1, 4));
+        // Batch not leading: batch walks by stride, still in place.
+        let m = plan_matrix(b.clone(), &['i'], &['b'], &['j']).unwrap();
+        assert!(matches!(m.op.data, Cow::Borrowed(_)));
+        assert_eq!((m.row_stride, m.col_stride), (12, 1));
+        // Rows {b, j} are not adjacent: one permuted copy, row-major [i][b j][...].
+        let m = plan_matrix(b, &['i'], &['b', 'j'], &[]).unwrap();
+        assert!(matches!(m.op.data, Cow::Owned(_)));
+        assert_eq!(m.op.labels, vec!['i', 'b', 'j']);
+        // Element (i=1, b=1, j=2) sits at [1][1][2] = 1*8 + 1*4 + 2 and equals the source
+        // element (b=1, i=1, j=2) = 1*12 + 1*4 + 2.
+        assert_eq!(m.op.data[14], 18.0);
     }
 
     #[test]
-    fn permute_and_reduce() {
-        let o = op("ij", &[2, 3]);
-        assert_eq!(
-            permute(&o.data, &o.labels, &o.shape, &['j', 'i']),
-            vec![0., 3., 1., 4., 2., 5.]
-        );
-        let r = reduce(op("ij", &[2, 3]), &['i']);
+    fn collapse_rules() {
+        let o = op("abc", &[2, 3, 4]);
+        assert_eq!(o.collapse(&['a', 'b', 'c']), Some(1));
+        assert_eq!(o.collapse(&['a', 'b']), Some(4));
+        assert_eq!(o.collapse(&['a', 'c']), None);
+        assert_eq!(o.collapse(&['b', 'a']), None);
+        assert_eq!(o.collapse(&[]), Some(1));
+        let mut neg = o.clone();
+        neg.strides = vec![-12, -4, -1];
+        assert_eq!(neg.collapse(&['a', 'b', 'c']), Some(-1));
+        let ones = op("xay", &[1, 5, 1]);
+        assert_eq!(ones.collapse(&['x', 'a', 'y']), Some(1));
+    }
+
+    #[test]
+    fn reduce_sums_dropped_labels() {
+        let r = reduce(&op("ij", &[2, 3]), &['i']).unwrap();
         assert_eq!(r.labels, vec!['i']);
         assert_eq!(&*r.data, &[3., 12.]);
-        let r = reduce(op("ij", &[0, 3]), &['j']);
+        let r = reduce(&op("ij", &[0, 3]), &['j']).unwrap();
         assert_eq!(&*r.data, &[0., 0., 0.]);
     }
 }

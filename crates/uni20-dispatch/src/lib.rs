@@ -33,6 +33,7 @@ mod backend;
 mod contract;
 mod dtype;
 mod faer_backend;
+mod permute;
 mod reference;
 mod scalar;
 mod spec;
@@ -43,11 +44,11 @@ pub use backend::{
     available_backends, AttemptOutcome, BackendList, ContractBackend, ContractProblem, KernelAttempt,
     KernelDispatchError, KernelError,
 };
-pub use contract::{contract, contract_with_attempts, ContractError};
+pub use contract::{contract, contract_into, contract_views, contract_with_attempts, ContractError};
 pub use dtype::{DType, DTypeError, C32, C64};
 pub use faer_backend::FaerBackend;
 pub use reference::{reference_contract, ReferenceBackend};
 pub use scalar::Element;
 pub use spec::{EinsumSpec, IndexClasses, SpecError};
 pub use tensor::{LocalTensor, TensorData, TensorError};
-pub use view::{StridedView, ViewError};
+pub use view::{AnyView, StridedView, StridedViewMut, ViewError};

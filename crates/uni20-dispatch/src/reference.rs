@@ -6,7 +6,7 @@ use crate::dtype::{DType, C64};
 use crate::scalar::Element;
 use crate::spec::EinsumSpec;
 use crate::tensor::{checked_len, with_dtype, LocalTensor};
-use crate::view::StridedView;
+use crate::view::{AnyView, StridedView};
 
 /// Naive loop backend; accepts every problem. Accumulates in `C64` and rounds once to the
 /// output dtype, so it is the test oracle. Cost is `O(out_len * inner_len * rank)`.
@@ -29,18 +29,19 @@ impl ContractBackend for ReferenceBackend {
     fn run(&self, p: &ContractProblem<'_>) -> Result<LocalTensor, KernelError> {
         p.validate().map_err(KernelError::Failed)?;
         with_dtype!(p.dtype, T => {
-            let a = view::<T>(p.a)?;
-            let b = view::<T>(p.b)?;
-            let c = p.c.map(view::<T>).transpose()?;
-            let out = reference_contract(p.spec, p.alpha, &a, &b, p.beta, c.as_ref())
+            let a = view::<T>(&p.a)?;
+            let b = view::<T>(&p.b)?;
+            let c = p.c.as_ref().map(view::<T>).transpose()?;
+            let out = reference_contract(p.spec, p.alpha, a, b, p.beta, c)
                 .map_err(|e| KernelError::Failed(e.to_string()))?;
             Ok(LocalTensor::from_data(&p.out_shape, T::wrap(out))?)
         })
     }
 }
 
-fn view<T: Element>(t: &LocalTensor) -> Result<StridedView<'_, T>, KernelError> {
-    StridedView::<T>::of_tensor(t).map_err(|e| KernelError::Failed(e.to_string()))
+fn view<'v, 'a, T: Element>(v: &'v AnyView<'a>) -> Result<&'v StridedView<'a, T>, KernelError> {
+    v.typed::<T>()
+        .ok_or_else(|| KernelError::Failed(format!("operand dtype {} is not {}", v.dtype(), T::DTYPE)))
 }
 
 /// Row-major offset iterator state over `dims`, tracking one linear offset per stride set.
@@ -62,8 +63,8 @@ fn step(idx: &mut [usize], dims: &[usize]) -> bool {
 
 /// `alpha * einsum(spec, a, b) + beta * c` on strided views, returned row-major with shape
 /// `spec.out` extents. Views may have any strides (negative, zero, size-1) and conjugation.
-/// `c` is read only if `beta != 0`. Labels only in one operand and absent from the output are
-/// summed over. Arithmetic is in `C64`; the result is rounded to `T` once (taking the real
+/// `c` is read only if `beta != 0`; `a` and `b` are read only if `alpha != 0`. Labels only
+/// in one operand and absent from the output are summed over. Arithmetic is in `C64`; the result is rounded to `T` once (taking the real
 /// part for real `T`).
 ///
 /// # Errors
@@ -101,7 +102,7 @@ pub fn reference_contract<T: Element>(
     let sa_i: Vec<isize> = inner.iter().map(|&l| stride_in(&spec.a, a.strides(), l)).collect();
     let sb_i: Vec<isize> = inner.iter().map(|&l| stride_in(&spec.b, b.strides(), l)).collect();
     let n_out: usize = out_dims.iter().product();
-    let inner_empty = in_dims.contains(&0);
+    let inner_empty = in_dims.contains(&0) || alpha == C64::new(0.0, 0.0);
     let mut out = Vec::with_capacity(n_out);
     if n_out == 0 {
         return Ok(out);
@@ -120,7 +121,7 @@ pub fn reference_contract<T: Element>(
                 }
             }
         }
-        let mut v = alpha * acc;
+        let mut v = if inner_empty { C64::new(0.0, 0.0) } else { alpha * acc };
         if let Some(c) = c {
             v += beta * c.get_c64(offsets(&oi, c.strides()));
         }

@@ -2,6 +2,7 @@
 
 use crate::dtype::{DType, C32, C64};
 use crate::tensor::TensorData;
+use crate::view::{AnyView, StridedView};
 
 /// An element type usable in a [`crate::LocalTensor`]. Sealed: implemented for
 /// `f32`, `f64`, [`C32`], [`C64`] only.
@@ -31,6 +32,12 @@ pub trait Element:
     fn slice(data: &TensorData) -> Option<&[Self]>;
     /// Wrap a vector in the matching [`TensorData`] variant.
     fn wrap(v: Vec<Self>) -> TensorData;
+    /// Complex conjugate (identity for real types).
+    fn conj(self) -> Self;
+    /// Wrap a typed view in the matching [`AnyView`] variant.
+    fn wrap_view(v: StridedView<'_, Self>) -> AnyView<'_>;
+    /// Borrow the matching variant of `v`, or `None` if the variant differs.
+    fn unwrap_view<'v, 'a>(v: &'v AnyView<'a>) -> Option<&'v StridedView<'a, Self>>;
 }
 
 mod sealed {
@@ -61,6 +68,18 @@ impl Element for f32 {
     fn wrap(v: Vec<Self>) -> TensorData {
         TensorData::F32(v)
     }
+    fn conj(self) -> Self {
+        self
+    }
+    fn wrap_view(v: StridedView<'_, Self>) -> AnyView<'_> {
+        AnyView::F32(v)
+    }
+    fn unwrap_view<'v, 'a>(v: &'v AnyView<'a>) -> Option<&'v StridedView<'a, Self>> {
+        match v {
+            AnyView::F32(x) => Some(x),
+            _ => None,
+        }
+    }
 }
 
 impl Element for f64 {
@@ -82,6 +101,18 @@ impl Element for f64 {
     }
     fn wrap(v: Vec<Self>) -> TensorData {
         TensorData::F64(v)
+    }
+    fn conj(self) -> Self {
+        self
+    }
+    fn wrap_view(v: StridedView<'_, Self>) -> AnyView<'_> {
+        AnyView::F64(v)
+    }
+    fn unwrap_view<'v, 'a>(v: &'v AnyView<'a>) -> Option<&'v StridedView<'a, Self>> {
+        match v {
+            AnyView::F64(x) => Some(x),
+            _ => None,
+        }
     }
 }
 
@@ -105,6 +136,18 @@ impl Element for C32 {
     fn wrap(v: Vec<Self>) -> TensorData {
         TensorData::C32(v)
     }
+    fn conj(self) -> Self {
+        num_complex::Complex::conj(&self)
+    }
+    fn wrap_view(v: StridedView<'_, Self>) -> AnyView<'_> {
+        AnyView::C32(v)
+    }
+    fn unwrap_view<'v, 'a>(v: &'v AnyView<'a>) -> Option<&'v StridedView<'a, Self>> {
+        match v {
+            AnyView::C32(x) => Some(x),
+            _ => None,
+        }
+    }
 }
 
 impl Element for C64 {
@@ -126,5 +169,17 @@ impl Element for C64 {
     }
     fn wrap(v: Vec<Self>) -> TensorData {
         TensorData::C64(v)
+    }
+    fn conj(self) -> Self {
+        num_complex::Complex::conj(&self)
+    }
+    fn wrap_view(v: StridedView<'_, Self>) -> AnyView<'_> {
+        AnyView::C64(v)
+    }
+    fn unwrap_view<'v, 'a>(v: &'v AnyView<'a>) -> Option<&'v StridedView<'a, Self>> {
+        match v {
+            AnyView::C64(x) => Some(x),
+            _ => None,
+        }
     }
 }

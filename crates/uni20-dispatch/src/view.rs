@@ -1,4 +1,5 @@
-//! Strided, possibly conjugated, read-only views over element slices.
+//! Strided views over element slices: read-only (with a conjugation flag), writable, and
+//! runtime-typed ([`AnyView`]).
 
 use crate::scalar::Element;
 use crate::tensor::LocalTensor;
@@ -27,6 +28,66 @@ pub enum ViewError {
     /// The tensor's dtype does not match the requested element type.
     #[error("tensor dtype {0} does not match the view element type")]
     DType(crate::DType),
+    /// The product of the extents overflows `usize`.
+    #[error("view shape {0:?} overflows the addressable size")]
+    Overflow(Vec<usize>),
+    /// A writable view whose strides may map two distinct indices to one element (for
+    /// example a zero stride on an extent > 1).
+    #[error("writable view with shape {shape:?} and strides {strides:?} may alias itself")]
+    SelfOverlap {
+        /// Extents.
+        shape: Vec<usize>,
+        /// Strides.
+        strides: Vec<isize>,
+    },
+}
+
+/// Checks rank, overflow of the element count, and that every reachable offset lies in
+/// `0..len`. Returns the element count.
+fn check_layout(len: usize, shape: &[usize], strides: &[isize], offset: usize) -> Result<usize, ViewError> {
+    if shape.len() != strides.len() {
+        return Err(ViewError::RankMismatch {
+            shape: shape.len(),
+            strides: strides.len(),
+        });
+    }
+    let count = shape
+        .iter()
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| ViewError::Overflow(shape.to_vec()))?;
+    if count > 0 {
+        let (min, max) = span(shape, strides, offset);
+        if min < 0 || max >= len as i128 {
+            return Err(ViewError::OutOfBounds { min, max, len });
+        }
+    }
+    Ok(count)
+}
+
+/// Smallest and largest reachable offsets of a non-empty layout (saturating).
+fn span(shape: &[usize], strides: &[isize], offset: usize) -> (i128, i128) {
+    let mut min = offset as i128;
+    let mut max = offset as i128;
+    for (&n, &s) in shape.iter().zip(strides) {
+        let span = (n as i128 - 1).saturating_mul(s as i128);
+        if span < 0 {
+            min = min.saturating_add(span);
+        } else {
+            max = max.saturating_add(span);
+        }
+    }
+    (min, max)
+}
+
+/// Row-major strides of `shape` (saturating; callers have checked the element count).
+pub(crate) fn row_major_strides(shape: &[usize]) -> Vec<isize> {
+    let mut strides = vec![0isize; shape.len()];
+    let mut acc = 1isize;
+    for k in (0..shape.len()).rev() {
+        strides[k] = acc;
+        acc = acc.saturating_mul(shape[k] as isize);
+    }
+    strides
 }
 
 /// Read-only strided view: element `(i0, .., i{n-1})` is
@@ -47,6 +108,7 @@ impl<'a, T: Element> StridedView<'a, T> {
     ///
     /// # Errors
     /// [`ViewError::RankMismatch`] if `shape.len() != strides.len()`;
+    /// [`ViewError::Overflow`] if the product of `shape` overflows;
     /// [`ViewError::OutOfBounds`] if a reachable offset is negative or `>= data.len()`.
     pub fn new(
         data: &'a [T],
@@ -55,31 +117,7 @@ impl<'a, T: Element> StridedView<'a, T> {
         offset: usize,
         conj: bool,
     ) -> Result<StridedView<'a, T>, ViewError> {
-        if shape.len() != strides.len() {
-            return Err(ViewError::RankMismatch {
-                shape: shape.len(),
-                strides: strides.len(),
-            });
-        }
-        if !shape.contains(&0) {
-            let mut min = offset as i128;
-            let mut max = offset as i128;
-            for (&n, &s) in shape.iter().zip(strides) {
-                let span = (n as i128 - 1).saturating_mul(s as i128);
-                if span < 0 {
-                    min = min.saturating_add(span);
-                } else {
-                    max = max.saturating_add(span);
-                }
-            }
-            if min < 0 || max >= data.len() as i128 {
-                return Err(ViewError::OutOfBounds {
-                    min,
-                    max,
-                    len: data.len(),
-                });
-            }
-        }
+        check_layout(data.len(), shape, strides, offset)?;
         Ok(StridedView {
             data,
             shape: shape.to_vec(),
@@ -96,13 +134,8 @@ impl<'a, T: Element> StridedView<'a, T> {
     pub fn of_tensor(tensor: &'a LocalTensor) -> Result<StridedView<'a, T>, ViewError> {
         let data = tensor.typed::<T>().ok_or(ViewError::DType(tensor.dtype()))?;
         let shape = tensor.shape();
-        let mut strides = vec![0isize; shape.len()];
-        let mut acc = 1isize;
-        for k in (0..shape.len()).rev() {
-            strides[k] = acc;
-            // Cannot overflow: the tensor's byte size fits in isize.
-            acc = acc.saturating_mul(shape[k] as isize);
-        }
+        // Cannot overflow: the tensor's byte size fits in isize.
+        let strides = row_major_strides(shape);
         Ok(StridedView {
             data,
             shape: shape.to_vec(),
@@ -154,14 +187,282 @@ impl<'a, T: Element> StridedView<'a, T> {
         })
     }
 
-    /// Element at the signed linear offset `rel` from `offset`, as `C64` (conjugated if
-    /// `conj`). Callers pass only offsets of in-bounds multi-indices.
-    pub(crate) fn get_c64(&self, rel: isize) -> crate::C64 {
-        let v = self.data[(self.offset as isize + rel) as usize].to_c64();
+    /// A row-major, unconjugated view of `data` with the given shape.
+    ///
+    /// # Errors
+    /// [`ViewError::Overflow`] if the shape product overflows, [`ViewError::OutOfBounds`] if
+    /// `data` is shorter than the product of `shape`.
+    pub fn row_major(data: &'a [T], shape: &[usize]) -> Result<StridedView<'a, T>, ViewError> {
+        let count = shape
+            .iter()
+            .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+            .ok_or_else(|| ViewError::Overflow(shape.to_vec()))?;
+        if count > isize::MAX as usize {
+            return Err(ViewError::Overflow(shape.to_vec()));
+        }
+        StridedView::new(data, shape, &row_major_strides(shape), 0, false)
+    }
+
+    /// Number of elements (product of the shape; 1 for rank 0).
+    pub fn len(&self) -> usize {
+        // Checked at construction.
+        self.shape.iter().product()
+    }
+
+    /// True if some extent is zero.
+    pub fn is_empty(&self) -> bool {
+        self.shape.contains(&0)
+    }
+
+    /// The element at multi-index `index` (conjugated if the view is), or `None` if `index`
+    /// has the wrong rank or is out of range.
+    pub fn get(&self, index: &[usize]) -> Option<T> {
+        if index.len() != self.shape.len() || index.iter().zip(&self.shape).any(|(&i, &n)| i >= n) {
+            return None;
+        }
+        let rel: isize = index.iter().zip(&self.strides).map(|(&i, &s)| i as isize * s).sum();
+        Some(self.at(rel))
+    }
+
+    /// Copies the elements (conjugation applied) into a row-major [`LocalTensor`].
+    ///
+    /// # Errors
+    /// [`crate::TensorError::Overflow`] if the byte size of the copy overflows (possible for
+    /// a broadcast view with zero strides).
+    pub fn to_tensor(&self) -> Result<LocalTensor, crate::TensorError> {
+        crate::tensor::checked_len(&self.shape, T::DTYPE.size_bytes())?;
+        let out = crate::permute::gather(self, &(0..self.shape.len()).collect::<Vec<_>>());
+        LocalTensor::from_data(&self.shape, T::wrap(out))
+    }
+
+    /// True if some element reachable through `self` and some element reachable through
+    /// `other` occupy overlapping memory (compared by address range, so a conservative
+    /// answer for interleaved layouts). Empty views overlap nothing.
+    pub fn overlaps<U: Element>(&self, other: &StridedView<'_, U>) -> bool {
+        match (self.byte_range(), other.byte_range()) {
+            (Some((a0, a1)), Some((b0, b1))) => a0 < b1 && b0 < a1,
+            _ => false,
+        }
+    }
+
+    /// Half-open byte address range `[start, end)` of the reachable elements, `None` if empty.
+    pub(crate) fn byte_range(&self) -> Option<(usize, usize)> {
+        if self.is_empty() {
+            return None;
+        }
+        let (min, max) = span(&self.shape, &self.strides, self.offset);
+        let base = self.data.as_ptr() as usize;
+        let size = std::mem::size_of::<T>();
+        Some((base + min as usize * size, base + (max as usize + 1) * size))
+    }
+
+    /// The underlying slice.
+    pub(crate) fn data(&self) -> &'a [T] {
+        self.data
+    }
+
+    /// Element at the signed linear offset `rel` from `offset` (conjugated if `conj`).
+    /// Callers pass only offsets of in-bounds multi-indices.
+    #[inline]
+    pub(crate) fn at(&self, rel: isize) -> T {
+        let v = self.data[(self.offset as isize + rel) as usize];
         if self.conj {
             v.conj()
         } else {
             v
         }
+    }
+
+    /// Element at the signed linear offset `rel` from `offset`, as `C64` (conjugated if
+    /// `conj`). Callers pass only offsets of in-bounds multi-indices.
+    pub(crate) fn get_c64(&self, rel: isize) -> crate::C64 {
+        self.at(rel).to_c64()
+    }
+}
+
+/// Writable strided view (no conjugation flag): element `(i0, .., i{n-1})` is
+/// `data[offset + sum(i_k * strides[k])]`. Strides may be negative; construction rejects
+/// layouts in which two indices could reach the same element (a zero stride on an extent > 1,
+/// or strides too small to separate the modes: the check sorts modes by `|stride|` and
+/// requires each to exceed the span of the smaller ones).
+#[derive(Debug)]
+pub struct StridedViewMut<'a, T> {
+    data: &'a mut [T],
+    shape: Vec<usize>,
+    strides: Vec<isize>,
+    offset: usize,
+}
+
+impl<'a, T: Element> StridedViewMut<'a, T> {
+    /// A writable view over `data` with the given layout.
+    ///
+    /// # Errors
+    /// As [`StridedView::new`], plus [`ViewError::SelfOverlap`] for a layout that may alias.
+    pub fn new(
+        data: &'a mut [T],
+        shape: &[usize],
+        strides: &[isize],
+        offset: usize,
+    ) -> Result<StridedViewMut<'a, T>, ViewError> {
+        let count = check_layout(data.len(), shape, strides, offset)?;
+        if count > 0 {
+            let mut modes: Vec<(usize, usize)> = shape
+                .iter()
+                .zip(strides)
+                .filter(|(&n, _)| n > 1)
+                .map(|(&n, &s)| (n, s.unsigned_abs()))
+                .collect();
+            modes.sort_by_key(|&(_, s)| s);
+            let mut reach: u128 = 0;
+            for (n, s) in modes {
+                if (s as u128) <= reach {
+                    return Err(ViewError::SelfOverlap {
+                        shape: shape.to_vec(),
+                        strides: strides.to_vec(),
+                    });
+                }
+                reach += (n as u128 - 1) * s as u128;
+            }
+        }
+        Ok(StridedViewMut {
+            data,
+            shape: shape.to_vec(),
+            strides: strides.to_vec(),
+            offset,
+        })
+    }
+
+    /// A row-major view of all of `data` with the given shape.
+    ///
+    /// # Errors
+    /// [`ViewError::Overflow`], or [`ViewError::OutOfBounds`] if `data` is too short.
+    pub fn row_major(data: &'a mut [T], shape: &[usize]) -> Result<StridedViewMut<'a, T>, ViewError> {
+        let count = shape
+            .iter()
+            .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+            .ok_or_else(|| ViewError::Overflow(shape.to_vec()))?;
+        if count > isize::MAX as usize {
+            return Err(ViewError::Overflow(shape.to_vec()));
+        }
+        StridedViewMut::new(data, shape, &row_major_strides(shape), 0)
+    }
+
+    /// Extents.
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// Strides in elements.
+    pub fn strides(&self) -> &[isize] {
+        &self.strides
+    }
+
+    /// A read-only, unconjugated view of the same elements.
+    pub fn as_view(&self) -> StridedView<'_, T> {
+        StridedView {
+            data: self.data,
+            shape: self.shape.clone(),
+            strides: self.strides.clone(),
+            offset: self.offset,
+            conj: false,
+        }
+    }
+
+    /// Writes `src` (row-major over `shape`) into the view's elements.
+    /// `src.len()` must equal the element count (callers guarantee it).
+    pub(crate) fn write_row_major(&mut self, src: &[T]) {
+        let n = self.shape.len();
+        if src.is_empty() || self.shape.contains(&0) {
+            return;
+        }
+        let mut idx = vec![0usize; n];
+        let mut off = self.offset as isize;
+        for &v in src {
+            self.data[off as usize] = v;
+            // Advance the row-major multi-index and the offset together.
+            let mut k = n;
+            while k > 0 {
+                k -= 1;
+                idx[k] += 1;
+                off += self.strides[k];
+                if idx[k] < self.shape[k] {
+                    break;
+                }
+                off -= self.strides[k] * self.shape[k] as isize;
+                idx[k] = 0;
+            }
+        }
+    }
+}
+
+/// A [`StridedView`] of any supported element type: the runtime-typed operand handed to
+/// backends.
+#[derive(Clone, Debug)]
+pub enum AnyView<'a> {
+    /// `f32` elements.
+    F32(StridedView<'a, f32>),
+    /// `f64` elements.
+    F64(StridedView<'a, f64>),
+    /// Single-precision complex elements.
+    C32(StridedView<'a, crate::C32>),
+    /// Double-precision complex elements.
+    C64(StridedView<'a, crate::C64>),
+}
+
+macro_rules! any_view {
+    ($v:expr, $x:ident => $body:expr) => {
+        match $v {
+            AnyView::F32($x) => $body,
+            AnyView::F64($x) => $body,
+            AnyView::C32($x) => $body,
+            AnyView::C64($x) => $body,
+        }
+    };
+}
+
+impl<'a> AnyView<'a> {
+    /// A row-major, unconjugated view of a whole tensor.
+    pub fn of_tensor(t: &'a LocalTensor) -> AnyView<'a> {
+        let strides = row_major_strides(t.shape());
+        crate::tensor::with_dtype!(t.dtype(), T => {
+            let data: &[T] = t.typed::<T>().unwrap_or(&[]);
+            T::wrap_view(StridedView { data, shape: t.shape().to_vec(), strides, offset: 0, conj: false })
+        })
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> crate::DType {
+        match self {
+            AnyView::F32(_) => crate::DType::F32,
+            AnyView::F64(_) => crate::DType::F64,
+            AnyView::C32(_) => crate::DType::C32,
+            AnyView::C64(_) => crate::DType::C64,
+        }
+    }
+
+    /// Extents.
+    pub fn shape(&self) -> &[usize] {
+        any_view!(self, x => x.shape())
+    }
+
+    /// Strides in elements.
+    pub fn strides(&self) -> &[isize] {
+        any_view!(self, x => x.strides())
+    }
+
+    /// Whether elements are conjugated on read.
+    pub fn is_conj(&self) -> bool {
+        any_view!(self, x => x.is_conj())
+    }
+
+    /// The typed view, or `None` if `T` is not this view's element type.
+    pub fn typed<T: Element>(&self) -> Option<&StridedView<'a, T>> {
+        T::unwrap_view(self)
+    }
+}
+
+impl<'a, T: Element> From<StridedView<'a, T>> for AnyView<'a> {
+    fn from(v: StridedView<'a, T>) -> AnyView<'a> {
+        T::wrap_view(v)
     }
 }

@@ -338,8 +338,8 @@ fn hand_built_inconsistent_problem_is_an_error_not_a_panic() {
         label_dims: vec![('i', 2), ('j', 3), ('k', 2)],
         alpha: c(1., 0.),
         beta: c(0., 0.),
-        a: &a,
-        b: &b,
+        a: AnyView::of_tensor(&a),
+        b: AnyView::of_tensor(&b),
         c: None,
         dtype: DType::F64,
         out_shape: vec![2, 2],
@@ -355,11 +355,11 @@ fn hand_built_inconsistent_problem_is_an_error_not_a_panic() {
     let c_bad = LocalTensor::zeros(DType::F64, &[3]).unwrap();
     let bad: Vec<ContractProblem<'_>> = vec![
         ContractProblem {
-            b: &wrong_b,
+            b: AnyView::of_tensor(&wrong_b),
             ..good.clone()
         },
         ContractProblem {
-            a: &a32,
+            a: AnyView::of_tensor(&a32),
             ..good.clone()
         },
         ContractProblem {
@@ -371,7 +371,7 @@ fn hand_built_inconsistent_problem_is_an_error_not_a_panic() {
             ..good.clone()
         },
         ContractProblem {
-            c: Some(&c_bad),
+            c: Some(AnyView::of_tensor(&c_bad)),
             beta: c(1., 0.),
             ..good.clone()
         },
