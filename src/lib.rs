@@ -58,11 +58,11 @@ pub fn universe() -> UniverseBuilder {
 }
 
 /// Installs a `tracing` subscriber filtered by `UNI20_LOG` (e.g.
-/// `UNI20_LOG=debug`; default `warn`), writing to stderr. Does nothing if a
+/// `UNI20_LOG=debug`; default `error`), writing to stderr. Does nothing if a
 /// subscriber is already installed.
 pub fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("UNI20_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -129,6 +129,7 @@ pub fn run(opts: &TestOptions) -> Result<i32> {
     }
     if !matches!(results.last(), Some((_, Outcome::Interrupted(_), _))) {
         results.extend(cli_parity(&launcher, opts)?);
+        results.extend(fault_stage(&launcher, opts)?);
     }
     print_summary(&results);
     if let Some((_, Outcome::Interrupted(sig), _)) = results.last() {
@@ -199,6 +200,154 @@ fn cli_parity(launcher: &Launcher, opts: &TestOptions) -> Result<Vec<(Job, Outco
                 ranks: *ranks,
             };
             results.push((job, outcome, elapsed));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+    Ok(results)
+}
+
+/// Injected failures under `mpirun -n 3` (see `UNI20_INJECT_FAULT` in the
+/// README): each must end the whole job with a non-zero status within
+/// [`FAULT_DEADLINE`], and the job's output must name what failed.
+const FAULT_CASES: &[(&str, &str, &[&str])] = &[
+    (
+        "contract",
+        "error@rank=1,op=3",
+        &["rank 1", "op_id 3", "uni20.contract.v1", "injected error"],
+    ),
+    (
+        "contract",
+        "panic@rank=2,op=3",
+        &["rank 2", "op_id 3", "uni20.contract.v1", "injected panic"],
+    ),
+    (
+        "contract",
+        "exit@rank=1,op=3",
+        &["rank 1", "op_id 3", "uni20.contract.v1", "injected exit"],
+    ),
+    (
+        "contract",
+        "kill@rank=2,op=3",
+        &["rank 2", "op_id 3", "uni20.contract.v1", "injected kill"],
+    ),
+    (
+        "contract",
+        "badreply@rank=1,op=3",
+        &["rank 1", "op_id 3", "uni20.contract.v1", "undecodable reply"],
+    ),
+    (
+        "contract",
+        "unknowncmd@rank=0,op=3",
+        &["op_id 3", "uni20.contract.v1", "unknown command id"],
+    ),
+    (
+        "contract",
+        "schema@rank=0,op=3",
+        &["op_id 3", "uni20.contract.v1", "schema mismatch"],
+    ),
+    (
+        "contract",
+        "garbage@rank=0,op=3",
+        &["op_id 3", "uni20.contract.v1", "malformed descriptor"],
+    ),
+    (
+        "contract",
+        "trailing@rank=0,op=3",
+        &["op_id 3", "uni20.contract.v1", "trailing bytes after descriptor"],
+    ),
+    (
+        "contract",
+        "registry@rank=2",
+        &["registries differ", "missing on rank 2"],
+    ),
+    ("contract", "noarrive@rank=2", &["rank(s) 2 did not arrive"]),
+    (
+        "heisenberg",
+        "panic@rank=1,op=1",
+        &["rank 1", "op_id 1", "uni20.put_blocks.v1", "injected panic"],
+    ),
+];
+
+/// Wall-clock bound for one injected-failure run, launch included.
+const FAULT_DEADLINE: Duration = Duration::from_secs(10);
+
+fn fault_stage(launcher: &Launcher, opts: &TestOptions) -> Result<Vec<(Job, Outcome, Duration)>> {
+    let cli = (TargetKind::Bin, "uni20".to_string());
+    let cli_exe = cargo::build_mpi("uni20-cli", std::slice::from_ref(&cli), opts.release, &[])?[&cli].clone();
+    let ex = (TargetKind::Example, SMOKE_EXAMPLE.to_string());
+    let ex_exe = cargo::build_mpi(ROOT_PACKAGE, std::slice::from_ref(&ex), opts.release, &[])?[&ex].clone();
+    let root = cargo::workspace_root();
+    let case = root.join("tests/fixtures/contract/permuted_contracted");
+    let scratch = std::env::temp_dir().join(format!("uni20-faults-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch)?;
+    let mut results = Vec::new();
+    for (i, (target, fault, needles)) in FAULT_CASES.iter().enumerate() {
+        let out = scratch.join(format!("out{i}.npy"));
+        let (exe, args): (&Path, Vec<std::ffi::OsString>) = if *target == "contract" {
+            let args = vec![
+                "contract".into(),
+                "abcd,dbef->acef".into(),
+                case.join("a.npy").into(),
+                case.join("b.npy").into(),
+                "-o".into(),
+                out.clone().into(),
+                "--block".into(),
+                "1".into(),
+            ];
+            (&cli_exe, args)
+        } else {
+            (&ex_exe, Vec::new())
+        };
+        eprintln!("\nxtask: ---- fault {fault} in {target} @ 3 ranks ----");
+        let log_path = scratch.join(format!("log{i}.txt"));
+        let log = std::fs::File::create(&log_path)?;
+        let mut cmd = launcher.command(3, exe, &args);
+        cmd.env("UNI20_INJECT_FAULT", fault)
+            .env("UNI20_STARTUP_TIMEOUT", "3")
+            .stdin(std::process::Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log);
+        let (mut outcome, elapsed) = crate::proc::run_with_timeout(&mut cmd, FAULT_DEADLINE)?;
+        let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+        for line in text
+            .lines()
+            .filter(|l| l.contains("uni20") || l.contains("rank"))
+            .take(12)
+        {
+            eprintln!("    | {line}");
+        }
+        let missing: Vec<&str> = needles.iter().copied().filter(|n| !text.contains(n)).collect();
+        outcome = match outcome {
+            Outcome::Exited(0) => {
+                eprintln!("xtask: FAIL: the job exited 0 despite the injected fault");
+                Outcome::Exited(1)
+            }
+            Outcome::TimedOut | Outcome::Interrupted(_) => outcome,
+            _ if !missing.is_empty() => {
+                eprintln!("xtask: FAIL: output lacks {missing:?}");
+                Outcome::Exited(1)
+            }
+            _ if out.exists() => {
+                eprintln!("xtask: FAIL: output file written despite the fault");
+                Outcome::Exited(1)
+            }
+            _ => {
+                eprintln!(
+                    "xtask: stopped non-zero in {:.1} s with the expected diagnostic",
+                    elapsed.as_secs_f64()
+                );
+                Outcome::Exited(0)
+            }
+        };
+        let job = Job {
+            kind: TargetKind::Bin,
+            name: format!("fault {fault} ({target})"),
+            ranks: 3,
+        };
+        let stop = matches!(outcome, Outcome::Interrupted(_));
+        results.push((job, outcome, elapsed));
+        if stop {
+            break;
         }
     }
     let _ = std::fs::remove_dir_all(&scratch);

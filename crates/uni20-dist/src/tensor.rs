@@ -149,9 +149,7 @@ impl DistTensor {
             let desc = PutBlocksDesc { owners: owners.clone() };
             let op = ctl.begin::<PutBlocksV1>(&desc, &workers)?;
             for (blk, &owner) in blocks.iter().zip(&owners) {
-                ctl.transport()
-                    .send(owner, TAG_ROOT_DATA, &blk.encode())
-                    .map_err(uni20_worker::JobError::from)?;
+                ctl.send_data(owner, &blk.encode())?;
             }
             let replies = ctl.finish(op)?;
             let mut refs = vec![None; owners.len()];
@@ -231,10 +229,7 @@ impl DistTensor {
             };
             let op = ctl.begin::<GetBlocksV1>(&desc, &participants)?;
             for (b, r) in m.blocks.iter().enumerate() {
-                let raw = ctl
-                    .transport()
-                    .recv(r.owner, TAG_ROOT_DATA)
-                    .map_err(uni20_worker::JobError::from)?;
+                let raw = ctl.recv_data(r.owner)?;
                 let blk = LocalTensor::decode(&raw)?;
                 place(b, &blk)?;
             }

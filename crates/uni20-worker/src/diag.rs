@@ -132,13 +132,13 @@ pub enum JobError {
         differences: Vec<String>,
     },
     /// The link-time registry itself is invalid.
-    #[error("invalid command registry: {0}")]
+    #[error(transparent)]
     Registry(#[from] crate::registry::RegistryError),
     /// Communication failed or the job was aborted.
-    #[error("transport: {0}")]
+    #[error(transparent)]
     Transport(#[from] crate::transport::TransportError),
     /// A message could not be decoded.
-    #[error("decode: {0}")]
+    #[error(transparent)]
     Decode(#[from] crate::envelope::DecodeError),
     /// The root asked for a command that is not registered.
     #[error("unknown command `{0}`: not in this binary's registry")]

@@ -118,6 +118,16 @@ impl Transport for InProcessTransport {
     fn recv_any_timeout(&self, tag: Tag, timeout: Duration) -> Result<(usize, Vec<u8>), TransportError> {
         self.take(|m| m.tag == tag, Some((Instant::now() + timeout, timeout)))
     }
+    fn try_recv(&self, src: Option<usize>, tag: Tag) -> Result<Option<(usize, Vec<u8>)>, TransportError> {
+        self.check_abort()?;
+        let mut q = self.shared.mailboxes[self.rank].queue.lock();
+        Ok(q.iter()
+            .position(|m| m.tag == tag && src.is_none_or(|s| s == m.src))
+            .map(|pos| {
+                let m = q.remove(pos);
+                (m.src, m.bytes)
+            }))
+    }
     fn exchange(
         &self,
         outgoing: &[(usize, Tag, &[u8])],

@@ -15,6 +15,7 @@
 mod context;
 mod diag;
 mod envelope;
+pub mod fault;
 mod inproc;
 #[cfg(feature = "mpi")]
 mod mpi_transport;
@@ -25,6 +26,7 @@ mod universe;
 pub use context::{decode_descriptor, encode_reply, CommandSpec, WorkerContext};
 pub use diag::{Diagnostic, HandlerError, JobError};
 pub use envelope::{decode_exact, encode, DecodeError, Envelope, ENVELOPE_FORMAT_VERSION};
+pub use fault::{Fault, FaultKind, FaultPlan};
 pub use inproc::InProcessTransport;
 #[cfg(feature = "mpi")]
 pub use mpi_transport::MpiTransport;

@@ -100,6 +100,51 @@ impl Transport for MpiTransport {
             std::thread::sleep(Duration::from_millis(1));
         }
     }
+    fn try_recv(&self, src: Option<usize>, tag: Tag) -> Result<Option<(usize, Vec<u8>)>, TransportError> {
+        if src.is_none_or(|s| s == self.rank()) {
+            if let Some(b) = self.take_loopback(tag) {
+                return Ok(Some((self.rank(), b)));
+            }
+        }
+        let probed = match src {
+            Some(s) => self
+                .world
+                .process_at_rank(self.check_rank(s)?)
+                .immediate_matched_probe_with_tag(tag),
+            None => self.world.any_process().immediate_matched_probe_with_tag(tag),
+        };
+        Ok(probed.map(|p| {
+            let (v, status) = p.matched_receive_vec::<u8>();
+            (status.source_rank() as usize, v)
+        }))
+    }
+    fn send_polling(
+        &self,
+        dest: usize,
+        tag: Tag,
+        bytes: &[u8],
+        poll: &mut dyn FnMut() -> Result<(), String>,
+    ) -> Result<(), TransportError> {
+        let d = self.check_rank(dest)?;
+        if dest == self.rank() {
+            self.loopback.borrow_mut().push_back((tag, bytes.to_vec()));
+            return Ok(());
+        }
+        mpi::request::scope(|scope| {
+            let mut req = self.world.process_at_rank(d).immediate_send_with_tag(scope, bytes, tag);
+            loop {
+                match req.test() {
+                    Ok(_) => return Ok(()),
+                    Err(pending) => req = pending,
+                }
+                if let Err(why) = poll() {
+                    // The request cannot be cancelled safely: end the job.
+                    self.abort(&why);
+                }
+                std::thread::yield_now();
+            }
+        })
+    }
     fn exchange(
         &self,
         outgoing: &[(usize, Tag, &[u8])],

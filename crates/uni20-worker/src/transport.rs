@@ -91,6 +91,30 @@ pub trait Transport {
         outgoing: &[(usize, Tag, &[u8])],
         incoming: &[(usize, Tag)],
     ) -> Result<Vec<Vec<u8>>, TransportError>;
+    /// Receives a message with `tag` from `src` (any rank when `None`) if
+    /// one is already waiting; never blocks.
+    ///
+    /// # Errors
+    /// [`TransportError::Aborted`] if the job was aborted.
+    fn try_recv(&self, src: Option<usize>, tag: Tag) -> Result<Option<(usize, Vec<u8>)>, TransportError>;
+    /// Sends like [`Transport::send`], calling `poll` repeatedly while the
+    /// message is in flight (a large MPI send completes only when the peer
+    /// receives it). If `poll` fails, the job is aborted: a peer that will
+    /// never receive must not leave this rank blocked.
+    ///
+    /// # Errors
+    /// As [`Transport::send`]; the error of `poll` as
+    /// [`TransportError::Aborted`].
+    fn send_polling(
+        &self,
+        dest: usize,
+        tag: Tag,
+        bytes: &[u8],
+        poll: &mut dyn FnMut() -> Result<(), String>,
+    ) -> Result<(), TransportError> {
+        poll().map_err(TransportError::Aborted)?;
+        self.send(dest, tag, bytes)
+    }
     /// Fail-stop: ends the whole job. On MPI this calls `MPI_Abort` and does
     /// not return; in-process it wakes every blocked rank with
     /// [`TransportError::Aborted`].

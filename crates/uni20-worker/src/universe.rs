@@ -24,6 +24,7 @@ use uni20_persist::Store;
 use crate::context::{CommandSpec, WorkerContext};
 use crate::diag::{Diagnostic, HandlerError, JobError};
 use crate::envelope::{decode_exact, encode, Envelope};
+use crate::fault::{FaultKind, FaultPlan};
 use crate::inproc::{InProcessTransport, Shared};
 use crate::registry::{command_id, diff_signatures, CommandEntry, CommandSignature, Registry};
 use crate::transport::{Transport, TransportError, TAG_CMD, TAG_HELLO, TAG_REPLY, TAG_START};
@@ -80,6 +81,7 @@ pub struct UniverseBuilder {
     transport: TransportChoice,
     startup_timeout: Duration,
     registry_overrides: BTreeMap<usize, Vec<CommandEntry>>,
+    faults: Option<FaultPlan>,
 }
 
 impl Default for UniverseBuilder {
@@ -123,6 +125,20 @@ impl UniverseBuilder {
             transport: TransportChoice::Auto,
             startup_timeout: Duration::from_secs(env_usize("UNI20_STARTUP_TIMEOUT").unwrap_or(60) as u64),
             registry_overrides: BTreeMap::new(),
+            faults: None,
+        }
+    }
+
+    /// Injects faults (see [`crate::fault`]); overrides `UNI20_INJECT_FAULT`.
+    pub fn faults(mut self, plan: FaultPlan) -> Self {
+        self.faults = Some(plan);
+        self
+    }
+
+    fn fault_plan(&self) -> Result<FaultPlan, JobError> {
+        match &self.faults {
+            Some(p) => Ok(p.clone()),
+            None => FaultPlan::from_env().map_err(JobError::Startup),
         }
     }
 
@@ -167,11 +183,16 @@ impl UniverseBuilder {
         }
     }
 
-    fn registry_of(&self, rank: usize) -> Result<Registry, JobError> {
-        match self.registry_overrides.get(&rank) {
-            Some(entries) => Ok(Registry::from_entries(entries.iter().copied())?),
-            None => Ok(Registry::linked()?),
+    fn registry_of(&self, rank: usize, faults: &FaultPlan) -> Result<Registry, JobError> {
+        let registry = match self.registry_overrides.get(&rank) {
+            Some(entries) => Registry::from_entries(entries.iter().copied())?,
+            None => Registry::linked()?,
+        };
+        if faults.has(rank, FaultKind::Registry) {
+            // Simulate a rank built from different sources: one command missing.
+            return Ok(Registry::from_entries(registry.entries().into_iter().skip(1).copied())?);
         }
+        Ok(registry)
     }
 
     /// Starts the universe and runs `f` on the root.
@@ -203,12 +224,15 @@ impl UniverseBuilder {
             .threads_per_rank
             .or_else(|| env_usize("UNI20_THREADS_PER_RANK"))
             .unwrap_or((cores / n).max(1));
+        let faults = self.fault_plan()?;
+        install_quiet_handler_panic_hook();
         let shared = Shared::new(n);
-        let root_registry = self.registry_of(0)?;
+        let root_registry = self.registry_of(0, &faults)?;
         let mut worker_registries = Vec::new();
         for r in 1..n {
-            worker_registries.push(self.registry_of(r)?);
+            worker_registries.push(self.registry_of(r, &faults)?);
         }
+        let faults = &faults;
         std::thread::scope(|scope| {
             for (i, registry) in worker_registries.into_iter().enumerate() {
                 let rank = i + 1;
@@ -219,12 +243,24 @@ impl UniverseBuilder {
                         let t = InProcessTransport::new(rank, shared);
                         let store = Store::in_memory(rank as u32);
                         let backends = BackendList::default_cpu(threads);
-                        let _ = worker_loop(&t, &registry, &store, &backends, threads);
+                        let _span = tracing::info_span!("rank", rank).entered();
+                        let exit = catch_unwind(AssertUnwindSafe(|| {
+                            worker_loop(&t, &registry, &store, &backends, threads, faults)
+                        }));
+                        match exit {
+                            Ok(WorkerExit::Died(why)) => t.abort(&why),
+                            Ok(_) => {}
+                            Err(p) => t.abort(&format!(
+                                "rank {rank} panicked outside a command handler: {}",
+                                panic_message(&*p)
+                            )),
+                        }
                     })
                     .map_err(|e| JobError::Startup(format!("spawning rank {rank}: {e}")))?;
             }
             let t = InProcessTransport::new(0, shared.clone());
-            let result = root_main(&t, root_registry, threads, self.startup_timeout, f);
+            let _span = tracing::info_span!("rank", rank = 0).entered();
+            let result = root_main(&t, root_registry, threads, self.startup_timeout, faults.clone(), f);
             if result.is_err() {
                 t.abort("the root stopped the job");
             }
@@ -256,9 +292,11 @@ impl UniverseBuilder {
             .threads_per_rank
             .or_else(|| env_usize("UNI20_THREADS_PER_RANK"))
             .unwrap_or((cores / local).max(1));
-        let registry = Registry::linked()?;
+        let faults = self.fault_plan()?;
+        let registry = self.registry_of(rank, &faults)?;
+        let _span = tracing::info_span!("rank", rank).entered();
         if rank == 0 {
-            let result = root_main(&t, registry, threads, self.startup_timeout, f);
+            let result = root_main(&t, registry, threads, self.startup_timeout, faults, f);
             if let Err(e) = &result {
                 if !matches!(e, JobError::RegistryMismatch { .. }) {
                     t.abort(&e.to_string());
@@ -270,7 +308,10 @@ impl UniverseBuilder {
         } else {
             let store = Store::in_memory(rank as u32);
             let backends = BackendList::default_cpu(threads);
-            let outcome = worker_loop(&t, &registry, &store, &backends, threads);
+            let outcome = worker_loop(&t, &registry, &store, &backends, threads, &faults);
+            if let WorkerExit::Died(why) = &outcome {
+                t.abort(why);
+            }
             drop(t);
             drop(universe);
             std::process::exit(match outcome {
@@ -281,20 +322,33 @@ impl UniverseBuilder {
     }
 }
 
-#[cfg(feature = "mpi")]
 thread_local! {
     static IN_HANDLER: Cell<bool> = const { Cell::new(false) };
+}
+
+/// In-process: panics inside handlers are caught and reported to the root
+/// as a diagnostic, so the default hook's message would only duplicate it.
+fn install_quiet_handler_panic_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !IN_HANDLER.with(|h| h.get()) {
+                previous(info);
+            }
+        }));
+    });
 }
 
 #[cfg(feature = "mpi")]
 fn install_mpi_panic_hook() {
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        previous(info);
         // A panic inside a handler is caught and reported to the root as a
         // diagnostic; any other panic would leave peers blocked in MPI calls,
         // so abort the communicator (rsmpi issue 197).
         if !IN_HANDLER.with(|h| h.get()) {
+            previous(info);
             eprintln!("uni20: panic outside a command handler; aborting MPI_COMM_WORLD");
             unsafe {
                 mpi::ffi::MPI_Abort(mpi::ffi::RSMPI_COMM_WORLD, 70);
@@ -303,9 +357,8 @@ fn install_mpi_panic_hook() {
     }));
 }
 
-fn set_in_handler(_v: bool) {
-    #[cfg(feature = "mpi")]
-    IN_HANDLER.with(|h| h.set(_v));
+fn set_in_handler(v: bool) {
+    IN_HANDLER.with(|h| h.set(v));
 }
 
 /// How a worker loop ended.
@@ -317,6 +370,16 @@ pub enum WorkerExit {
     Refused(String),
     /// The job was aborted or communication failed.
     Aborted(String),
+    /// This rank died in the middle of an operation (injected `exit`/`kill`
+    /// in-process); the reason names rank, op_id and command.
+    Died(String),
+}
+
+/// What running one command produced.
+enum Executed {
+    Reply(Result<Vec<u8>, Box<Diagnostic>>),
+    BadReply,
+    Died(String),
 }
 
 fn panic_message(p: &(dyn Any + Send)) -> String {
@@ -330,7 +393,54 @@ fn panic_message(p: &(dyn Any + Send)) -> String {
 }
 
 /// Runs one handler and turns its error or panic into a [`Diagnostic`].
-fn execute(registry: &Registry, ctx: &mut WorkerContext<'_>, env: &Envelope) -> Result<Vec<u8>, Box<Diagnostic>> {
+fn execute(registry: &Registry, ctx: &mut WorkerContext<'_>, env: &Envelope, faults: &FaultPlan) -> Executed {
+    let rank = ctx.rank();
+    let injected = faults.at(
+        rank,
+        env.op_id,
+        &[
+            FaultKind::Error,
+            FaultKind::Panic,
+            FaultKind::Exit,
+            FaultKind::Kill,
+            FaultKind::BadReply,
+        ],
+    );
+    if let Some(f) = injected {
+        let why = format!(
+            "rank {rank} died during op_id {} (`{}`): injected {f} (UNI20_INJECT_FAULT)",
+            env.op_id, env.wire_name
+        );
+        match f.kind {
+            FaultKind::Exit | FaultKind::Kill if ctx.transport.kind() == "mpi" => {
+                eprintln!("uni20: {why}");
+                if f.kind == FaultKind::Kill {
+                    // SAFETY: raising a signal on our own process has no memory-safety preconditions.
+                    unsafe {
+                        libc::raise(libc::SIGKILL);
+                    }
+                }
+                std::process::exit(17);
+            }
+            FaultKind::Exit | FaultKind::Kill => return Executed::Died(why),
+            FaultKind::BadReply => return Executed::BadReply,
+            _ => {}
+        }
+    }
+    Executed::Reply(run_handler(
+        registry,
+        ctx,
+        env,
+        injected.map(|f| (f.kind, f.to_string())),
+    ))
+}
+
+fn run_handler(
+    registry: &Registry,
+    ctx: &mut WorkerContext<'_>,
+    env: &Envelope,
+    injected: Option<(FaultKind, String)>,
+) -> Result<Vec<u8>, Box<Diagnostic>> {
     let rank = ctx.rank();
     let diag = |location: String, error: HandlerError| {
         Box::new(Diagnostic {
@@ -365,7 +475,11 @@ fn execute(registry: &Registry, ctx: &mut WorkerContext<'_>, env: &Envelope) -> 
     }
     let _span = tracing::debug_span!("command", rank, op_id = env.op_id, wire = %env.wire_name).entered();
     set_in_handler(true);
-    let outcome = catch_unwind(AssertUnwindSafe(|| (entry.handler)(ctx, env)));
+    let outcome = catch_unwind(AssertUnwindSafe(|| match &injected {
+        Some((FaultKind::Panic, f)) => panic!("injected panic {f} (UNI20_INJECT_FAULT)"),
+        Some((FaultKind::Error, f)) => Err(HandlerError::msg(format!("injected error {f} (UNI20_INJECT_FAULT)"))),
+        _ => (entry.handler)(ctx, env),
+    }));
     set_in_handler(false);
     match outcome {
         Ok(Ok(bytes)) => Ok(bytes),
@@ -385,8 +499,15 @@ pub fn worker_loop(
     store: &Store,
     backends: &BackendList,
     threads: usize,
+    faults: &FaultPlan,
 ) -> WorkerExit {
     let rank = t.rank();
+    if faults.has(rank, FaultKind::NoArrive) {
+        tracing::warn!(rank, "injected fault: never sending the start-up hello");
+        // Wait to be aborted by the root's start-up timeout.
+        let _ = t.recv(0, TAG_START);
+        return WorkerExit::Aborted("injected noarrive".into());
+    }
     let hello = Hello {
         rank,
         digest: registry.digest(),
@@ -417,14 +538,23 @@ pub fn worker_loop(
                         threads,
                         op_id: env.op_id,
                     };
-                    (env.op_id, execute(registry, &mut ctx, &env))
+                    match execute(registry, &mut ctx, &env, faults) {
+                        Executed::Reply(r) => (env.op_id, r),
+                        Executed::Died(why) => return WorkerExit::Died(why),
+                        Executed::BadReply => {
+                            if let Err(e) = t.send(0, TAG_REPLY, b"\xff\xffnot a reply") {
+                                return WorkerExit::Aborted(e.to_string());
+                            }
+                            continue;
+                        }
+                    }
                 }
                 Err(e) => (0, Err(Box::new(undecodable(rank, e.to_string())))),
             },
             Err(e) => (0, Err(Box::new(undecodable(rank, e.to_string())))),
         };
         if let Err(d) = &outcome {
-            tracing::error!(rank, op_id, "command failed: {}", d.error);
+            tracing::warn!(rank, op_id, "command failed: {}", d.error);
         }
         if let Err(e) = t.send(0, TAG_REPLY, &encode(&Reply { op_id, outcome })) {
             return WorkerExit::Aborted(e.to_string());
@@ -450,6 +580,7 @@ fn root_main<R>(
     registry: Registry,
     threads: usize,
     timeout: Duration,
+    faults: FaultPlan,
     f: impl FnOnce(&Controller<'_>) -> R,
 ) -> RunResult<R> {
     let n = t.size();
@@ -497,8 +628,10 @@ fn root_main<R>(
         store,
         backends,
         threads,
+        faults,
         next_op: Cell::new(1),
         failed: Cell::new(false),
+        early: Default::default(),
     };
     let out = catch_unwind(AssertUnwindSafe(|| f(&ctl)));
     if !ctl.failed.get() {
@@ -525,8 +658,11 @@ pub struct Controller<'a> {
     store: Store,
     backends: BackendList,
     threads: usize,
+    faults: FaultPlan,
     next_op: Cell<u64>,
     failed: Cell<bool>,
+    /// Successful replies that arrived while the root was in a data phase.
+    early: std::cell::RefCell<Vec<(usize, Vec<u8>)>>,
 }
 
 /// A submitted command whose replies have not been collected yet.
@@ -621,7 +757,7 @@ impl<'a> Controller<'a> {
             .ok_or_else(|| JobError::UnknownCommand(C::WIRE_NAME.into()))?;
         let op_id = self.next_op.get();
         self.next_op.set(op_id + 1);
-        let env = Envelope {
+        let mut env = Envelope {
             op_id,
             command_id: command_id(C::WIRE_NAME),
             wire_name: C::WIRE_NAME.into(),
@@ -629,6 +765,21 @@ impl<'a> Controller<'a> {
             schema_version: C::SCHEMA_VERSION,
             descriptor: encode(desc),
         };
+        let root_faults = [
+            FaultKind::UnknownCmd,
+            FaultKind::Schema,
+            FaultKind::Garbage,
+            FaultKind::Trailing,
+        ];
+        if let Some(f) = self.faults.at(0, op_id, &root_faults) {
+            tracing::warn!(op_id, "injected fault {f}");
+            match f.kind {
+                FaultKind::UnknownCmd => env.command_id = command_id("uni20.injected.unknown.v1"),
+                FaultKind::Schema => env.schema_version += 1,
+                FaultKind::Garbage => env.descriptor = vec![0xff; 7],
+                _ => env.descriptor.push(0),
+            }
+        }
         tracing::debug!(
             op_id,
             wire = C::WIRE_NAME,
@@ -650,7 +801,7 @@ impl<'a> Controller<'a> {
                 threads: self.threads,
                 op_id,
             };
-            Some(execute(&self.registry, &mut ctx, &env))
+            Some(run_handler(&self.registry, &mut ctx, &env, None))
         } else {
             None
         };
@@ -679,17 +830,28 @@ impl<'a> Controller<'a> {
             }
         }
         let remote = op.participants.iter().filter(|&&r| r != 0).count();
+        let what = format!("op_id {} (`{}`)", op.op_id, C::WIRE_NAME);
+        let mut early = std::mem::take(&mut *self.early.borrow_mut()).into_iter();
         for _ in 0..remote {
-            let (src, bytes) = self.transport.recv_any(TAG_REPLY)?;
-            let reply: Reply =
-                decode_exact(&bytes, "reply").map_err(|e| self.fail_protocol(format!("from rank {src}: {e}")))?;
+            let next = match early.next() {
+                Some(m) => Ok(m),
+                None => self.transport.recv_any(TAG_REPLY),
+            };
+            let (src, bytes) = match next {
+                Ok(m) => m,
+                Err(e) => {
+                    self.failed.set(true);
+                    return Err(JobError::Transport(e));
+                }
+            };
+            let reply: Reply = decode_exact(&bytes, "reply")
+                .map_err(|e| self.fail_protocol(format!("{what}: rank {src} sent an undecodable reply: {e}")))?;
             match reply.outcome {
                 Err(d) => return Err(self.fail(*d)),
                 Ok(_) if reply.op_id != op.op_id => {
-                    return Err(self.fail_protocol(format!(
-                        "rank {src} replied to op_id {} while op_id {} is in flight",
-                        reply.op_id, op.op_id
-                    )))
+                    return Err(
+                        self.fail_protocol(format!("{what}: rank {src} replied to op_id {} instead", reply.op_id))
+                    )
                 }
                 Ok(b) => {
                     replies.insert(src, b);
@@ -701,9 +863,79 @@ impl<'a> Controller<'a> {
             .map(|(r, b)| {
                 decode_exact::<C::Reply>(&b, "reply body")
                     .map(|v| (r, v))
-                    .map_err(|e| self.fail_protocol(format!("reply of rank {r} to `{}`: {e}", C::WIRE_NAME)))
+                    .map_err(|e| self.fail_protocol(format!("{what}: reply body of rank {r}: {e}")))
             })
             .collect()
+    }
+
+    /// Sends a payload to `dest` in a root-involving data phase (tag
+    /// [`TAG_ROOT_DATA`](crate::TAG_ROOT_DATA)), while watching for a failure
+    /// reply from any participant: a failed peer that will never receive
+    /// must not leave the root blocked.
+    ///
+    /// # Errors
+    /// [`JobError::Command`] if a participant reported a failure meanwhile;
+    /// [`JobError::Transport`] if the job was aborted.
+    pub fn send_data(&self, dest: usize, bytes: &[u8]) -> Result<(), JobError> {
+        let mut failure = None;
+        let sent = self.transport.send_polling(dest, crate::TAG_ROOT_DATA, bytes, &mut || {
+            self.check_replies().map_err(|e| {
+                let text = e.to_string();
+                failure = Some(e);
+                text
+            })
+        });
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        sent.map_err(|e| self.fail_transport(e))
+    }
+
+    /// Receives a payload from `src` in a root-involving data phase, while
+    /// watching for a failure reply from any participant (see
+    /// [`Controller::send_data`]).
+    ///
+    /// # Errors
+    /// [`JobError::Command`] if a participant reported a failure before
+    /// sending; [`JobError::Transport`] if the job was aborted.
+    pub fn recv_data(&self, src: usize) -> Result<Vec<u8>, JobError> {
+        let mut spins = 0u32;
+        loop {
+            match self.transport.try_recv(Some(src), crate::TAG_ROOT_DATA) {
+                Ok(Some((_, bytes))) => return Ok(bytes),
+                Ok(None) => {}
+                Err(e) => return Err(self.fail_transport(e)),
+            }
+            self.check_replies()?;
+            spins += 1;
+            if spins < 1000 {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(Duration::from_micros(50));
+            }
+        }
+    }
+
+    /// Drains replies that arrived early: failures stop the job, successes
+    /// are kept for [`Controller::finish`].
+    fn check_replies(&self) -> Result<(), JobError> {
+        while let Some((src, bytes)) = self
+            .transport
+            .try_recv(None, TAG_REPLY)
+            .map_err(|e| self.fail_transport(e))?
+        {
+            match decode_exact::<Reply>(&bytes, "reply") {
+                Ok(Reply { outcome: Err(d), .. }) => return Err(self.fail(*d)),
+                Ok(_) => self.early.borrow_mut().push((src, bytes)),
+                Err(e) => return Err(self.fail_protocol(format!("rank {src} sent an undecodable reply: {e}"))),
+            }
+        }
+        Ok(())
+    }
+
+    fn fail_transport(&self, e: TransportError) -> JobError {
+        self.failed.set(true);
+        JobError::Transport(e)
     }
 
     fn fail_protocol(&self, why: String) -> JobError {
@@ -721,7 +953,7 @@ impl<'a> Controller<'a> {
     }
 
     fn stop(&self, e: &JobError) {
-        tracing::error!("fail-stop: {e}");
+        tracing::warn!("fail-stop: {e}");
         if self.transport.kind() == "mpi" {
             eprintln!("uni20: fail-stop\n{e}");
         }
