@@ -12,6 +12,22 @@ use serde::{Deserialize, Serialize};
 /// Current envelope format version (the first byte on the wire).
 pub const ENVELOPE_FORMAT_VERSION: u8 = 1;
 
+/// Default largest envelope a rank accepts, in bytes (256 MiB); override
+/// with `UNI20_MAX_ENVELOPE_BYTES`. Decoding allocates at most about the
+/// input length, so this bounds the memory a malformed message can claim.
+pub const DEFAULT_MAX_ENVELOPE_BYTES: usize = 256 << 20;
+
+/// The configured envelope size limit (see [`DEFAULT_MAX_ENVELOPE_BYTES`]).
+pub fn max_envelope_bytes() -> usize {
+    static LIMIT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        std::env::var("UNI20_MAX_ENVELOPE_BYTES")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(DEFAULT_MAX_ENVELOPE_BYTES)
+    })
+}
+
 /// One command submission from the root to a worker.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Envelope {
@@ -35,6 +51,14 @@ pub enum DecodeError {
     /// Empty input.
     #[error("empty envelope")]
     Empty,
+    /// The input exceeds the configured size limit.
+    #[error("envelope of {len} bytes exceeds the limit of {limit} bytes (UNI20_MAX_ENVELOPE_BYTES)")]
+    TooLarge {
+        /// Input length.
+        len: usize,
+        /// Configured limit.
+        limit: usize,
+    },
     /// The version byte is not one this build understands.
     #[error("unknown envelope format version {found} (this build understands {expected})")]
     UnknownVersion {
@@ -80,12 +104,27 @@ impl Envelope {
         out
     }
 
-    /// Decodes an envelope.
+    /// Decodes an envelope of at most [`max_envelope_bytes`] bytes.
     ///
     /// # Errors
-    /// [`DecodeError::Empty`], [`DecodeError::UnknownVersion`],
-    /// [`DecodeError::Malformed`] or [`DecodeError::TrailingBytes`].
+    /// [`DecodeError::Empty`], [`DecodeError::TooLarge`],
+    /// [`DecodeError::UnknownVersion`], [`DecodeError::Malformed`] or
+    /// [`DecodeError::TrailingBytes`].
     pub fn decode(bytes: &[u8]) -> Result<Envelope, DecodeError> {
+        Envelope::decode_limited(bytes, max_envelope_bytes())
+    }
+
+    /// Decodes an envelope of at most `limit` bytes.
+    ///
+    /// # Errors
+    /// As [`Envelope::decode`].
+    pub fn decode_limited(bytes: &[u8], limit: usize) -> Result<Envelope, DecodeError> {
+        if bytes.len() > limit {
+            return Err(DecodeError::TooLarge {
+                len: bytes.len(),
+                limit,
+            });
+        }
         let (&version, body) = bytes.split_first().ok_or(DecodeError::Empty)?;
         if version != ENVELOPE_FORMAT_VERSION {
             return Err(DecodeError::UnknownVersion {

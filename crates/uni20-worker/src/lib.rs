@@ -25,7 +25,10 @@ mod universe;
 
 pub use context::{decode_descriptor, encode_reply, CommandSpec, WorkerContext};
 pub use diag::{Diagnostic, HandlerError, JobError};
-pub use envelope::{decode_exact, encode, DecodeError, Envelope, ENVELOPE_FORMAT_VERSION};
+pub use envelope::{
+    decode_exact, encode, max_envelope_bytes, DecodeError, Envelope, DEFAULT_MAX_ENVELOPE_BYTES,
+    ENVELOPE_FORMAT_VERSION,
+};
 pub use fault::{Fault, FaultKind, FaultPlan};
 pub use inproc::InProcessTransport;
 #[cfg(feature = "mpi")]

@@ -954,9 +954,7 @@ impl<'a> Controller<'a> {
 
     fn stop(&self, e: &JobError) {
         tracing::warn!("fail-stop: {e}");
-        if self.transport.kind() == "mpi" {
-            eprintln!("uni20: fail-stop\n{e}");
-        }
-        self.transport.abort(&e.to_string());
+        // On MPI `abort` prints the reason once and ends every rank.
+        self.transport.abort(&format!("fail-stop:\n{e}"));
     }
 }
