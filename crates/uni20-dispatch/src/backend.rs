@@ -268,6 +268,23 @@ impl BackendList {
         ])
     }
 
+    /// `[cuda, faer(threads), reference]` with the `cuda` feature, where cuda takes problems
+    /// of at least `2^24` multiply-adds (smaller ones, and all problems when no device is
+    /// present, fall through to faer with the reason logged); without the feature, the same as
+    /// [`BackendList::default_cpu`].
+    pub fn default_gpu_first(threads: usize) -> BackendList {
+        #[cfg(feature = "cuda")]
+        {
+            let mut v = BackendList::default_cpu(threads).backends;
+            v.insert(0, Arc::new(crate::cuda::CudaBackend::new().with_min_macs(1 << 24)));
+            BackendList::new(v)
+        }
+        #[cfg(not(feature = "cuda"))]
+        {
+            BackendList::default_cpu(threads)
+        }
+    }
+
     /// `[reference]` only (the test oracle).
     pub fn reference_only() -> BackendList {
         BackendList::new(vec![Arc::new(crate::reference::ReferenceBackend)])
@@ -361,12 +378,26 @@ impl BackendList {
     }
 }
 
-/// Name and availability of every backend in [`BackendList::default_cpu`]`(threads)`, for
-/// `uni20 info`.
+/// Name and availability of every backend this build knows, for `uni20 info`: `cuda` first
+/// (unavailable with a reason when built without the `cuda` feature or when no driver,
+/// cuBLAS or device is present), then the backends of [`BackendList::default_cpu`]`(threads)`.
 pub fn available_backends(threads: usize) -> Vec<(String, Result<(), String>)> {
-    BackendList::default_cpu(threads)
-        .backends()
-        .iter()
-        .map(|b| (b.name().to_string(), b.availability()))
-        .collect()
+    let mut v = vec![("cuda".to_string(), cuda_availability())];
+    v.extend(
+        BackendList::default_cpu(threads)
+            .backends()
+            .iter()
+            .map(|b| (b.name().to_string(), b.availability())),
+    );
+    v
+}
+
+#[cfg(feature = "cuda")]
+fn cuda_availability() -> Result<(), String> {
+    crate::cuda::CudaBackend::new().availability()
+}
+
+#[cfg(not(feature = "cuda"))]
+fn cuda_availability() -> Result<(), String> {
+    Err("not built: enable the cargo feature `cuda` of uni20-dispatch".to_string())
 }

@@ -422,6 +422,80 @@ fn run_typed<T: Element + faer::traits::ComplexField>(
     Ok(LocalTensor::from_data(&p.out_shape, T::wrap(out))?)
 }
 
+/// A problem packed into contiguous row-major buffers for a device GEMM: `a` is
+/// `[batch][m][k]`, `b` is `[batch][k][n]`, `c` is `[batch][m][n]` holding `beta * C` (or
+/// `None` when there is no accumulator); conjugation and summed labels are applied.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) struct Packed<T> {
+    pub(crate) a: Vec<T>,
+    pub(crate) b: Vec<T>,
+    pub(crate) c: Option<Vec<T>>,
+    pub(crate) batch: usize,
+    pub(crate) m: usize,
+    pub(crate) n: usize,
+    pub(crate) k: usize,
+    /// Labels of the `[batch][m][n]` work layout.
+    work_labels: Vec<char>,
+    work_shape: Vec<usize>,
+}
+
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+impl<T: Element> Packed<T> {
+    /// Packs `p` (validated by the caller).
+    pub(crate) fn new(p: &ContractProblem<'_>) -> Result<Packed<T>, KernelError> {
+        let cls = &p.classes;
+        let mut a = Operand::of_view(&p.spec.a, typed::<T>(&p.a)?);
+        let mut b = Operand::of_view(&p.spec.b, typed::<T>(&p.b)?);
+        if !cls.summed_a.is_empty() {
+            a = reduce(&a, &concat(&[&cls.batch, &cls.free_a, &cls.contracted]))?;
+        }
+        if !cls.summed_b.is_empty() {
+            b = reduce(&b, &concat(&[&cls.batch, &cls.free_b, &cls.contracted]))?;
+        }
+        let a = a.permuted(&concat(&[&cls.batch, &cls.free_a, &cls.contracted]))?;
+        let b = b.permuted(&concat(&[&cls.batch, &cls.contracted, &cls.free_b]))?;
+        let prod = |ls: &[char]| ls.iter().map(|&l| p.dim(l).unwrap_or(1)).product::<usize>();
+        let work_labels = concat(&[&cls.batch, &cls.free_a, &cls.free_b]);
+        let work_shape: Vec<usize> = work_labels.iter().map(|&l| p.dim(l).unwrap_or(1)).collect();
+        checked_len(&work_shape, T::DTYPE.size_bytes())?;
+        let c = match &p.c {
+            Some(c) => {
+                let order: Vec<usize> = work_labels
+                    .iter()
+                    .filter_map(|&l| p.spec.out.iter().position(|&x| x == l))
+                    .collect();
+                let beta = T::from_c64(p.beta);
+                Some(gather(typed::<T>(c)?, &order).into_iter().map(|x| beta * x).collect())
+            }
+            None => None,
+        };
+        Ok(Packed {
+            a: a.data.into_owned(),
+            b: b.data.into_owned(),
+            c,
+            batch: prod(&cls.batch),
+            m: prod(&cls.free_a),
+            n: prod(&cls.free_b),
+            k: prod(&cls.contracted),
+            work_labels,
+            work_shape,
+        })
+    }
+
+    /// Reorders a `[batch][m][n]` result into the output tensor of `p`.
+    pub(crate) fn unpack(&self, p: &ContractProblem<'_>, work: &[T]) -> Result<LocalTensor, KernelError> {
+        let v = StridedView::row_major(work, &self.work_shape)
+            .map_err(|e| KernelError::Failed(format!("internal layout error: {e}")))?;
+        let order: Vec<usize> = p
+            .spec
+            .out
+            .iter()
+            .filter_map(|&l| self.work_labels.iter().position(|&x| x == l))
+            .collect();
+        Ok(LocalTensor::from_data(&p.out_shape, T::wrap(gather(&v, &order)))?)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -477,6 +551,63 @@ mod tests {
         assert_eq!(neg.collapse(&['a', 'b', 'c']), Some(-1));
         let ones = op("xay", &[1, 5, 1]);
         assert_eq!(ones.collapse(&['x', 'a', 'y']), Some(1));
+    }
+
+    #[test]
+    fn packed_round_trip_matches_reference() {
+        use crate::{BackendList, EinsumSpec};
+        let spec = EinsumSpec::parse("bkis,jbk->jbi").unwrap();
+        let a = LocalTensor::from_data(
+            &[2, 3, 2, 2],
+            crate::TensorData::F64((0..24).map(|x| x as f64).collect()),
+        )
+        .unwrap();
+        let b = LocalTensor::from_data(
+            &[4, 2, 3],
+            crate::TensorData::F64((0..24).map(|x| 1.0 - x as f64).collect()),
+        )
+        .unwrap();
+        let c =
+            LocalTensor::from_data(&[4, 2, 2], crate::TensorData::F64((0..16).map(|x| x as f64).collect())).unwrap();
+        let problem = ContractProblem {
+            spec: &spec,
+            classes: spec.classes(),
+            label_dims: spec.label_dims(a.shape(), b.shape()).unwrap(),
+            alpha: C64::new(1.0, 0.0),
+            beta: C64::new(-0.75, 0.0),
+            a: AnyView::of_tensor(&a),
+            b: AnyView::of_tensor(&b),
+            c: Some(AnyView::of_tensor(&c)),
+            dtype: DType::F64,
+            out_shape: vec![4, 2, 2],
+        };
+        let pk = Packed::<f64>::new(&problem).unwrap();
+        assert_eq!((pk.batch, pk.m, pk.n, pk.k), (2, 2, 4, 3));
+        // Host GEMM over the packed buffers, as the device backend does.
+        let mut work = pk.c.clone().unwrap();
+        for bi in 0..pk.batch {
+            for i in 0..pk.m {
+                for j in 0..pk.n {
+                    let mut acc = 0.0;
+                    for k in 0..pk.k {
+                        acc += pk.a[(bi * pk.m + i) * pk.k + k] * pk.b[(bi * pk.k + k) * pk.n + j];
+                    }
+                    work[(bi * pk.m + i) * pk.n + j] += acc;
+                }
+            }
+        }
+        let got = pk.unpack(&problem, &work).unwrap();
+        let want = crate::contract(
+            &spec,
+            C64::new(1.0, 0.0),
+            &a,
+            &b,
+            C64::new(-0.75, 0.0),
+            Some(&c),
+            &BackendList::reference_only(),
+        )
+        .unwrap();
+        assert!(got.max_abs_diff(&want).unwrap() < 1e-12);
     }
 
     #[test]

@@ -31,6 +31,8 @@
 
 mod backend;
 mod contract;
+#[cfg(feature = "cuda")]
+mod cuda;
 mod dtype;
 mod faer_backend;
 mod permute;
@@ -45,6 +47,8 @@ pub use backend::{
     KernelDispatchError, KernelError,
 };
 pub use contract::{contract, contract_into, contract_views, contract_with_attempts, ContractError};
+#[cfg(feature = "cuda")]
+pub use cuda::CudaBackend;
 pub use dtype::{DType, DTypeError, C32, C64};
 pub use faer_backend::FaerBackend;
 pub use reference::{reference_contract, ReferenceBackend};

@@ -194,9 +194,9 @@ fn default_lists() {
     assert_eq!(BackendList::default_cpu(2).names(), vec!["faer", "reference"]);
     assert_eq!(BackendList::reference_only().names(), vec!["reference"]);
     let info = available_backends(1);
-    assert_eq!(info.len(), 2);
-    assert_eq!(info[0].0, "faer");
-    assert!(info.iter().all(|(_, r)| r.is_ok()));
+    assert_eq!(info.len(), 3);
+    assert_eq!(info[1].0, "faer");
+    assert!(info[1..].iter().all(|(_, r)| r.is_ok()));
 }
 
 fn all_lists() -> Vec<BackendList> {
@@ -424,4 +424,18 @@ fn tracing_records_chosen_backend() {
     assert!(text.contains("backend=faer"), "{text}");
     assert!(!text.contains("backend=picky"), "{text}");
     assert!(text.contains("ij,jk->ik"), "{text}");
+}
+
+#[test]
+fn available_backends_lists_cuda_with_reason() {
+    let listed = available_backends(2);
+    let names: Vec<&str> = listed.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, vec!["cuda", "faer", "reference"]);
+    assert_eq!(listed[1].1, Ok(()));
+    assert_eq!(listed[2].1, Ok(()));
+    if cfg!(not(feature = "cuda")) {
+        let reason = listed[0].1.clone().unwrap_err();
+        assert!(reason.contains("feature `cuda`"), "{reason}");
+        assert_eq!(BackendList::default_gpu_first(1).names(), vec!["faer", "reference"]);
+    }
 }
