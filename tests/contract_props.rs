@@ -119,7 +119,9 @@ fn check(ctl: &Controller<'_>, p: &Problem) -> Result<(), TestCaseError> {
         beta,
         c: dc.as_ref(),
     };
-    let (out, plan) = contract_with(ctl, &spec, &da, &db, &opts).unwrap();
+    let out = contract_with(ctl, &spec, &da, &db, &opts).unwrap();
+    out.wait(ctl).unwrap();
+    let plan = out.plan().expect("plan of an executed contraction");
     prop_assert_eq!(plan.bytes_through_root(), 0);
     let got = out.to_local(ctl).unwrap();
     // The distributed result may promote to C's dtype even when beta == 0.

@@ -120,24 +120,29 @@ fn ranks_with_different_registries_refuse_to_run() {
 
 #[test]
 fn a_failing_command_stops_the_job_with_a_diagnostic() {
-    let outcome = uni20::universe()
-        .ranks(3)
-        .run(|ctl| {
-            let a = tensor(ctl, &[4, 4], 2);
-            // A manifest naming an object no rank holds.
-            let mut m: Manifest = a.manifest().clone();
-            m.blocks[1] = BlockRef {
-                owner: m.blocks[1].owner,
-                id: ObjectId { origin: 9, seq: 999 },
-            };
-            let bad = DistTensor::from_manifest(m).unwrap();
-            let err = contract(ctl, "ij,jk->ik", &bad, &a).unwrap_err();
-            // Later operations are refused: the job was stopped.
-            let after = contract(ctl, "ij,jk->ik", &a, &a).unwrap_err();
-            (err, after)
-        })
-        .unwrap();
-    let (err, after) = outcome;
+    let mut seen = None;
+    let outcome = uni20::universe().ranks(3).run(|ctl| {
+        let a = tensor(ctl, &[4, 4], 2);
+        // A manifest naming an object no rank holds.
+        let mut m: Manifest = a.manifest(ctl).unwrap();
+        m.blocks[1] = BlockRef {
+            owner: m.blocks[1].owner,
+            id: ObjectId { origin: 9, seq: 999 },
+        };
+        let bad = DistTensor::from_manifest(m).unwrap();
+        let err = contract(ctl, "ij,jk->ik", &bad, &a)
+            .and_then(|c| c.to_local(ctl))
+            .unwrap_err();
+        // Later operations are refused: the job was stopped.
+        let after = contract(ctl, "ij,jk->ik", &a, &a)
+            .and_then(|c| c.to_local(ctl))
+            .unwrap_err();
+        seen = Some((err, after));
+    });
+    // The job as a whole failed (fail-stop), even though the closure returned.
+    let job_err = outcome.unwrap_err();
+    assert!(job_err.to_string().contains("r9:999"), "{job_err}");
+    let (err, after) = seen.unwrap();
     let DistError::Job(JobError::Command(d)) = &err else {
         panic!("expected a command failure, got {err}")
     };
@@ -150,5 +155,5 @@ fn a_failing_command_stops_the_job_with_a_diagnostic() {
         text.contains("r9:999") && text.contains(&format!("rank {}", d.rank)),
         "{text}"
     );
-    assert!(matches!(after, DistError::Job(JobError::Transport(_))), "{after}");
+    assert!(matches!(after, DistError::Job(JobError::Stopped(_))), "{after}");
 }

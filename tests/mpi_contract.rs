@@ -32,7 +32,9 @@ fn main() {
                         beta: case.beta.unwrap_or_default(),
                         c: c.as_ref(),
                     };
-                    let (out, plan) = contract_with(ctl, &case.spec, &a, &b, &opts).unwrap();
+                    let out = contract_with(ctl, &case.spec, &a, &b, &opts).unwrap();
+                    out.wait(ctl).unwrap();
+                    let plan = out.plan().expect("plan of an executed contraction");
                     if ctl.size() > 1 {
                         assert_eq!(plan.bytes_through_root(), 0, "{}", case.name);
                     }

@@ -271,6 +271,7 @@ const FAULT_CASES: &[(&str, &str, &[&str])] = &[
 /// Wall-clock bound for one injected-failure run, launch included.
 const FAULT_DEADLINE: Duration = Duration::from_secs(10);
 
+/// Runs every [`FAULT_CASES`] entry under `mpirun -n 3` and checks the outcome.
 fn fault_stage(launcher: &Launcher, opts: &TestOptions) -> Result<Vec<(Job, Outcome, Duration)>> {
     let cli = (TargetKind::Bin, "uni20".to_string());
     let cli_exe = cargo::build_mpi("uni20-cli", std::slice::from_ref(&cli), opts.release, &[])?[&cli].clone();

@@ -94,11 +94,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                         beta: C64::new(*beta, 0.0),
                         c: tc.as_ref(),
                     };
-                    let (c, p) = contract_with(ctl, spec, &ta, &tb, &opts)?;
-                    if *plan {
+                    let c = contract_with(ctl, spec, &ta, &tb, &opts)?;
+                    write_npy(ctl, &c, output).with_context(|| format!("writing {}", output.display()))?;
+                    if let (true, Some(p)) = (*plan, c.plan()) {
                         eprintln!("plan: {}", p.summary());
                     }
-                    write_npy(ctl, &c, output).with_context(|| format!("writing {}", output.display()))?;
                     Ok(())
                 }
             }

@@ -9,19 +9,22 @@
 //! commit each output block and reply with its object id. The root never
 //! receives a payload.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
+use uni20_async::{ReadBuffer, WriteBuffer};
 use uni20_dispatch::{contract as local_contract, ContractError, DType, EinsumSpec, LocalTensor, C64};
 use uni20_persist::{ObjectId, ObjectMeta, PersistentPtr};
 use uni20_worker::{
-    data_tag, decode_descriptor, encode_reply, register_command, CommandSpec, Controller, Envelope, HandlerError, Tag,
-    WorkerContext,
+    data_tag, decode_descriptor, encode_reply, register_command, CommandSpec, Controller, DeferredJob, Envelope,
+    HandlerError, JobError, Tag, WorkerContext,
 };
 
 use crate::error::DistError;
 use crate::layout::Grid;
-use crate::tensor::{Block, BlockRef, DistTensor, Manifest};
+use crate::tensor::{collect_refs, Block, BlockRef, DistTensor, Manifest, TensorMeta};
 
 /// Scalars and accumulator of a contraction `C = alpha * einsum(A, B) + beta * C`.
 #[derive(Clone, Copy, Debug)]
@@ -165,64 +168,64 @@ fn label_extents(labels: &[char], grid: &Grid, map: &mut BTreeMap<char, Vec<usiz
     Ok(())
 }
 
-/// Validates a contraction and builds its plan, without submitting anything.
-///
-/// `workers` are the ranks that may compute (see
-/// [`Controller::worker_ranks`]).
-///
-/// # Errors
-/// [`DistError::Spec`] for a malformed spec or a shape that does not fit it;
-/// [`DistError::Contract`] for a C of the wrong shape or a complex scalar
-/// with a real output; [`DistError::Blocking`] if an index is blocked
-/// differently in two operands.
-pub fn plan_contract(
-    workers: &[usize],
+/// A contraction validated against its operands' static descriptions.
+#[derive(Clone, Debug)]
+struct Validated {
+    spec: EinsumSpec,
+    out: TensorMeta,
+    reduce: Vec<char>,
+    reduce_grid: Grid,
+    alpha: C64,
+    beta: C64,
+    use_c: bool,
+}
+
+/// Checks a contraction using only shapes, dtypes and grids (known before
+/// the operands' producing operations complete).
+fn validate(
     spec: &str,
-    a: &DistTensor,
-    b: &DistTensor,
-    opts: &ContractOptions<'_>,
-) -> Result<ContractPlan, DistError> {
+    a: &TensorMeta,
+    b: &TensorMeta,
+    c: Option<&TensorMeta>,
+    alpha: C64,
+    beta: C64,
+) -> Result<Validated, DistError> {
     let spec = EinsumSpec::parse(spec)?;
-    let out_shape = spec.output_shape(a.shape(), b.shape())?;
-    let c = opts.c.filter(|_| opts.beta != C64::new(0.0, 0.0));
-    let mut out_dtype = a.dtype().promote(b.dtype());
-    if let Some(c) = opts.c {
-        out_dtype = out_dtype.promote(c.dtype());
-        if c.shape() != out_shape.as_slice() {
+    let out_shape = spec.output_shape(&a.shape, &b.shape)?;
+    let mut out_dtype = a.dtype.promote(b.dtype);
+    if let Some(c) = c {
+        out_dtype = out_dtype.promote(c.dtype);
+        if c.shape != out_shape {
             return Err(ContractError::Shape {
                 expected: out_shape,
-                got: c.shape().to_vec(),
+                got: c.shape.clone(),
             }
             .into());
         }
     }
     if !out_dtype.is_complex() {
-        if opts.alpha.im != 0.0 {
+        if alpha.im != 0.0 {
             return Err(ContractError::ComplexScalarForRealOutput {
                 which: "alpha",
-                value: opts.alpha,
+                value: alpha,
                 dtype: out_dtype,
             }
             .into());
         }
-        if opts.c.is_some() && opts.beta.im != 0.0 {
+        if c.is_some() && beta.im != 0.0 {
             return Err(ContractError::ComplexScalarForRealOutput {
                 which: "beta",
-                value: opts.beta,
+                value: beta,
                 dtype: out_dtype,
             }
             .into());
         }
     }
-    if workers.is_empty() {
-        return Err(DistError::Shape("no worker ranks".into()));
-    }
-    let (am, bm) = (a.manifest(), b.manifest());
     let mut ext = BTreeMap::new();
-    label_extents(&spec.a, &am.grid, &mut ext)?;
-    label_extents(&spec.b, &bm.grid, &mut ext)?;
-    if let Some(c) = opts.c {
-        label_extents(&spec.out, &c.manifest().grid, &mut ext)?;
+    label_extents(&spec.a, &a.grid, &mut ext)?;
+    label_extents(&spec.b, &b.grid, &mut ext)?;
+    if let Some(c) = c {
+        label_extents(&spec.out, &c.grid, &mut ext)?;
     }
     let out_grid = Grid {
         extents: spec.out.iter().map(|l| ext[l].clone()).collect(),
@@ -231,19 +234,38 @@ pub fn plan_contract(
     let reduce_grid = Grid {
         extents: reduce.iter().map(|l| ext[l].clone()).collect(),
     };
+    let use_c = c.is_some() && beta != C64::new(0.0, 0.0);
+    Ok(Validated {
+        out: TensorMeta {
+            shape: out_shape,
+            dtype: out_dtype,
+            grid: out_grid,
+        },
+        spec,
+        reduce,
+        reduce_grid,
+        alpha,
+        beta,
+        use_c,
+    })
+}
 
+/// Builds the plan of a validated contraction from the operands' block maps.
+fn plan(v: &Validated, workers: &[usize], am: &Manifest, bm: &Manifest, cm: Option<&Manifest>) -> ContractPlan {
+    let spec = &v.spec;
+    let out_grid = &v.out.grid;
     let block_index = |labels: &[char], m: &Manifest, o: &[usize], r: &[usize]| -> (BlockRef, u64) {
         let multi: Vec<usize> = labels
             .iter()
             .map(|l| match spec.out.iter().position(|x| x == l) {
                 Some(p) => o[p],
-                None => r[reduce.iter().position(|x| x == l).unwrap_or(0)],
+                None => r[v.reduce.iter().position(|x| x == l).unwrap_or(0)],
             })
             .collect();
         let lin = m.grid.linear(&multi);
         (m.blocks[lin], m.block_bytes(lin))
     };
-
+    let cm = cm.filter(|_| v.use_c);
     let n_out = out_grid.num_blocks();
     let cap = n_out.div_ceil(workers.len());
     let mut load: BTreeMap<usize, usize> = workers.iter().map(|&w| (w, 0)).collect();
@@ -252,18 +274,17 @@ pub fn plan_contract(
     for o_lin in 0..n_out {
         let o = out_grid.multi(o_lin);
         let mut terms = Vec::new();
-        for r_lin in 0..reduce_grid.num_blocks() {
-            let r = reduce_grid.multi(r_lin);
+        for r_lin in 0..v.reduce_grid.num_blocks() {
+            let r = v.reduce_grid.multi(r_lin);
             let (ra, sa) = block_index(&spec.a, am, &o, &r);
             let (rb, sb) = block_index(&spec.b, bm, &o, &r);
             sizes.insert(ra.id, sa);
             sizes.insert(rb.id, sb);
             terms.push((ra, rb));
         }
-        let c_in = c.map(|c| {
-            let r = c.manifest().blocks[o_lin];
-            sizes.insert(r.id, c.manifest().block_bytes(o_lin));
-            r
+        let c_in = cm.map(|c| {
+            sizes.insert(c.blocks[o_lin].id, c.block_bytes(o_lin));
+            c.blocks[o_lin]
         });
         // Locality: bytes of this item's inputs already on each rank.
         let mut local: BTreeMap<usize, u64> = BTreeMap::new();
@@ -311,70 +332,197 @@ pub fn plan_contract(
     let mut participants: BTreeSet<usize> = items.iter().map(|i| i.rank).collect();
     participants.extend(transfers.iter().flat_map(|t| [t.from, t.to]));
     let descriptor = ContractDescriptorV1 {
-        spec,
-        alpha: opts.alpha,
-        beta: opts.beta,
-        out_dtype,
+        spec: spec.clone(),
+        alpha: v.alpha,
+        beta: if v.use_c { v.beta } else { C64::new(0.0, 0.0) },
+        out_dtype: v.out.dtype,
         items,
         transfers,
     };
-    Ok(ContractPlan {
+    ContractPlan {
         descriptor,
-        out_shape,
-        out_grid,
+        out_shape: v.out.shape.clone(),
+        out_grid: out_grid.clone(),
         participants: participants.into_iter().collect(),
-    })
+    }
 }
 
-/// `C = einsum(spec, A, B)` on distributed tensors.
-///
-/// `spec` has an explicit output, e.g. `"abc,bcd->ad"`; see
-/// [`contract_with`] for alpha/beta and the errors.
-pub fn contract(ctl: &Controller<'_>, spec: &str, a: &DistTensor, b: &DistTensor) -> Result<DistTensor, DistError> {
-    contract_with(ctl, spec, a, b, &ContractOptions::default()).map(|(t, _)| t)
-}
-
-/// `C = alpha * einsum(spec, A, B) + beta * C_in` on distributed tensors;
-/// returns the result and the executed plan.
-///
-/// Both operands must use the same block extents for each shared index
-/// (tensors created with the same block size do). The output's blocks are
-/// owned by the ranks that computed them.
+/// Validates a contraction of two manifests and builds its plan, without
+/// submitting anything. `workers` are the ranks that may compute (see
+/// [`Controller::worker_ranks`]); `c` is the existing output for `beta`.
 ///
 /// # Errors
-/// Validation errors from [`plan_contract`] (nothing submitted), or
-/// [`DistError::Job`] if a worker fails (fail-stop).
+/// [`DistError::Spec`] for a malformed spec or a shape that does not fit it;
+/// [`DistError::Contract`] for a C of the wrong shape or a complex scalar
+/// with a real output; [`DistError::Blocking`] if an index is blocked
+/// differently in two operands; [`DistError::Shape`] for no workers.
+pub fn plan_contract(
+    workers: &[usize],
+    spec: &str,
+    a: &Manifest,
+    b: &Manifest,
+    alpha: C64,
+    beta: C64,
+    c: Option<&Manifest>,
+) -> Result<ContractPlan, DistError> {
+    if workers.is_empty() {
+        return Err(DistError::Shape("no worker ranks".into()));
+    }
+    let cmeta = c.map(Manifest::meta);
+    let v = validate(spec, &a.meta(), &b.meta(), cmeta.as_ref(), alpha, beta)?;
+    Ok(plan(&v, workers, a, b, c))
+}
+
+/// `C = einsum(spec, A, B)` on distributed tensors; see [`contract_with`].
+///
+/// # Errors
+/// As [`contract_with`].
+pub fn contract(ctl: &Controller<'_>, spec: &str, a: &DistTensor, b: &DistTensor) -> Result<DistTensor, DistError> {
+    contract_with(ctl, spec, a, b, &ContractOptions::default())
+}
+
+/// `C = alpha * einsum(spec, A, B) + beta * C_in` on distributed tensors.
+///
+/// Returns at once. The spec, shapes, dtypes and blockings are checked now
+/// (errors here mean nothing was submitted); the contraction itself is
+/// planned and submitted as soon as A, B (and C_in) are ready, in program
+/// order, and the result's block map is written when the workers reply.
+/// A failure of any input's producing operation, or of this contraction,
+/// poisons the result with the first error: [`DistTensor::wait`],
+/// [`DistTensor::to_local`] and every later operation on it report it.
+///
+/// Both operands must use the same block extents for each shared index
+/// (tensors created with the same block size do). Output blocks are owned
+/// by the ranks that computed them; [`DistTensor::plan`] shows the plan.
+///
+/// # Errors
+/// [`DistError::Spec`], [`DistError::Contract`], [`DistError::Blocking`]
+/// from validation; [`DistError::Job`] if the job already stopped.
 pub fn contract_with(
     ctl: &Controller<'_>,
     spec: &str,
     a: &DistTensor,
     b: &DistTensor,
     opts: &ContractOptions<'_>,
-) -> Result<(DistTensor, ContractPlan), DistError> {
-    let plan = plan_contract(&ctl.worker_ranks(), spec, a, b, opts)?;
-    tracing::debug!(spec, "{}", plan.summary());
-    let replies = ctl.submit::<ContractV1>(&plan.descriptor, &plan.participants)?;
-    let mut blocks: Vec<Option<BlockRef>> = vec![None; plan.out_grid.num_blocks()];
-    for (rank, ids) in replies {
-        for (item, id) in ids {
-            let out_block = plan.descriptor.items.get(item).map(|i| i.out_block);
-            if let Some(slot) = out_block.and_then(|b| blocks.get_mut(b)) {
-                *slot = Some(BlockRef { owner: rank, id });
+) -> Result<DistTensor, DistError> {
+    let v = validate(
+        spec,
+        a.meta(),
+        b.meta(),
+        opts.c.map(|c| c.meta()),
+        opts.alpha,
+        opts.beta,
+    )?;
+    if ctl.has_failed() {
+        ctl.progress()?;
+    }
+    let (out, write) = DistTensor::pending(v.out.clone());
+    let job = ContractJob {
+        ra: a.read_blocks(),
+        rb: b.read_blocks(),
+        rc: opts.c.filter(|_| v.use_c).map(|c| (c.read_blocks(), c.meta().clone())),
+        a: a.meta().clone(),
+        b: b.meta().clone(),
+        v,
+        out: out.clone(),
+        write,
+    };
+    ctl.defer(Box::new(job));
+    Ok(out)
+}
+
+/// A contraction waiting for its operands' block maps.
+struct ContractJob {
+    ra: ReadBuffer<Vec<BlockRef>>,
+    rb: ReadBuffer<Vec<BlockRef>>,
+    rc: Option<(ReadBuffer<Vec<BlockRef>>, TensorMeta)>,
+    a: TensorMeta,
+    b: TensorMeta,
+    v: Validated,
+    out: DistTensor,
+    write: WriteBuffer<Vec<BlockRef>>,
+}
+
+fn manifest_of(meta: &TensorMeta, r: &ReadBuffer<Vec<BlockRef>>) -> Result<Manifest, uni20_async::AsyncError> {
+    let blocks = r.wait()?.clone();
+    Ok(Manifest {
+        shape: meta.shape.clone(),
+        dtype: meta.dtype,
+        grid: meta.grid.clone(),
+        blocks,
+    })
+}
+
+impl<'c> DeferredJob<'c> for ContractJob {
+    fn ready(&self) -> bool {
+        self.ra.is_ready() && self.rb.is_ready() && self.rc.as_ref().is_none_or(|(r, _)| r.is_ready())
+    }
+
+    fn run(self: Box<Self>, ctl: &Controller<'c>) {
+        let ContractJob {
+            ra,
+            rb,
+            rc,
+            a,
+            b,
+            v,
+            out,
+            write,
+        } = *self;
+        let inputs = (|| -> Result<_, uni20_async::AsyncError> {
+            let am = manifest_of(&a, &ra)?;
+            let bm = manifest_of(&b, &rb)?;
+            let cm = rc.as_ref().map(|(r, m)| manifest_of(m, r)).transpose()?;
+            Ok((am, bm, cm))
+        })();
+        drop((ra, rb, rc));
+        let (am, bm, cm) = match inputs {
+            Ok(x) => x,
+            Err(e) => return write.fail(e),
+        };
+        let p = plan(&v, &ctl.worker_ranks(), &am, &bm, cm.as_ref());
+        tracing::debug!(spec = %v.spec, "{}", p.summary());
+        out.set_plan(p.clone());
+        let items: Vec<usize> = p.descriptor.items.iter().map(|i| i.out_block).collect();
+        let n = p.out_grid.num_blocks();
+        // Shared between the completion callback and this function, so a
+        // submission failure can poison the output with its error.
+        let slot = Rc::new(RefCell::new(Some(write)));
+        let cb_slot = slot.clone();
+        let submitted = ctl.submit_nowait::<ContractV1>(&p.descriptor, &p.participants, move |_, replies| {
+            let Some(w) = cb_slot.borrow_mut().take() else { return };
+            let blocks = replies.map_err(DistError::from).and_then(|replies| {
+                let by_block = replies
+                    .into_iter()
+                    .map(|(rank, ids)| {
+                        let ids = ids
+                            .into_iter()
+                            .map(|(item, id)| (items.get(item).copied().unwrap_or(usize::MAX), id));
+                        (rank, ids.collect())
+                    })
+                    .collect();
+                collect_refs(by_block, n)
+            });
+            match blocks {
+                Ok(blocks) => match w.wait() {
+                    Ok(mut g) => {
+                        g.set(blocks);
+                    }
+                    Err(e) => tracing::error!("output epoch unavailable: {e}"),
+                },
+                Err(e) => w.fail(e),
+            }
+        });
+        if let Err(e) = submitted {
+            if let Some(w) = slot.borrow_mut().take() {
+                w.fail(e);
             }
         }
     }
-    let blocks = blocks
-        .into_iter()
-        .enumerate()
-        .map(|(b, r)| r.ok_or_else(|| DistError::Shape(format!("no rank reported output block {b}"))))
-        .collect::<Result<Vec<_>, _>>()?;
-    let manifest = Manifest {
-        shape: plan.out_shape.clone(),
-        dtype: plan.descriptor.out_dtype,
-        grid: plan.out_grid.clone(),
-        blocks,
-    };
-    Ok((DistTensor::from_manifest(manifest)?, plan))
+
+    fn abandon(self: Box<Self>, error: JobError) {
+        self.write.fail(error);
+    }
 }
 
 /// Frames an object for a worker-to-worker transfer:

@@ -58,6 +58,10 @@ pub enum DistError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// An operand's producing operation failed (its epoch is poisoned with
+    /// the first error), or it has no value.
+    #[error(transparent)]
+    Async(#[from] uni20_async::AsyncError),
     /// A submitted command failed, or the job was aborted.
     #[error(transparent)]
     Job(#[from] JobError),

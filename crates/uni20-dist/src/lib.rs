@@ -27,7 +27,9 @@ pub use layout::Grid;
 pub use npy::{
     npy_header_bytes, read_npy, read_npy_header, write_npy, NpyLayout, NpyReadDesc, NpyReadV1, NpyWriteDesc, NpyWriteV1,
 };
-pub use tensor::{Block, BlockRef, DistTensor, GetBlocksDesc, GetBlocksV1, Manifest, PutBlocksDesc, PutBlocksV1};
+pub use tensor::{
+    Block, BlockRef, DistTensor, GetBlocksDesc, GetBlocksV1, Manifest, PutBlocksDesc, PutBlocksV1, TensorMeta,
+};
 
 /// Referenced by the facade so the linker keeps this crate's command
 /// registrations (a crate whose items are never used can be dropped).

@@ -9,10 +9,12 @@
 //! block was written and synced, so a failed write never leaves a partial
 //! file under the requested name. All ranks must see the same filesystem.
 
+use std::cell::RefCell;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 use uni20_dispatch::{DType, LocalTensor};
@@ -23,7 +25,7 @@ use uni20_worker::{
 
 use crate::error::DistError;
 use crate::layout::{c_strides, copy_box, Grid};
-use crate::tensor::{Block, BlockRef, DistTensor, Manifest};
+use crate::tensor::{collect_refs, Block, BlockRef, DistTensor, TensorMeta};
 
 /// Parsed essentials of an npy header.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -384,26 +386,30 @@ pub fn read_npy(ctl: &Controller<'_>, path: impl AsRef<Path>, block: usize) -> R
         grid: grid.clone(),
         owners: owners.clone(),
     };
-    let replies = ctl.submit::<NpyReadV1>(&desc, &participants)?;
-    let mut blocks = vec![None; owners.len()];
-    for (rank, ids) in replies {
-        for (b, id) in ids {
-            if let Some(s) = blocks.get_mut(b) {
-                *s = Some(BlockRef { owner: rank, id });
-            }
-        }
-    }
-    let blocks = blocks
-        .into_iter()
-        .enumerate()
-        .map(|(b, r)| r.ok_or_else(|| npy_err(path, format!("no owner reported block {b}"))))
-        .collect::<Result<Vec<_>, _>>()?;
-    DistTensor::from_manifest(Manifest {
+    let (t, write) = DistTensor::pending(TensorMeta {
         shape: layout.shape,
         dtype: layout.dtype,
         grid,
-        blocks,
-    })
+    });
+    let n = owners.len();
+    let slot = Rc::new(RefCell::new(Some(write)));
+    let cb_slot = slot.clone();
+    let submitted = ctl.submit_nowait::<NpyReadV1>(&desc, &participants, move |_, replies| {
+        let Some(w) = cb_slot.borrow_mut().take() else { return };
+        match replies.map_err(DistError::from).and_then(|r| collect_refs(r, n)) {
+            Ok(blocks) => {
+                if let Ok(mut g) = w.wait() {
+                    g.set(blocks);
+                }
+            }
+            Err(e) => w.fail(e),
+        }
+    });
+    if let Err(e) = submitted {
+        slot.borrow_mut().take();
+        return Err(e.into());
+    }
+    Ok(t)
 }
 
 /// Writes a distributed tensor to `path` as a C-order npy file. The root
@@ -435,7 +441,7 @@ pub fn write_npy(ctl: &Controller<'_>, t: &DistTensor, path: impl AsRef<Path>) -
             f.set_len(header.len() as u64 + data_len).map_err(io)?;
         }
         let tmp_abs = std::fs::canonicalize(&tmp).map_err(io)?;
-        let m = t.manifest();
+        let m = t.manifest(ctl)?;
         let mut participants: Vec<usize> = m.blocks.iter().map(|b| b.owner).collect();
         participants.sort_unstable();
         participants.dedup();

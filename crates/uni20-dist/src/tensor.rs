@@ -1,7 +1,11 @@
 //! Distributed tensors: a manifest on the root, payload blocks in the
 //! owners' persistent stores (the design's `MpiStorage<Cpu>`).
 
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+
 use serde::{Deserialize, Serialize};
+use uni20_async::{Async, ReadBuffer, WriteBuffer};
 use uni20_dispatch::{DType, LocalTensor};
 use uni20_persist::{ObjectId, Persist, PersistError, PersistentPtr};
 use uni20_worker::{
@@ -9,6 +13,7 @@ use uni20_worker::{
     TAG_ROOT_DATA,
 };
 
+use crate::contract::ContractPlan;
 use crate::error::DistError;
 use crate::layout::{c_strides, copy_box, Grid};
 
@@ -62,15 +67,72 @@ impl Manifest {
     }
 }
 
-/// A distributed dense tensor: a [`Manifest`] whose blocks live on the
-/// workers. Cheap to clone (the payloads are immutable objects).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// The static description of a distributed tensor: known as soon as the
+/// operation that produces it is submitted.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TensorMeta {
+    /// Global shape.
+    pub shape: Vec<usize>,
+    /// Element type.
+    pub dtype: DType,
+    /// Block decomposition.
+    pub grid: Grid,
+}
+
+impl Manifest {
+    /// The static part (shape, dtype, grid).
+    pub fn meta(&self) -> TensorMeta {
+        TensorMeta {
+            shape: self.shape.clone(),
+            dtype: self.dtype,
+            grid: self.grid.clone(),
+        }
+    }
+}
+
+/// A distributed dense tensor.
+///
+/// Its static description ([`TensorMeta`]: shape, dtype, block grid) is
+/// fixed when the tensor is created; its block map (owner rank and object
+/// id of every block) lives behind an [`Async`] and is written when the
+/// operation producing the tensor completes, or poisoned when it fails. An
+/// operation on the tensor takes a read epoch of that `Async` when it is
+/// called (program order is causal order) and runs once the block map is
+/// ready. Cloning shares the same tensor.
+#[derive(Clone)]
 pub struct DistTensor {
-    manifest: Manifest,
+    meta: Arc<TensorMeta>,
+    blocks: Arc<Async<Vec<BlockRef>>>,
+    plan: Arc<OnceLock<ContractPlan>>,
+}
+
+impl fmt::Debug for DistTensor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DistTensor")
+            .field("shape", &self.meta.shape)
+            .field("dtype", &self.meta.dtype)
+            .field("blocks", &self.meta.grid.num_blocks())
+            .field("ready", &self.is_ready())
+            .finish()
+    }
 }
 
 impl DistTensor {
-    /// Wraps a manifest (e.g. one restored from a checkpoint).
+    /// A tensor whose block map will be written through the returned buffer.
+    pub(crate) fn pending(meta: TensorMeta) -> (DistTensor, WriteBuffer<Vec<BlockRef>>) {
+        let blocks = Arc::new(Async::empty());
+        let w = blocks.write();
+        (
+            DistTensor {
+                meta: Arc::new(meta),
+                blocks,
+                plan: Arc::new(OnceLock::new()),
+            },
+            w,
+        )
+    }
+
+    /// Wraps a manifest (e.g. one restored from a checkpoint); ready at once.
     ///
     /// # Errors
     /// [`DistError::Shape`] if the grid does not tile the shape or the
@@ -95,32 +157,88 @@ impl DistTensor {
                 g.num_blocks()
             )));
         }
-        Ok(DistTensor { manifest })
+        let meta = manifest.meta();
+        Ok(DistTensor {
+            meta: Arc::new(meta),
+            blocks: Arc::new(Async::new(manifest.blocks)),
+            plan: Arc::default(),
+        })
     }
-    /// The manifest.
-    pub fn manifest(&self) -> &Manifest {
-        &self.manifest
+
+    /// Shape, dtype and grid.
+    pub fn meta(&self) -> &TensorMeta {
+        &self.meta
     }
     /// Global shape.
     pub fn shape(&self) -> &[usize] {
-        &self.manifest.shape
+        &self.meta.shape
     }
     /// Element type.
     pub fn dtype(&self) -> DType {
-        self.manifest.dtype
+        self.meta.dtype
+    }
+    /// Block grid.
+    pub fn grid(&self) -> &Grid {
+        &self.meta.grid
     }
     /// Number of elements.
     pub fn len(&self) -> usize {
-        self.manifest.shape.iter().product()
+        self.meta.shape.iter().product()
     }
     /// True if the tensor has no elements.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
+    /// True once the producing operation has completed or failed.
+    pub fn is_ready(&self) -> bool {
+        self.blocks.read().is_ready()
+    }
+
+    /// A read epoch of the block map, taken now (for operations that consume
+    /// this tensor).
+    pub(crate) fn read_blocks(&self) -> ReadBuffer<Vec<BlockRef>> {
+        self.blocks.read()
+    }
+
+    /// The plan of the contraction that produced this tensor, once it ran.
+    pub fn plan(&self) -> Option<ContractPlan> {
+        self.plan.get().cloned()
+    }
+
+    pub(crate) fn set_plan(&self, plan: ContractPlan) {
+        let _ = self.plan.set(plan);
+    }
+
+    /// Drives the job until this tensor's producing operation has completed.
+    ///
+    /// # Errors
+    /// The producing operation's failure, or the first failure of the job
+    /// (fail-stop), as [`DistError::Async`] / [`DistError::Job`].
+    pub fn wait(&self, ctl: &Controller<'_>) -> Result<(), DistError> {
+        ctl.wait_until(|| self.is_ready())?;
+        self.blocks.read().wait().map(|_| ()).map_err(DistError::from)
+    }
+
+    /// The full manifest, waiting for the producing operation.
+    ///
+    /// # Errors
+    /// As [`DistTensor::wait`].
+    pub fn manifest(&self, ctl: &Controller<'_>) -> Result<Manifest, DistError> {
+        self.wait(ctl)?;
+        let blocks = self.blocks.read().get_wait()?;
+        Ok(Manifest {
+            shape: self.meta.shape.clone(),
+            dtype: self.meta.dtype,
+            grid: self.meta.grid.clone(),
+            blocks,
+        })
+    }
+
     /// Scatters a root-local tensor into blocks of at most `block` elements
     /// per mode, owned round-robin by the worker ranks. The payload passes
-    /// through the root because the user asked for it.
+    /// through the root because the user asked for it. Returns once every
+    /// block is committed.
     ///
     /// # Errors
     /// [`DistError::BlockSize`] for `block == 0`; [`DistError::Job`] if a
@@ -151,37 +269,25 @@ impl DistTensor {
             for (blk, &owner) in blocks.iter().zip(&owners) {
                 ctl.send_data(owner, &blk.encode())?;
             }
-            let replies = ctl.finish(op)?;
-            let mut refs = vec![None; owners.len()];
-            for (rank, ids) in replies {
-                for (b, id) in ids {
-                    if let Some(slot) = refs.get_mut(b) {
-                        *slot = Some(BlockRef { owner: rank, id });
-                    }
-                }
-            }
-            refs.into_iter()
-                .enumerate()
-                .map(|(b, r)| r.ok_or_else(|| DistError::Shape(format!("no owner reported block {b}"))))
-                .collect::<Result<Vec<_>, _>>()?
+            collect_refs(ctl.finish(op)?, owners.len())?
         };
-        Ok(DistTensor {
-            manifest: Manifest {
-                shape: local.shape().to_vec(),
-                dtype: local.dtype(),
-                grid,
-                blocks: refs,
-            },
+        DistTensor::from_manifest(Manifest {
+            shape: local.shape().to_vec(),
+            dtype: local.dtype(),
+            grid,
+            blocks: refs,
         })
     }
 
     /// Gathers the whole tensor onto the root (explicit materialisation:
-    /// the payload passes through the root because the user asked for it).
+    /// the payload passes through the root because the user asked for it),
+    /// waiting for the producing operation first.
     ///
     /// # Errors
-    /// [`DistError::Job`] if an owner cannot serve a block.
+    /// As [`DistTensor::wait`]; [`DistError::Job`] if an owner cannot serve
+    /// a block.
     pub fn to_local(&self, ctl: &Controller<'_>) -> Result<LocalTensor, DistError> {
-        let m = &self.manifest;
+        let m = self.manifest(ctl)?;
         let elem = m.dtype.size_bytes();
         let total: usize = m.shape.iter().product();
         let mut bytes = vec![0u8; total * elem];
@@ -237,6 +343,26 @@ impl DistTensor {
         }
         Ok(LocalTensor::from_bytes(m.dtype, &m.shape, &bytes)?)
     }
+}
+
+/// Turns `(rank, [(block, id)])` replies into a complete block map.
+pub(crate) fn collect_refs(
+    replies: Vec<(usize, Vec<(usize, ObjectId)>)>,
+    n: usize,
+) -> Result<Vec<BlockRef>, DistError> {
+    let mut refs = vec![None; n];
+    for (rank, ids) in replies {
+        for (b, id) in ids {
+            match refs.get_mut(b) {
+                Some(slot) => *slot = Some(BlockRef { owner: rank, id }),
+                None => return Err(DistError::Shape(format!("rank {rank} reported block {b} of {n}"))),
+            }
+        }
+    }
+    refs.into_iter()
+        .enumerate()
+        .map(|(b, r)| r.ok_or_else(|| DistError::Shape(format!("no rank reported block {b}"))))
+        .collect()
 }
 
 pub(crate) fn store_err(e: PersistError) -> DistError {

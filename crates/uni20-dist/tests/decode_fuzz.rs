@@ -12,10 +12,10 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use uni20::dist::{plan_contract, ContractDescriptorV1, ContractOptions, DistTensor, Grid, Manifest};
+use uni20::dist::{plan_contract, ContractDescriptorV1, Grid, Manifest};
 use uni20::persist::ObjectId;
 use uni20::worker::{decode_exact, Envelope};
-use uni20::DType;
+use uni20::{DType, C64};
 
 /// Counts the largest single allocation made on this thread's watch.
 struct Counting;
@@ -43,7 +43,7 @@ fn corpus_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus")
 }
 
-fn manifest(shape: &[usize], block: usize, origin: u32) -> DistTensor {
+fn manifest(shape: &[usize], block: usize, origin: u32) -> Manifest {
     let grid = Grid::regular(shape, block);
     let blocks = (0..grid.num_blocks())
         .map(|b| uni20::dist::BlockRef {
@@ -51,13 +51,12 @@ fn manifest(shape: &[usize], block: usize, origin: u32) -> DistTensor {
             id: ObjectId { origin, seq: b as u64 },
         })
         .collect();
-    DistTensor::from_manifest(Manifest {
+    Manifest {
         shape: shape.to_vec(),
         dtype: DType::C64,
         grid,
         blocks,
-    })
-    .unwrap()
+    }
 }
 
 /// Seeds: real descriptors of a few plans, and envelopes carrying them.
@@ -72,7 +71,7 @@ fn make_seeds() -> Vec<(String, Vec<u8>)> {
     for (i, (spec, sa, sb)) in plans.iter().enumerate() {
         let a = manifest(sa, 2, 1);
         let b = manifest(sb, 2, 2);
-        let plan = plan_contract(&[1, 2, 3], spec, &a, &b, &ContractOptions::default()).unwrap();
+        let plan = plan_contract(&[1, 2, 3], spec, &a, &b, C64::new(1.0, 0.0), C64::new(0.0, 0.0), None).unwrap();
         let desc = postcard::to_stdvec(&plan.descriptor).unwrap();
         let env = Envelope {
             op_id: 7 + i as u64,

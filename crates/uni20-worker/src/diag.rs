@@ -146,6 +146,10 @@ pub enum JobError {
     /// A reply did not match the operation in flight.
     #[error("protocol violation: {0}")]
     Protocol(String),
+    /// The job was stopped by an earlier failure (fail-stop); the text is
+    /// that first failure.
+    #[error("the job was stopped by an earlier failure: {0}")]
+    Stopped(String),
     /// Start-up failed (bad configuration, rank count, MPI initialisation).
     #[error("start-up: {0}")]
     Startup(String),

@@ -13,6 +13,7 @@
 #![warn(missing_docs)]
 
 mod context;
+mod controller;
 mod diag;
 mod envelope;
 pub mod fault;
@@ -24,6 +25,7 @@ mod transport;
 mod universe;
 
 pub use context::{decode_descriptor, encode_reply, CommandSpec, WorkerContext};
+pub use controller::{Controller, DeferredJob, OnDone, PendingOp, RawReplies};
 pub use diag::{Diagnostic, HandlerError, JobError};
 pub use envelope::{
     decode_exact, encode, max_envelope_bytes, DecodeError, Envelope, DEFAULT_MAX_ENVELOPE_BYTES,
@@ -40,9 +42,7 @@ pub use registry::{
 pub use transport::{
     data_tag, Tag, Transport, TransportError, TAG_CMD, TAG_DATA_BASE, TAG_HELLO, TAG_REPLY, TAG_ROOT_DATA, TAG_START,
 };
-pub use universe::{
-    launched_by_mpi, worker_loop, Controller, PendingOp, TransportChoice, UniverseBuilder, WorkerExit, DEFAULT_RANKS,
-};
+pub use universe::{launched_by_mpi, worker_loop, TransportChoice, UniverseBuilder, WorkerExit, DEFAULT_RANKS};
 
 #[doc(hidden)]
 pub use linkme;

@@ -13,7 +13,6 @@
 use std::any::Any;
 use std::cell::Cell;
 use std::collections::BTreeMap;
-use std::marker::PhantomData;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
@@ -21,12 +20,13 @@ use serde::{Deserialize, Serialize};
 use uni20_dispatch::BackendList;
 use uni20_persist::Store;
 
-use crate::context::{CommandSpec, WorkerContext};
+use crate::context::WorkerContext;
+use crate::controller::Controller;
 use crate::diag::{Diagnostic, HandlerError, JobError};
 use crate::envelope::{decode_exact, encode, Envelope};
 use crate::fault::{FaultKind, FaultPlan};
 use crate::inproc::{InProcessTransport, Shared};
-use crate::registry::{command_id, diff_signatures, CommandEntry, CommandSignature, Registry};
+use crate::registry::{diff_signatures, CommandEntry, CommandSignature, Registry};
 use crate::transport::{Transport, TransportError, TAG_CMD, TAG_HELLO, TAG_REPLY, TAG_START};
 
 /// Default number of ranks of the in-process universe.
@@ -57,15 +57,15 @@ enum Start {
 }
 
 #[derive(Serialize, Deserialize)]
-enum Control {
+pub(crate) enum Control {
     Run(Vec<u8>),
     Shutdown,
 }
 
 #[derive(Serialize, Deserialize)]
-struct Reply {
-    op_id: u64,
-    outcome: Result<Vec<u8>, Box<Diagnostic>>,
+pub(crate) struct Reply {
+    pub(crate) op_id: u64,
+    pub(crate) outcome: Result<Vec<u8>, Box<Diagnostic>>,
 }
 
 /// Configures and starts a universe.
@@ -435,7 +435,7 @@ fn execute(registry: &Registry, ctx: &mut WorkerContext<'_>, env: &Envelope, fau
     ))
 }
 
-fn run_handler(
+pub(crate) fn run_handler(
     registry: &Registry,
     ctx: &mut WorkerContext<'_>,
     env: &Envelope,
@@ -620,341 +620,29 @@ fn root_main<R>(
     if !differences.is_empty() {
         return Err(JobError::RegistryMismatch { differences });
     }
-    let store = Store::in_memory(0);
-    let backends = BackendList::default_cpu(threads);
-    let ctl = Controller {
-        transport: t,
+    let ctl = Controller::new(
+        t,
         registry,
-        store,
-        backends,
+        Store::in_memory(0),
+        BackendList::default_cpu(threads),
         threads,
         faults,
-        next_op: Cell::new(1),
-        failed: Cell::new(false),
-        early: Default::default(),
-    };
-    let out = catch_unwind(AssertUnwindSafe(|| f(&ctl)));
-    if !ctl.failed.get() {
+    );
+    let out = catch_unwind(AssertUnwindSafe(|| {
+        let v = f(&ctl);
+        // Operations submitted without waiting finish before shutdown.
+        ctl.drain().map(|()| v)
+    }));
+    if !ctl.has_failed() {
         for r in 1..n {
             let _ = t.send(r, TAG_CMD, &encode(&Control::Shutdown));
         }
     }
     match out {
-        Ok(v) => Ok(v),
+        Ok(v) => v,
         Err(p) => {
             t.abort("the root panicked");
             std::panic::resume_unwind(p)
         }
-    }
-}
-
-/// The root's handle on the universe, passed to the user's closure.
-///
-/// Submits command descriptors to workers and collects their replies. All
-/// methods take `&self`; the controller is used from the root thread only.
-pub struct Controller<'a> {
-    transport: &'a dyn Transport,
-    registry: Registry,
-    store: Store,
-    backends: BackendList,
-    threads: usize,
-    faults: FaultPlan,
-    next_op: Cell<u64>,
-    failed: Cell<bool>,
-    /// Successful replies that arrived while the root was in a data phase.
-    early: std::cell::RefCell<Vec<(usize, Vec<u8>)>>,
-}
-
-/// A submitted command whose replies have not been collected yet.
-#[must_use = "an operation must be finished with Controller::finish"]
-pub struct PendingOp<C: CommandSpec> {
-    /// The operation id.
-    pub op_id: u64,
-    participants: Vec<usize>,
-    local: Option<Result<Vec<u8>, Box<Diagnostic>>>,
-    _c: PhantomData<C>,
-}
-
-impl<'a> Controller<'a> {
-    /// Number of ranks.
-    pub fn size(&self) -> usize {
-        self.transport.size()
-    }
-
-    /// The ranks that hold blocks and run work items: `1..size`, or `[0]`
-    /// when the root is alone.
-    pub fn worker_ranks(&self) -> Vec<usize> {
-        if self.size() == 1 {
-            vec![0]
-        } else {
-            (1..self.size()).collect()
-        }
-    }
-
-    /// The transport (for root-involving data phases such as scatter/gather).
-    pub fn transport(&self) -> &dyn Transport {
-        self.transport
-    }
-
-    /// The root's own persistent store (holds blocks only when the root is
-    /// alone).
-    pub fn store(&self) -> &Store {
-        &self.store
-    }
-
-    /// The root's local backends.
-    pub fn backends(&self) -> &BackendList {
-        &self.backends
-    }
-
-    /// The root's registry (identical on every rank after start-up).
-    pub fn registry(&self) -> &Registry {
-        &self.registry
-    }
-
-    /// Thread budget of each rank's local kernels.
-    pub fn threads_per_rank(&self) -> usize {
-        self.threads
-    }
-
-    /// Transport name: `in-process` or `mpi`.
-    pub fn transport_kind(&self) -> &'static str {
-        self.transport.kind()
-    }
-
-    /// Submits `desc` to `participants` and waits for every reply.
-    ///
-    /// # Errors
-    /// As [`Controller::begin`] and [`Controller::finish`].
-    pub fn submit<C: CommandSpec>(
-        &self,
-        desc: &C::Descriptor,
-        participants: &[usize],
-    ) -> Result<Vec<(usize, C::Reply)>, JobError> {
-        let op = self.begin::<C>(desc, participants)?;
-        self.finish(op)
-    }
-
-    /// Sends the command to every participant (the root runs its own share
-    /// at once when it is a participant) and returns without waiting.
-    ///
-    /// # Errors
-    /// [`JobError::UnknownCommand`] if `C` is not in the registry (nothing
-    /// is sent); [`JobError::Transport`] if the job was aborted.
-    pub fn begin<C: CommandSpec>(
-        &self,
-        desc: &C::Descriptor,
-        participants: &[usize],
-    ) -> Result<PendingOp<C>, JobError> {
-        if self.failed.get() {
-            return Err(JobError::Transport(TransportError::Aborted(
-                "an earlier operation failed".into(),
-            )));
-        }
-        let entry = self
-            .registry
-            .by_wire_name(C::WIRE_NAME)
-            .ok_or_else(|| JobError::UnknownCommand(C::WIRE_NAME.into()))?;
-        let op_id = self.next_op.get();
-        self.next_op.set(op_id + 1);
-        let mut env = Envelope {
-            op_id,
-            command_id: command_id(C::WIRE_NAME),
-            wire_name: C::WIRE_NAME.into(),
-            debug_name: C::DEBUG_NAME.into(),
-            schema_version: C::SCHEMA_VERSION,
-            descriptor: encode(desc),
-        };
-        let root_faults = [
-            FaultKind::UnknownCmd,
-            FaultKind::Schema,
-            FaultKind::Garbage,
-            FaultKind::Trailing,
-        ];
-        if let Some(f) = self.faults.at(0, op_id, &root_faults) {
-            tracing::warn!(op_id, "injected fault {f}");
-            match f.kind {
-                FaultKind::UnknownCmd => env.command_id = command_id("uni20.injected.unknown.v1"),
-                FaultKind::Schema => env.schema_version += 1,
-                FaultKind::Garbage => env.descriptor = vec![0xff; 7],
-                _ => env.descriptor.push(0),
-            }
-        }
-        tracing::debug!(
-            op_id,
-            wire = C::WIRE_NAME,
-            schema = entry.schema_version,
-            participants = participants.len(),
-            "submit"
-        );
-        let frame = encode(&Control::Run(env.encode()));
-        for &r in participants {
-            if r != 0 {
-                self.transport.send(r, TAG_CMD, &frame)?;
-            }
-        }
-        let local = if participants.contains(&0) {
-            let mut ctx = WorkerContext {
-                transport: self.transport,
-                store: &self.store,
-                backends: &self.backends,
-                threads: self.threads,
-                op_id,
-            };
-            Some(run_handler(&self.registry, &mut ctx, &env, None))
-        } else {
-            None
-        };
-        Ok(PendingOp {
-            op_id,
-            participants: participants.to_vec(),
-            local,
-            _c: PhantomData,
-        })
-    }
-
-    /// Collects every participant's reply, in rank order.
-    ///
-    /// # Errors
-    /// [`JobError::Command`] with the first failing rank's diagnostic; the
-    /// job is then aborted (fail-stop: on MPI the diagnostic is printed and
-    /// every rank exits non-zero).
-    pub fn finish<C: CommandSpec>(&self, op: PendingOp<C>) -> Result<Vec<(usize, C::Reply)>, JobError> {
-        let mut replies: BTreeMap<usize, Vec<u8>> = BTreeMap::new();
-        if let Some(local) = op.local {
-            match local {
-                Ok(b) => {
-                    replies.insert(0, b);
-                }
-                Err(d) => return Err(self.fail(*d)),
-            }
-        }
-        let remote = op.participants.iter().filter(|&&r| r != 0).count();
-        let what = format!("op_id {} (`{}`)", op.op_id, C::WIRE_NAME);
-        let mut early = std::mem::take(&mut *self.early.borrow_mut()).into_iter();
-        for _ in 0..remote {
-            let next = match early.next() {
-                Some(m) => Ok(m),
-                None => self.transport.recv_any(TAG_REPLY),
-            };
-            let (src, bytes) = match next {
-                Ok(m) => m,
-                Err(e) => {
-                    self.failed.set(true);
-                    return Err(JobError::Transport(e));
-                }
-            };
-            let reply: Reply = decode_exact(&bytes, "reply")
-                .map_err(|e| self.fail_protocol(format!("{what}: rank {src} sent an undecodable reply: {e}")))?;
-            match reply.outcome {
-                Err(d) => return Err(self.fail(*d)),
-                Ok(_) if reply.op_id != op.op_id => {
-                    return Err(
-                        self.fail_protocol(format!("{what}: rank {src} replied to op_id {} instead", reply.op_id))
-                    )
-                }
-                Ok(b) => {
-                    replies.insert(src, b);
-                }
-            }
-        }
-        replies
-            .into_iter()
-            .map(|(r, b)| {
-                decode_exact::<C::Reply>(&b, "reply body")
-                    .map(|v| (r, v))
-                    .map_err(|e| self.fail_protocol(format!("{what}: reply body of rank {r}: {e}")))
-            })
-            .collect()
-    }
-
-    /// Sends a payload to `dest` in a root-involving data phase (tag
-    /// [`TAG_ROOT_DATA`](crate::TAG_ROOT_DATA)), while watching for a failure
-    /// reply from any participant: a failed peer that will never receive
-    /// must not leave the root blocked.
-    ///
-    /// # Errors
-    /// [`JobError::Command`] if a participant reported a failure meanwhile;
-    /// [`JobError::Transport`] if the job was aborted.
-    pub fn send_data(&self, dest: usize, bytes: &[u8]) -> Result<(), JobError> {
-        let mut failure = None;
-        let sent = self.transport.send_polling(dest, crate::TAG_ROOT_DATA, bytes, &mut || {
-            self.check_replies().map_err(|e| {
-                let text = e.to_string();
-                failure = Some(e);
-                text
-            })
-        });
-        if let Some(e) = failure {
-            return Err(e);
-        }
-        sent.map_err(|e| self.fail_transport(e))
-    }
-
-    /// Receives a payload from `src` in a root-involving data phase, while
-    /// watching for a failure reply from any participant (see
-    /// [`Controller::send_data`]).
-    ///
-    /// # Errors
-    /// [`JobError::Command`] if a participant reported a failure before
-    /// sending; [`JobError::Transport`] if the job was aborted.
-    pub fn recv_data(&self, src: usize) -> Result<Vec<u8>, JobError> {
-        let mut spins = 0u32;
-        loop {
-            match self.transport.try_recv(Some(src), crate::TAG_ROOT_DATA) {
-                Ok(Some((_, bytes))) => return Ok(bytes),
-                Ok(None) => {}
-                Err(e) => return Err(self.fail_transport(e)),
-            }
-            self.check_replies()?;
-            spins += 1;
-            if spins < 1000 {
-                std::thread::yield_now();
-            } else {
-                std::thread::sleep(Duration::from_micros(50));
-            }
-        }
-    }
-
-    /// Drains replies that arrived early: failures stop the job, successes
-    /// are kept for [`Controller::finish`].
-    fn check_replies(&self) -> Result<(), JobError> {
-        while let Some((src, bytes)) = self
-            .transport
-            .try_recv(None, TAG_REPLY)
-            .map_err(|e| self.fail_transport(e))?
-        {
-            match decode_exact::<Reply>(&bytes, "reply") {
-                Ok(Reply { outcome: Err(d), .. }) => return Err(self.fail(*d)),
-                Ok(_) => self.early.borrow_mut().push((src, bytes)),
-                Err(e) => return Err(self.fail_protocol(format!("rank {src} sent an undecodable reply: {e}"))),
-            }
-        }
-        Ok(())
-    }
-
-    fn fail_transport(&self, e: TransportError) -> JobError {
-        self.failed.set(true);
-        JobError::Transport(e)
-    }
-
-    fn fail_protocol(&self, why: String) -> JobError {
-        self.failed.set(true);
-        let e = JobError::Protocol(why);
-        self.stop(&e);
-        e
-    }
-
-    fn fail(&self, d: Diagnostic) -> JobError {
-        self.failed.set(true);
-        let e = JobError::Command(Box::new(d));
-        self.stop(&e);
-        e
-    }
-
-    fn stop(&self, e: &JobError) {
-        tracing::warn!("fail-stop: {e}");
-        // On MPI `abort` prints the reason once and ends every rank.
-        self.transport.abort(&format!("fail-stop:\n{e}"));
     }
 }
