@@ -91,6 +91,11 @@ pub enum PersistError {
         /// The rank directory.
         path: PathBuf,
     },
+    /// The `Async<T>` epoch given to [`Store::persist_copy`](crate::Store::persist_copy) /
+    /// [`Store::persist_take`](crate::Store::persist_take) is poisoned or holds no value;
+    /// nothing was committed.
+    #[error("async source: {0}")]
+    Async(#[from] uni20_async::AsyncError),
     /// Garbage collection could not determine what an object references, so it
     /// refused to delete anything (see [`Store::gc`](crate::Store::gc)).
     #[error("gc refused: cannot find references of object {id} of type {type_name:?} (register the type with Store::register)")]

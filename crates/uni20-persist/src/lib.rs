@@ -35,11 +35,14 @@
 //! plugs its transport in as a [`RemoteSource`] so that loads fetch missing objects
 //! from other ranks.
 //!
-//! Not here yet: the `persist_copy` / `persist_take` bridge from `Async<T>` epochs
-//! (it will live here once `uni20-async` is settled).
+//! Values computed through `uni20-async` enter the store at an epoch:
+//! [`Store::persist_copy`] commits a copy of a [`ReadBuffer`](uni20_async::ReadBuffer)'s
+//! value and [`Store::persist_take`] moves the value out of a
+//! [`WriteBuffer`](uni20_async::WriteBuffer)'s epoch (blocking forms: `*_wait`).
 
 #![warn(missing_docs)]
 
+mod bridge;
 mod disk;
 mod error;
 mod id;
@@ -49,6 +52,7 @@ mod service;
 mod store;
 mod value;
 
+pub use bridge::CommitFailed;
 pub use error::PersistError;
 pub use id::{ObjectId, ObjectMeta, ParseObjectIdError, PersistentPtr};
 pub use persist::{decode_postcard, encode_postcard, Persist};

@@ -23,6 +23,12 @@ fn refs_erased<T: Persist>(b: &[u8]) -> Result<Vec<ObjectId>, PersistError> {
     Ok(T::decode(b)?.references())
 }
 
+/// The resident form a commit leaves behind.
+enum Resident {
+    Value(AnyArc),
+    Bytes(Arc<[u8]>),
+}
+
 /// A reachable object whose references gc must still find: id, type name, resident bytes.
 type Unresolved = (ObjectId, String, Option<Arc<[u8]>>);
 
@@ -522,15 +528,39 @@ impl Store {
     /// (fatal: no ID escapes); errors of a spill triggered by the memory budget.
     pub fn commit<T: Persist>(&self, value: T) -> Result<PersistentPtr<T>, PersistError> {
         let bytes = value.encode();
-        let id = self.alloc_id()?;
-        let meta = ObjectMeta::of_bytes(id, T::TYPE_NAME, &bytes);
         let refs = value.references();
+        let id = self.commit_parts::<T>(&bytes, refs, move || Resident::Value(Arc::new(value)))?;
+        Ok(PersistentPtr::from_id(id))
+    }
+
+    /// Commits already-encoded bytes of a `T` (from [`Persist::encode`]) with the
+    /// references of the value they encode; the bytes are kept resident and decoded on
+    /// the first load. Used by `persist_copy`, which only borrows the value.
+    pub(crate) fn commit_encoded<T: Persist>(
+        &self,
+        bytes: Vec<u8>,
+        refs: Vec<ObjectId>,
+    ) -> Result<PersistentPtr<T>, PersistError> {
+        let bytes: Arc<[u8]> = bytes.into();
+        let id = self.commit_parts::<T>(&bytes, refs, || Resident::Bytes(bytes.clone()))?;
+        Ok(PersistentPtr::from_id(id))
+    }
+
+    /// Allocates an ID for `bytes`, writes the object file (disk store), then inserts
+    /// the entry with the resident form made by `resident`. No ID escapes on error.
+    fn commit_parts<T: Persist>(
+        &self,
+        bytes: &[u8],
+        refs: Vec<ObjectId>,
+        resident: impl FnOnce() -> Resident,
+    ) -> Result<ObjectId, PersistError> {
+        let id = self.alloc_id()?;
+        let meta = ObjectMeta::of_bytes(id, T::TYPE_NAME, bytes);
         let mut disk_state = OnDisk::No;
         if let Some(disk) = &self.inner.disk {
-            disk.write_object(&meta, Some(&refs), &bytes)?;
+            disk.write_object(&meta, Some(&refs), bytes)?;
             disk_state = OnDisk::Written;
         }
-        drop(bytes);
         {
             let mut st = self.inner.state.lock();
             if st.entries.contains_key(&id) {
@@ -541,10 +571,11 @@ impl Store {
             if disk_state != OnDisk::No {
                 st.stats.disk_writes += 1;
             }
+            let form = resident();
             st.insert(Entry {
                 meta,
                 value: None,
-                encoder: Some(encode_erased::<T>),
+                encoder: None,
                 bytes: None,
                 disk: disk_state,
                 refs: Some(refs),
@@ -552,12 +583,17 @@ impl Store {
                 spilling: false,
                 pins: 0,
             });
-            let v: AnyArc = Arc::new(value);
-            st.update(id, |e| e.value = Some(v));
+            st.update(id, |e| match form {
+                Resident::Value(v) => {
+                    e.value = Some(v);
+                    e.encoder = Some(encode_erased::<T>);
+                }
+                Resident::Bytes(b) => e.bytes = Some(b),
+            });
             st.stats.commits += 1;
         }
         self.enforce_budget()?;
-        Ok(PersistentPtr::from_id(id))
+        Ok(id)
     }
 
     /// Returns the object if it is resident here, without I/O and without blocking
@@ -579,7 +615,7 @@ impl Store {
                 None => {}
             }
             st.stats.misses += 1;
-            if !st.entries.get(&id).is_some_and(|e| e.bytes.is_some()) {
+            if !matches!(st.entries.get(&id), Some(e) if e.bytes.is_some()) {
                 return None;
             }
         }
@@ -886,6 +922,15 @@ impl Store {
     /// No I/O.
     pub fn contains(&self, id: ObjectId) -> bool {
         self.inner.state.lock().entries.contains_key(&id)
+    }
+
+    /// IDs of every object this store can serve without a remote fetch (resident or on
+    /// disk), sorted. Objects whose files were found unreadable at [`open`](Store::open)
+    /// are not listed (loading them fails with a fatal error). No I/O.
+    pub fn ids(&self) -> Vec<ObjectId> {
+        let mut v: Vec<ObjectId> = self.inner.state.lock().entries.keys().copied().collect();
+        v.sort_unstable();
+        v
     }
 
     /// True if `id` has a resident form here (decoded value or bytes). No I/O.
