@@ -82,36 +82,85 @@ impl Persist for String {
     }
 }
 
+/// Plain numeric element types whose vectors are encoded as raw little-endian bytes.
+///
+/// # Safety
+/// Implementors must have no padding and no invalid bit patterns (every byte pattern
+/// of `size_of::<Self>()` bytes is a valid value), so that a `[Self]` may be viewed as
+/// `[u8]` and filled from arbitrary bytes.
+unsafe trait RawElem: Copy + Default + 'static {
+    fn to_le(self) -> Self;
+}
+
+macro_rules! raw_elem {
+    ($($t:ty),*) => {$(
+        // SAFETY: primitive integers and floats have no padding and accept any bit pattern.
+        unsafe impl RawElem for $t {
+            #[inline]
+            fn to_le(self) -> Self {
+                <$t>::from_le_bytes(self.to_ne_bytes())
+            }
+        }
+    )*};
+}
+raw_elem!(f64, f32, i64, u64, i32, u32);
+
+/// The elements' memory as bytes (native byte order).
+fn as_bytes<T: RawElem>(v: &[T]) -> &[u8] {
+    // SAFETY: `T: RawElem` has no padding, so all `size_of_val(v)` bytes are
+    // initialized; `u8` has alignment 1; the lifetime is tied to `v`.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+}
+
+/// The elements' memory as mutable bytes (native byte order).
+fn as_bytes_mut<T: RawElem>(v: &mut [T]) -> &mut [u8] {
+    // SAFETY: as `as_bytes`; in addition every byte pattern written through the
+    // returned slice is a valid `T` (`RawElem` contract).
+    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+}
+
+/// Encodes raw little-endian elements: one `memcpy` on little-endian machines.
+fn encode_raw<T: RawElem>(v: &[T]) -> Vec<u8> {
+    if cfg!(target_endian = "little") {
+        as_bytes(v).to_vec()
+    } else {
+        let le: Vec<T> = v.iter().map(|x| x.to_le()).collect();
+        as_bytes(&le).to_vec()
+    }
+}
+
+/// Decodes raw little-endian elements: a zeroed allocation (`calloc`) plus one
+/// `memcpy` on little-endian machines. The input need not be aligned.
+fn decode_raw<T: RawElem>(bytes: &[u8], name: &str) -> Result<Vec<T>, PersistError> {
+    let w = std::mem::size_of::<T>();
+    if bytes.len() % w != 0 {
+        return Err(PersistError::Decode(format!(
+            "{name}: {} bytes is not a multiple of {w}",
+            bytes.len()
+        )));
+    }
+    let mut out = vec![T::default(); bytes.len() / w];
+    as_bytes_mut(&mut out).copy_from_slice(bytes);
+    if cfg!(target_endian = "big") {
+        for x in &mut out {
+            *x = x.to_le();
+        }
+    }
+    Ok(out)
+}
+
 macro_rules! persist_le_vec {
     ($t:ty, $name:literal) => {
         /// Raw little-endian elements, no header; the length is `size / size_of::<T>()`.
+        /// Encoding is one `memcpy` of the element buffer (on little-endian machines),
+        /// decoding one allocation plus one `memcpy`.
         impl Persist for Vec<$t> {
             const TYPE_NAME: &'static str = $name;
             fn encode(&self) -> Vec<u8> {
-                let mut out = Vec::with_capacity(self.len() * std::mem::size_of::<$t>());
-                for x in self {
-                    out.extend_from_slice(&x.to_le_bytes());
-                }
-                out
+                encode_raw(self)
             }
             fn decode(bytes: &[u8]) -> Result<Self, PersistError> {
-                const W: usize = std::mem::size_of::<$t>();
-                if bytes.len() % W != 0 {
-                    return Err(PersistError::Decode(format!(
-                        "{}: {} bytes is not a multiple of {}",
-                        $name,
-                        bytes.len(),
-                        W
-                    )));
-                }
-                Ok(bytes
-                    .chunks_exact(W)
-                    .map(|c| {
-                        let mut a = [0u8; W];
-                        a.copy_from_slice(c);
-                        <$t>::from_le_bytes(a)
-                    })
-                    .collect())
+                decode_raw(bytes, $name)
             }
         }
     };
@@ -137,5 +186,39 @@ impl Persist for Vec<ObjectId> {
     }
     fn references(&self) -> Vec<ObjectId> {
         self.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_vectors_are_little_endian_and_round_trip() {
+        let v = vec![1.5f64, -0.0, f64::MAX, f64::MIN_POSITIVE, f64::NAN];
+        let b = v.encode();
+        let expect: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        assert_eq!(b, expect);
+        let back = <Vec<f64>>::decode(&b).unwrap();
+        assert_eq!(
+            back.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+            v.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+        );
+        let u = vec![1u32, 0xdead_beef, u32::MAX];
+        assert_eq!(u.encode(), u.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>());
+        assert_eq!(<Vec<u32>>::decode(&u.encode()).unwrap(), u);
+        let i = vec![-1i64, i64::MIN, 7];
+        assert_eq!(<Vec<i64>>::decode(&i.encode()).unwrap(), i);
+        assert!(<Vec<f32>>::decode(&[0u8; 7]).is_err());
+        assert!(<Vec<f64>>::decode(&[]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn decode_accepts_unaligned_input() {
+        let v: Vec<f64> = (0..100).map(|k| k as f64 * 0.25).collect();
+        let mut buf = vec![0u8; 1];
+        buf.extend_from_slice(&v.encode());
+        // `buf[1..]` is not 8-byte aligned.
+        assert_eq!(<Vec<f64>>::decode(&buf[1..]).unwrap(), v);
     }
 }
