@@ -371,16 +371,30 @@ impl<'a, T: Element> StridedViewMut<'a, T> {
     /// Writes `src` (row-major over `shape`) into the view's elements.
     /// `src.len()` must equal the element count (callers guarantee it).
     pub(crate) fn write_row_major(&mut self, src: &[T]) {
-        let n = self.shape.len();
+        let r = self.shape.len();
         if src.is_empty() || self.shape.contains(&0) {
             return;
         }
-        let mut idx = vec![0usize; n];
+        if self.strides == row_major_strides(&self.shape) {
+            // Contiguous: one memcpy.
+            self.data[self.offset..self.offset + src.len()].copy_from_slice(src);
+            return;
+        }
+        if r == 0 {
+            self.data[self.offset] = src[0];
+            return;
+        }
+        let (ni, si) = (self.shape[r - 1], self.strides[r - 1]);
+        let mut idx = vec![0usize; r - 1];
         let mut off = self.offset as isize;
-        for &v in src {
-            self.data[off as usize] = v;
-            // Advance the row-major multi-index and the offset together.
-            let mut k = n;
+        for row in src.chunks_exact(ni) {
+            let mut o = off;
+            for &v in row {
+                self.data[o as usize] = v;
+                o += si;
+            }
+            // Advance the outer multi-index and the row offset together.
+            let mut k = r - 1;
             while k > 0 {
                 k -= 1;
                 idx[k] += 1;
