@@ -62,6 +62,9 @@ pub enum DistError {
     /// the first error), or it has no value.
     #[error(transparent)]
     Async(#[from] uni20_async::AsyncError),
+    /// A persistent-store operation on the root failed.
+    #[error(transparent)]
+    Store(#[from] uni20_persist::PersistError),
     /// A submitted command failed, or the job was aborted.
     #[error(transparent)]
     Job(#[from] JobError),

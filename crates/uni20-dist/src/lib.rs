@@ -12,12 +12,14 @@
 
 #![warn(missing_docs)]
 
+mod checkpoint;
 mod contract;
 mod error;
 pub mod layout;
 mod npy;
 mod tensor;
 
+pub use checkpoint::{checkpoint, flush_all, restore, Checkpoint};
 pub use contract::{
     contract, contract_with, plan_contract, ContractDescriptorV1, ContractOptions, ContractPlan, ContractV1, Transfer,
     WorkItem,
@@ -28,7 +30,8 @@ pub use npy::{
     npy_header_bytes, read_npy, read_npy_header, write_npy, NpyLayout, NpyReadDesc, NpyReadV1, NpyWriteDesc, NpyWriteV1,
 };
 pub use tensor::{
-    Block, BlockRef, DistTensor, GetBlocksDesc, GetBlocksV1, Manifest, PutBlocksDesc, PutBlocksV1, TensorMeta,
+    Block, BlockRef, DistTensor, GetBlocksDesc, GetBlocksV1, Manifest, Placement, PutBlocksDesc, PutBlocksV1,
+    TensorMeta,
 };
 
 /// Referenced by the facade so the linker keeps this crate's command

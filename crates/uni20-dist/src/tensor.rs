@@ -236,24 +236,39 @@ impl DistTensor {
     }
 
     /// Scatters a root-local tensor into blocks of at most `block` elements
-    /// per mode, owned round-robin by the worker ranks. The payload passes
+    /// per mode, owned round-robin by the compute workers. The payload passes
     /// through the root because the user asked for it. Returns once every
     /// block is committed.
     ///
     /// # Errors
-    /// [`DistError::BlockSize`] for `block == 0`; [`DistError::Job`] if a
-    /// worker fails to commit a block.
+    /// As [`DistTensor::from_local_on`].
     pub fn from_local(ctl: &Controller<'_>, local: &LocalTensor, block: usize) -> Result<DistTensor, DistError> {
+        DistTensor::from_local_on(ctl, local, block, &Placement::Workers)
+    }
+
+    /// Scatters a root-local tensor into blocks of at most `block` elements
+    /// per mode, owned round-robin by the ranks of `placement`.
+    ///
+    /// # Errors
+    /// [`DistError::BlockSize`] for `block == 0`; [`DistError::Shape`] for a
+    /// placement with no rank or a rank outside the universe;
+    /// [`DistError::Job`] if an owner fails to commit a block.
+    pub fn from_local_on(
+        ctl: &Controller<'_>,
+        local: &LocalTensor,
+        block: usize,
+        placement: &Placement,
+    ) -> Result<DistTensor, DistError> {
         if block == 0 {
             return Err(DistError::BlockSize);
         }
+        let ranks = placement.ranks(ctl)?;
         let grid = Grid::regular(local.shape(), block);
-        let workers = ctl.worker_ranks();
-        let owners: Vec<usize> = (0..grid.num_blocks()).map(|b| workers[b % workers.len()]).collect();
+        let owners: Vec<usize> = (0..grid.num_blocks()).map(|b| ranks[b % ranks.len()]).collect();
         let blocks: Vec<LocalTensor> = (0..grid.num_blocks())
             .map(|b| extract_block(local, &grid, b))
             .collect::<Result<_, _>>()?;
-        let refs = if workers == [0] {
+        let refs = if ranks == [0] {
             blocks
                 .into_iter()
                 .map(|blk| {
@@ -264,8 +279,11 @@ impl DistTensor {
                 })
                 .collect::<Result<Vec<_>, DistError>>()?
         } else {
+            let mut participants = owners.clone();
+            participants.sort_unstable();
+            participants.dedup();
             let desc = PutBlocksDesc { owners: owners.clone() };
-            let op = ctl.begin::<PutBlocksV1>(&desc, &workers)?;
+            let op = ctl.begin::<PutBlocksV1>(&desc, &participants)?;
             for (blk, &owner) in blocks.iter().zip(&owners) {
                 ctl.send_data(owner, &blk.encode())?;
             }
@@ -345,6 +363,38 @@ impl DistTensor {
     }
 }
 
+/// Which ranks own the blocks of a new tensor (round-robin over them).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// The compute workers ([`Controller::worker_ranks`]).
+    Workers,
+    /// The storage ranks ([`Controller::storage_ranks`]); an error if the
+    /// universe has none.
+    Storage,
+    /// Explicit ranks (the root only when it is alone).
+    Ranks(Vec<usize>),
+}
+
+impl Placement {
+    fn ranks(&self, ctl: &Controller<'_>) -> Result<Vec<usize>, DistError> {
+        let ranks = match self {
+            Placement::Workers => ctl.worker_ranks(),
+            Placement::Storage => ctl.storage_ranks(),
+            Placement::Ranks(r) => r.clone(),
+        };
+        if ranks.is_empty() {
+            return Err(DistError::Shape(format!("placement {self:?} names no rank")));
+        }
+        if let Some(bad) = ranks.iter().find(|&&r| r >= ctl.size() || (r == 0 && ctl.size() > 1)) {
+            return Err(DistError::Shape(format!(
+                "placement {self:?}: rank {bad} cannot own blocks in a universe of {} ranks",
+                ctl.size()
+            )));
+        }
+        Ok(ranks)
+    }
+}
+
 /// Turns `(rank, [(block, id)])` replies into a complete block map.
 pub(crate) fn collect_refs(
     replies: Vec<(usize, Vec<(usize, ObjectId)>)>,
@@ -366,7 +416,7 @@ pub(crate) fn collect_refs(
 }
 
 pub(crate) fn store_err(e: PersistError) -> DistError {
-    DistError::Shape(format!("persistent store: {e}"))
+    DistError::Store(e)
 }
 
 /// Copies block `b` of `grid` out of a dense local tensor.

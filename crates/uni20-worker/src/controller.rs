@@ -70,6 +70,7 @@ pub struct Controller<'a> {
     store: Store,
     backends: BackendList,
     threads: usize,
+    storage_ranks: usize,
     faults: FaultPlan,
     next_op: Cell<u64>,
     first_failure: RefCell<Option<String>>,
@@ -106,6 +107,7 @@ impl<'a> Controller<'a> {
         store: Store,
         backends: BackendList,
         threads: usize,
+        storage_ranks: usize,
         faults: FaultPlan,
     ) -> Controller<'a> {
         Controller {
@@ -114,6 +116,7 @@ impl<'a> Controller<'a> {
             store,
             backends,
             threads,
+            storage_ranks,
             faults,
             next_op: Cell::new(1),
             first_failure: RefCell::new(None),
@@ -128,9 +131,25 @@ impl<'a> Controller<'a> {
         self.transport.size()
     }
 
-    /// The ranks that hold blocks and run work items: `1..size`, or `[0]`
-    /// when the root is alone.
+    /// The compute workers, which hold blocks and run work items:
+    /// `1..size - k` for `k` storage ranks, or `[0]` when the root is alone.
     pub fn worker_ranks(&self) -> Vec<usize> {
+        if self.size() == 1 {
+            vec![0]
+        } else {
+            (1..self.size() - self.storage_ranks).collect()
+        }
+    }
+
+    /// The storage ranks (the last `k` ranks): object servers that own
+    /// blocks placed on them and never compute.
+    pub fn storage_ranks(&self) -> Vec<usize> {
+        (self.size() - self.storage_ranks..self.size()).collect()
+    }
+
+    /// Every rank except the root: compute workers and storage ranks (or
+    /// `[0]` when the root is alone).
+    pub fn all_workers(&self) -> Vec<usize> {
         if self.size() == 1 {
             vec![0]
         } else {

@@ -67,3 +67,54 @@ fn handle_noop(_ctx: &mut WorkerContext<'_>, env: &Envelope) -> Result<Vec<u8>, 
 register_command! {
     static NOOP_V1 = { wire: "uni20.noop.v1", debug: "noop", schema: 1, handler: handle_noop };
 }
+
+/// `uni20.flush.v1`: every participant makes its whole store durable
+/// ([`uni20_persist::Store::flush_all`]: object files and directory
+/// fsynced, one batch). Reply: the number of objects the store holds.
+pub struct Flush;
+
+impl CommandSpec for Flush {
+    const WIRE_NAME: &'static str = "uni20.flush.v1";
+    const DEBUG_NAME: &'static str = "flush";
+    const SCHEMA_VERSION: u32 = 1;
+    type Descriptor = ();
+    type Reply = u64;
+}
+
+fn handle_flush(ctx: &mut WorkerContext<'_>, env: &Envelope) -> Result<Vec<u8>, HandlerError> {
+    decode_descriptor::<Flush>(env)?;
+    ctx.store()
+        .flush_all()
+        .map_err(|e| HandlerError::from(e).context("flushing the store"))?;
+    encode_reply::<Flush>(&(ctx.store().ids().len() as u64))
+}
+
+register_command! {
+    static FLUSH_V1 = { wire: "uni20.flush.v1", debug: "flush", schema: 1, handler: handle_flush };
+}
+
+/// `uni20.storage.v1`: one object-server request (get, put, pin, release,
+/// has) answered by the participant's store ([`uni20_persist::Store::serve`]).
+/// Storage ranks are the intended targets; any rank can answer.
+pub struct StorageCommand;
+
+impl CommandSpec for StorageCommand {
+    const WIRE_NAME: &'static str = "uni20.storage.v1";
+    const DEBUG_NAME: &'static str = "storage";
+    const SCHEMA_VERSION: u32 = 1;
+    type Descriptor = uni20_persist::StorageRequest;
+    type Reply = uni20_persist::StorageResponse;
+}
+
+fn handle_storage(ctx: &mut WorkerContext<'_>, env: &Envelope) -> Result<Vec<u8>, HandlerError> {
+    let req = decode_descriptor::<StorageCommand>(env)?;
+    let resp = ctx.store().serve(req);
+    if let uni20_persist::StorageResponse::Failed { message, fatal: true } = &resp {
+        return Err(HandlerError::msg(message.clone()).context("storage request"));
+    }
+    encode_reply::<StorageCommand>(&resp)
+}
+
+register_command! {
+    static STORAGE_V1 = { wire: "uni20.storage.v1", debug: "storage", schema: 1, handler: handle_storage };
+}

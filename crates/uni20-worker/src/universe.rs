@@ -82,6 +82,9 @@ pub struct UniverseBuilder {
     startup_timeout: Duration,
     registry_overrides: BTreeMap<usize, Vec<CommandEntry>>,
     faults: Option<FaultPlan>,
+    store_dir: Option<std::path::PathBuf>,
+    memory_budget: Option<u64>,
+    storage_ranks: Option<usize>,
 }
 
 impl Default for UniverseBuilder {
@@ -126,6 +129,66 @@ impl UniverseBuilder {
             startup_timeout: Duration::from_secs(env_usize("UNI20_STARTUP_TIMEOUT").unwrap_or(60) as u64),
             registry_overrides: BTreeMap::new(),
             faults: None,
+            store_dir: std::env::var_os("UNI20_STORE_DIR").map(Into::into),
+            memory_budget: std::env::var("UNI20_STORE_BUDGET")
+                .ok()
+                .and_then(|v| v.trim().parse().ok()),
+            storage_ranks: None,
+        }
+    }
+
+    /// Puts every rank's persistent store on disk under `dir` (one
+    /// `rank-<r>` directory each; default: `UNI20_STORE_DIR`, else in
+    /// memory). Reopening the same directory with the same number of ranks
+    /// serves every object flushed before (restart from a checkpoint).
+    pub fn store_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.store_dir = Some(dir.into());
+        self
+    }
+
+    /// Memory budget of each rank's disk store in bytes (default:
+    /// `UNI20_STORE_BUDGET`, else unlimited); unpinned objects beyond it are
+    /// spilled to disk.
+    pub fn memory_budget(mut self, bytes: u64) -> Self {
+        self.memory_budget = Some(bytes);
+        self
+    }
+
+    /// Dedicates the last `k` ranks to serving objects (default:
+    /// `UNI20_STORAGE_RANKS`, else 0). Storage ranks own blocks placed on
+    /// them and send them straight to the workers that need them; they are
+    /// never assigned work items. At least one compute worker (or the root
+    /// alone) must remain: `k < size - 1` when `size > 1`.
+    pub fn storage_ranks(mut self, k: usize) -> Self {
+        self.storage_ranks = Some(k);
+        self
+    }
+
+    fn storage_count(&self, size: usize) -> Result<usize, JobError> {
+        let k = self
+            .storage_ranks
+            .or_else(|| env_usize("UNI20_STORAGE_RANKS"))
+            .unwrap_or(0);
+        if k > 0 && k + 2 > size {
+            return Err(JobError::Startup(format!(
+                "{k} storage rank(s) need at least {} ranks (root + one worker + storage), the universe has {size}",
+                k + 2
+            )));
+        }
+        Ok(k)
+    }
+
+    fn open_store(&self, rank: usize) -> Result<Store, JobError> {
+        match &self.store_dir {
+            None => Ok(Store::in_memory(rank as u32)),
+            Some(dir) => {
+                let mut opts = uni20_persist::StoreOptions::new();
+                if let Some(b) = self.memory_budget {
+                    opts = opts.memory_budget(b);
+                }
+                Store::open(dir, rank as u32, opts)
+                    .map_err(|e| JobError::Startup(format!("rank {rank}: opening the store in {}: {e}", dir.display())))
+            }
         }
     }
 
@@ -233,15 +296,21 @@ impl UniverseBuilder {
             worker_registries.push(self.registry_of(r, &faults)?);
         }
         let faults = &faults;
+        let storage = self.storage_count(n)?;
+        let mut stores = Vec::with_capacity(n);
+        for r in 0..n {
+            stores.push(self.open_store(r)?);
+        }
+        let mut stores = stores.into_iter();
+        let root_store = stores.next().ok_or_else(|| JobError::Startup("no rank 0".into()))?;
         std::thread::scope(|scope| {
-            for (i, registry) in worker_registries.into_iter().enumerate() {
+            for (i, (registry, store)) in worker_registries.into_iter().zip(stores).enumerate() {
                 let rank = i + 1;
                 let shared = shared.clone();
                 std::thread::Builder::new()
                     .name(format!("uni20-rank-{rank}"))
                     .spawn_scoped(scope, move || {
                         let t = InProcessTransport::new(rank, shared);
-                        let store = Store::in_memory(rank as u32);
                         let backends = BackendList::default_cpu(threads);
                         let _span = tracing::info_span!("rank", rank).entered();
                         let exit = catch_unwind(AssertUnwindSafe(|| {
@@ -260,7 +329,16 @@ impl UniverseBuilder {
             }
             let t = InProcessTransport::new(0, shared.clone());
             let _span = tracing::info_span!("rank", rank = 0).entered();
-            let result = root_main(&t, root_registry, threads, self.startup_timeout, faults.clone(), f);
+            let result = root_main(
+                &t,
+                root_registry,
+                root_store,
+                threads,
+                storage,
+                self.startup_timeout,
+                faults.clone(),
+                f,
+            );
             if result.is_err() {
                 t.abort("the root stopped the job");
             }
@@ -295,8 +373,10 @@ impl UniverseBuilder {
         let faults = self.fault_plan()?;
         let registry = self.registry_of(rank, &faults)?;
         let _span = tracing::info_span!("rank", rank).entered();
+        let storage = self.storage_count(size)?;
+        let store = self.open_store(rank)?;
         if rank == 0 {
-            let result = root_main(&t, registry, threads, self.startup_timeout, faults, f);
+            let result = root_main(&t, registry, store, threads, storage, self.startup_timeout, faults, f);
             if let Err(e) = &result {
                 if !matches!(e, JobError::RegistryMismatch { .. }) {
                     t.abort(&e.to_string());
@@ -306,7 +386,6 @@ impl UniverseBuilder {
             drop(universe);
             result
         } else {
-            let store = Store::in_memory(rank as u32);
             let backends = BackendList::default_cpu(threads);
             let outcome = worker_loop(&t, &registry, &store, &backends, threads, &faults);
             if let WorkerExit::Died(why) = &outcome {
@@ -575,10 +654,13 @@ fn undecodable(rank: usize, why: String) -> Diagnostic {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn root_main<R>(
     t: &dyn Transport,
     registry: Registry,
+    store: Store,
     threads: usize,
+    storage_ranks: usize,
     timeout: Duration,
     faults: FaultPlan,
     f: impl FnOnce(&Controller<'_>) -> R,
@@ -623,9 +705,10 @@ fn root_main<R>(
     let ctl = Controller::new(
         t,
         registry,
-        Store::in_memory(0),
+        store,
         BackendList::default_cpu(threads),
         threads,
+        storage_ranks,
         faults,
     );
     let out = catch_unwind(AssertUnwindSafe(|| {

@@ -1,0 +1,17 @@
+//! MPI integration test: 3 ranks plus 1 storage rank (`mpirun -n 4`); a
+//! contraction whose inputs live on the storage rank matches the reference
+//! and routes no byte through the root.
+// uni20-mpi-ranks: 4
+
+mod storage_common;
+
+fn main() {
+    let bytes = uni20::universe()
+        .storage_ranks(1)
+        .run(|ctl| {
+            assert_eq!(ctl.transport_kind(), "mpi", "not launched by mpirun");
+            storage_common::contraction_with_inputs_on_storage(ctl)
+        })
+        .unwrap();
+    println!("mpi_storage: {bytes} bytes fetched by workers directly from the storage rank");
+}
