@@ -130,6 +130,7 @@ pub fn run(opts: &TestOptions) -> Result<i32> {
     if !matches!(results.last(), Some((_, Outcome::Interrupted(_), _))) {
         results.extend(cli_parity(&launcher, opts)?);
         results.extend(fault_stage(&launcher, opts)?);
+        results.push(checkpoint_restart(&launcher, opts)?);
     }
     print_summary(&results);
     if let Some((_, Outcome::Interrupted(sig), _)) = results.last() {
@@ -353,6 +354,70 @@ fn fault_stage(launcher: &Launcher, opts: &TestOptions) -> Result<Vec<(Job, Outc
     }
     let _ = std::fs::remove_dir_all(&scratch);
     Ok(results)
+}
+
+/// `examples/checkpoint.rs` under `mpirun -n 3`: a run stopped at a
+/// checkpoint plus a run resumed from it print exactly the lines of an
+/// uninterrupted run.
+fn checkpoint_restart(launcher: &Launcher, opts: &TestOptions) -> Result<(Job, Outcome, Duration)> {
+    let ex = (TargetKind::Example, "checkpoint".to_string());
+    let exe = cargo::build_mpi(ROOT_PACKAGE, std::slice::from_ref(&ex), opts.release, &[])?[&ex].clone();
+    let scratch = std::env::temp_dir().join(format!("uni20-checkpoint-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&scratch)?;
+    let start = std::time::Instant::now();
+    let run = |store: &str, extra: &[&str]| -> Result<(Outcome, String)> {
+        let log_path = scratch.join(format!("{store}-{}.txt", extra.join("_").replace([':', '-'], "")));
+        let log = std::fs::File::create(&log_path)?;
+        let mut args: Vec<std::ffi::OsString> = vec![
+            "--store".into(),
+            scratch.join(store).into(),
+            "--steps".into(),
+            "12".into(),
+        ];
+        args.extend(extra.iter().map(|a| a.into()));
+        let mut cmd = launcher.command(3, &exe, &args);
+        cmd.stdin(std::process::Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log);
+        let (outcome, _) = crate::proc::run_with_timeout(&mut cmd, opts.timeout)?;
+        Ok((outcome, std::fs::read_to_string(&log_path).unwrap_or_default()))
+    };
+    let lines = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter_map(|l| l.split_once("L=").map(|(_, rest)| format!("L={rest}")))
+            .collect()
+    };
+    eprintln!("\nxtask: ---- checkpoint restart (examples/checkpoint.rs) @ 3 ranks ----");
+    let (o1, full) = run("full", &[])?;
+    let (o2, first) = run("split", &["--stop-after", "6"])?;
+    let id = first
+        .lines()
+        .find_map(|l| l.split_once("checkpoint: ").map(|(_, id)| id.trim().to_string()));
+    let outcome = match (o1, o2, id) {
+        (Outcome::Exited(0), Outcome::Exited(0), Some(id)) => {
+            let (o3, second) = run("split", &["--resume", &id])?;
+            let resumed: Vec<String> = lines(&first).into_iter().chain(lines(&second)).collect();
+            if o3 == Outcome::Exited(0) && resumed == lines(&full) && resumed.len() == 12 {
+                eprintln!("xtask: resumed from {id}: 12 values identical to the uninterrupted run");
+                Outcome::Exited(0)
+            } else {
+                eprintln!("xtask: FAIL: resumed run differs\n{full}\n--\n{first}\n--\n{second}");
+                Outcome::Exited(1)
+            }
+        }
+        (a, b, id) => {
+            eprintln!("xtask: FAIL: {a:?} / {b:?} / checkpoint id {id:?}\n{full}\n--\n{first}");
+            Outcome::Exited(1)
+        }
+    };
+    let _ = std::fs::remove_dir_all(&scratch);
+    let job = Job {
+        kind: TargetKind::Example,
+        name: "checkpoint restart".into(),
+        ranks: 3,
+    };
+    Ok((job, outcome, start.elapsed()))
 }
 
 /// Largest |a - b| / max|b| over two npy files with identical headers

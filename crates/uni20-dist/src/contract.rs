@@ -525,23 +525,57 @@ impl<'c> DeferredJob<'c> for ContractJob {
     }
 }
 
-/// Frames an object for a worker-to-worker transfer:
-/// `[u32 LE meta length][postcard meta][payload]`.
-fn frame_replica(meta: &ObjectMeta, payload: &[u8]) -> Vec<u8> {
-    let m = postcard::to_stdvec(meta).unwrap_or_default();
-    let mut out = Vec::with_capacity(4 + m.len() + payload.len());
-    out.extend_from_slice(&(m.len() as u32).to_le_bytes());
-    out.extend_from_slice(&m);
-    out.extend_from_slice(payload);
-    out
+/// Tags of transfer `i`: its metadata message and its payload message.
+fn transfer_tags(i: usize) -> (Tag, Tag) {
+    let base = data_tag(2 * (i % 15_000));
+    (base, base + 1)
 }
 
-fn unframe_replica(frame: &[u8]) -> Result<(ObjectMeta, Vec<u8>), HandlerError> {
-    let bad = || HandlerError::msg("malformed block transfer frame");
-    let len = u32::from_le_bytes(frame.get(..4).ok_or_else(bad)?.try_into().map_err(|_| bad())?) as usize;
-    let m = frame.get(4..4 + len).ok_or_else(bad)?;
-    let meta: ObjectMeta = uni20_worker::decode_exact(m, "object metadata")?;
-    Ok((meta, frame[4 + len..].to_vec()))
+/// Executes this rank's part of `transfers`: sends the objects it owns
+/// (metadata, then the payload straight from the store's bytes: no copy)
+/// and receives the ones it needs, inserting each as a replica after
+/// checking its size and checksum. Returns the ids of the new replicas.
+///
+/// # Errors
+/// A [`HandlerError`] naming the object if a send, a receive or the
+/// replica check fails.
+pub(crate) fn exchange_blocks(ctx: &WorkerContext<'_>, transfers: &[Transfer]) -> Result<Vec<ObjectId>, HandlerError> {
+    let me = ctx.rank();
+    let store = ctx.store();
+    let mut outgoing_data = Vec::new();
+    for (i, t) in transfers.iter().enumerate().filter(|(_, t)| t.from == me) {
+        let (meta, bytes) = store
+            .encoded(t.id)
+            .map_err(|e| HandlerError::from(e).with_object(t.id))?;
+        let meta = postcard::to_stdvec(&meta).map_err(|e| HandlerError::msg(e.to_string()))?;
+        outgoing_data.push((t.to, transfer_tags(i), meta, bytes));
+    }
+    let mut outgoing: Vec<(usize, Tag, &[u8])> = Vec::with_capacity(2 * outgoing_data.len());
+    for (to, (tm, tp), meta, bytes) in &outgoing_data {
+        outgoing.push((*to, *tm, meta.as_slice()));
+        outgoing.push((*to, *tp, &bytes[..]));
+    }
+    let mut incoming = Vec::new();
+    for (i, t) in transfers.iter().enumerate().filter(|(_, t)| t.to == me) {
+        let (tm, tp) = transfer_tags(i);
+        incoming.push((t.from, tm));
+        incoming.push((t.from, tp));
+    }
+    let mut received = ctx.transport().exchange(&outgoing, &incoming)?.into_iter();
+    drop(outgoing);
+    drop(outgoing_data);
+    let mut replicas = Vec::new();
+    while let (Some(meta), Some(bytes)) = (received.next(), received.next()) {
+        let meta: ObjectMeta = uni20_worker::decode_exact(&meta, "object metadata")?;
+        let id = meta.id;
+        if !store.contains(id) {
+            store
+                .insert_replica(meta, bytes)
+                .map_err(|e| HandlerError::from(e).with_object(id))?;
+            replicas.push(id);
+        }
+    }
+    Ok(replicas)
 }
 
 fn kernel_error(e: ContractError) -> HandlerError {
@@ -561,34 +595,7 @@ fn handle_contract(ctx: &mut WorkerContext<'_>, env: &Envelope) -> Result<Vec<u8
     let me = ctx.rank();
     let store = ctx.store();
     // 1. Exchange blocks directly with the other workers.
-    let mut frames = Vec::new();
-    for (i, t) in d.transfers.iter().enumerate().filter(|(_, t)| t.from == me) {
-        let (meta, bytes) = store
-            .encoded(t.id)
-            .map_err(|e| HandlerError::from(e).with_object(t.id))?;
-        frames.push((t.to, data_tag(i), frame_replica(&meta, &bytes)));
-    }
-    let outgoing: Vec<(usize, Tag, &[u8])> = frames.iter().map(|(to, tag, f)| (*to, *tag, f.as_slice())).collect();
-    let incoming: Vec<(usize, Tag)> = d
-        .transfers
-        .iter()
-        .enumerate()
-        .filter(|(_, t)| t.to == me)
-        .map(|(i, t)| (t.from, data_tag(i)))
-        .collect();
-    let received = ctx.transport().exchange(&outgoing, &incoming)?;
-    drop(frames);
-    let mut replicas = Vec::new();
-    for frame in received {
-        let (meta, bytes) = unframe_replica(&frame)?;
-        let id = meta.id;
-        if !store.contains(id) {
-            store
-                .insert_replica(meta, bytes)
-                .map_err(|e| HandlerError::from(e).with_object(id))?;
-            replicas.push(id);
-        }
-    }
+    let replicas = exchange_blocks(ctx, &d.transfers)?;
     // 2. Compute this rank's items.
     let load = |r: &BlockRef| {
         store
@@ -639,4 +646,79 @@ fn handle_contract(ctx: &mut WorkerContext<'_>, env: &Envelope) -> Result<Vec<u8
 
 register_command! {
     static CONTRACT_V1 = { wire: "uni20.contract.v1", debug: "contract", schema: 1, handler: handle_contract };
+}
+
+/// `uni20.replicate.v1`: copies objects from their owners to other ranks,
+/// directly (never through the root). Persistent objects are immutable, so
+/// a replica is as good as the original.
+pub struct ReplicateV1;
+
+/// Descriptor of [`ReplicateV1`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplicateDesc {
+    /// The copies to make; transfer `i` uses the tags of `i`.
+    pub transfers: Vec<Transfer>,
+    /// Drop the new replicas again after verifying them (for benchmarks:
+    /// every repetition then moves the bytes again).
+    pub release_after: bool,
+}
+
+impl CommandSpec for ReplicateV1 {
+    const WIRE_NAME: &'static str = "uni20.replicate.v1";
+    const DEBUG_NAME: &'static str = "replicate";
+    const SCHEMA_VERSION: u32 = 1;
+    type Descriptor = ReplicateDesc;
+    /// Number of replicas created on the replying rank.
+    type Reply = u64;
+}
+
+fn handle_replicate(ctx: &mut WorkerContext<'_>, env: &Envelope) -> Result<Vec<u8>, HandlerError> {
+    let d = decode_descriptor::<ReplicateV1>(env)?;
+    let replicas = exchange_blocks(ctx, &d.transfers)?;
+    if d.release_after {
+        for id in &replicas {
+            ctx.store().release(*id);
+        }
+    }
+    encode_reply::<ReplicateV1>(&(replicas.len() as u64))
+}
+
+register_command! {
+    static REPLICATE_V1 = { wire: "uni20.replicate.v1", debug: "replicate", schema: 1, handler: handle_replicate };
+}
+
+/// Copies every block of `t` that `to` does not own onto rank `to`, straight
+/// from the owners; waits for completion and returns the bytes moved.
+/// With `keep == false` the copies are verified and dropped again.
+///
+/// # Errors
+/// As [`DistTensor::manifest`]; [`DistError::Job`] if a transfer fails.
+pub fn replicate(ctl: &Controller<'_>, t: &DistTensor, to: usize, keep: bool) -> Result<u64, DistError> {
+    let m = t.manifest(ctl)?;
+    let transfers: Vec<Transfer> = m
+        .blocks
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.owner != to)
+        .map(|(b, r)| Transfer {
+            id: r.id,
+            from: r.owner,
+            to,
+            bytes: m.block_bytes(b),
+        })
+        .collect();
+    let bytes = transfers.iter().map(|t| t.bytes).sum();
+    let mut participants: Vec<usize> = transfers.iter().flat_map(|t| [t.from, t.to]).collect();
+    participants.sort_unstable();
+    participants.dedup();
+    if !participants.is_empty() {
+        ctl.submit::<ReplicateV1>(
+            &ReplicateDesc {
+                transfers,
+                release_after: !keep,
+            },
+            &participants,
+        )?;
+    }
+    Ok(bytes)
 }

@@ -21,8 +21,8 @@ mod tensor;
 
 pub use checkpoint::{checkpoint, flush_all, restore, Checkpoint};
 pub use contract::{
-    contract, contract_with, plan_contract, ContractDescriptorV1, ContractOptions, ContractPlan, ContractV1, Transfer,
-    WorkItem,
+    contract, contract_with, plan_contract, replicate, ContractDescriptorV1, ContractOptions, ContractPlan, ContractV1,
+    ReplicateDesc, ReplicateV1, Transfer, WorkItem,
 };
 pub use error::DistError;
 pub use layout::Grid;

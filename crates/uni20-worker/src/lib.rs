@@ -118,3 +118,53 @@ fn handle_storage(ctx: &mut WorkerContext<'_>, env: &Envelope) -> Result<Vec<u8>
 register_command! {
     static STORAGE_V1 = { wire: "uni20.storage.v1", debug: "storage", schema: 1, handler: handle_storage };
 }
+
+/// `uni20.sendrecv.v1`: rank `from` sends `bytes` raw bytes to rank `to`
+/// over the transport, nothing else (no store, no checksum). The baseline
+/// against which object transfers are measured.
+pub struct SendRecv;
+
+/// Descriptor of [`SendRecv`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SendRecvDesc {
+    /// Sending rank.
+    pub from: usize,
+    /// Receiving rank.
+    pub to: usize,
+    /// Message size in bytes.
+    pub bytes: u64,
+}
+
+impl CommandSpec for SendRecv {
+    const WIRE_NAME: &'static str = "uni20.sendrecv.v1";
+    const DEBUG_NAME: &'static str = "sendrecv";
+    const SCHEMA_VERSION: u32 = 1;
+    type Descriptor = SendRecvDesc;
+    /// Bytes received on the replying rank (0 on the sender).
+    type Reply = u64;
+}
+
+fn handle_sendrecv(ctx: &mut WorkerContext<'_>, env: &Envelope) -> Result<Vec<u8>, HandlerError> {
+    let d = decode_descriptor::<SendRecv>(env)?;
+    let me = ctx.rank();
+    let tag = data_tag(0);
+    let mut got = 0u64;
+    if me == d.from {
+        let len = usize::try_from(d.bytes).map_err(|_| HandlerError::msg("message size does not fit in memory"))?;
+        let payload = vec![0x5au8; len];
+        ctx.transport().exchange(&[(d.to, tag, &payload)], &[])?;
+    }
+    if me == d.to {
+        got = ctx
+            .transport()
+            .exchange(&[], &[(d.from, tag)])?
+            .iter()
+            .map(|m| m.len() as u64)
+            .sum();
+    }
+    encode_reply::<SendRecv>(&got)
+}
+
+register_command! {
+    static SENDRECV_V1 = { wire: "uni20.sendrecv.v1", debug: "sendrecv", schema: 1, handler: handle_sendrecv };
+}
