@@ -24,6 +24,16 @@ pub trait Persist: Sized + Send + Sync + 'static {
     /// Encodes the value into its payload bytes.
     fn encode(&self) -> Vec<u8>;
 
+    /// The encoding as a borrowed view of the value's own memory, when the payload is
+    /// exactly that memory (a byte vector, a string, a raw little-endian numeric vector
+    /// on a little-endian machine). [`Store::commit`](crate::Store::commit) then writes
+    /// and checksums the value in place: no encoding copy at all. The default is `None`
+    /// (commit calls [`encode`](Persist::encode)). When `Some`, the bytes must equal
+    /// `encode()`.
+    fn encode_borrowed(&self) -> Option<&[u8]> {
+        None
+    }
+
     /// Decodes a payload produced by [`encode`](Persist::encode).
     ///
     /// # Errors
@@ -67,6 +77,9 @@ impl Persist for Vec<u8> {
     fn encode(&self) -> Vec<u8> {
         self.clone()
     }
+    fn encode_borrowed(&self) -> Option<&[u8]> {
+        Some(self)
+    }
     fn decode(bytes: &[u8]) -> Result<Self, PersistError> {
         Ok(bytes.to_vec())
     }
@@ -76,6 +89,9 @@ impl Persist for String {
     const TYPE_NAME: &'static str = "uni20.string.v1";
     fn encode(&self) -> Vec<u8> {
         self.as_bytes().to_vec()
+    }
+    fn encode_borrowed(&self) -> Option<&[u8]> {
+        Some(self.as_bytes())
     }
     fn decode(bytes: &[u8]) -> Result<Self, PersistError> {
         String::from_utf8(bytes.to_vec()).map_err(|e| PersistError::Decode(e.to_string()))
@@ -152,12 +168,16 @@ fn decode_raw<T: RawElem>(bytes: &[u8], name: &str) -> Result<Vec<T>, PersistErr
 macro_rules! persist_le_vec {
     ($t:ty, $name:literal) => {
         /// Raw little-endian elements, no header; the length is `size / size_of::<T>()`.
-        /// Encoding is one `memcpy` of the element buffer (on little-endian machines),
-        /// decoding one allocation plus one `memcpy`.
+        /// Encoding is one `memcpy` of the element buffer, and `commit` writes the
+        /// buffer in place with no copy (on little-endian machines); decoding is one
+        /// allocation plus one `memcpy`.
         impl Persist for Vec<$t> {
             const TYPE_NAME: &'static str = $name;
             fn encode(&self) -> Vec<u8> {
                 encode_raw(self)
+            }
+            fn encode_borrowed(&self) -> Option<&[u8]> {
+                cfg!(target_endian = "little").then(|| as_bytes(self))
             }
             fn decode(bytes: &[u8]) -> Result<Self, PersistError> {
                 decode_raw(bytes, $name)
@@ -211,6 +231,10 @@ mod tests {
         assert_eq!(<Vec<i64>>::decode(&i.encode()).unwrap(), i);
         assert!(<Vec<f32>>::decode(&[0u8; 7]).is_err());
         assert!(<Vec<f64>>::decode(&[]).unwrap().is_empty());
+        assert_eq!(v.encode_borrowed().unwrap(), &b[..]);
+        assert_eq!(u.encode_borrowed().unwrap(), &u.encode()[..]);
+        let s = String::from("zero copy");
+        assert_eq!(s.encode_borrowed().unwrap(), &s.encode()[..]);
     }
 
     #[test]

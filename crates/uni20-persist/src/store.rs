@@ -23,6 +23,39 @@ fn refs_erased<T: Persist>(b: &[u8]) -> Result<Vec<ObjectId>, PersistError> {
     Ok(T::decode(b)?.references())
 }
 
+/// Hasher for `ObjectId` keys: the IDs are not attacker-controlled, so a multiply-xor
+/// mix replaces SipHash on the cache-hit path.
+#[derive(Clone, Copy, Default)]
+struct IdHash;
+
+impl std::hash::BuildHasher for IdHash {
+    type Hasher = IdHasher;
+    fn build_hasher(&self) -> IdHasher {
+        IdHasher(0)
+    }
+}
+
+#[derive(Clone, Copy)]
+struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        let x = self.0 ^ (self.0 >> 29);
+        x.wrapping_mul(0xbf58_476d_1ce4_e5b9) ^ (x >> 32)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.write_u64(u64::from(i));
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
 /// The resident form a commit leaves behind.
 enum Resident {
     Value(AnyArc),
@@ -167,7 +200,9 @@ impl Entry {
 
 #[derive(Default)]
 struct State {
-    entries: HashMap<ObjectId, Entry>,
+    entries: HashMap<ObjectId, Entry, IdHash>,
+    /// Whether hits reorder the LRU index (only a disk store with a budget evicts).
+    track_lru: bool,
     corrupt: HashMap<ObjectId, PersistError>,
     lru: BTreeMap<u64, ObjectId>,
     tick: u64,
@@ -262,7 +297,9 @@ impl State {
         });
         if r.is_ok() {
             self.stats.hits += 1;
-            self.touch(id);
+            if self.track_lru {
+                self.touch(id);
+            }
         }
         Some(r)
     }
@@ -383,7 +420,8 @@ impl Drop for LoadingGuard<'_> {
 }
 
 impl Store {
-    fn from_parts(rank: u32, disk: Option<Disk>, budget: Option<u64>, state: State, next: u64) -> Store {
+    fn from_parts(rank: u32, disk: Option<Disk>, budget: Option<u64>, mut state: State, next: u64) -> Store {
+        state.track_lru = budget.is_some() && disk.is_some();
         Store {
             inner: Arc::new(Inner {
                 rank,
@@ -519,7 +557,9 @@ impl Store {
     /// Commits `value` as a new immutable object and returns its handle.
     ///
     /// The value is encoded once (to compute its size and CRC-32 and, for a disk store,
-    /// to write its file), then kept resident as the decoded value. The handle is
+    /// to write its file), then kept resident as the decoded value. Types whose
+    /// [`Persist::encode_borrowed`] gives a view are checksummed and written in place,
+    /// with no encoding copy. The handle is
     /// returned only once the object is servable by this store; in a disk store the
     /// file exists under its final name but is not yet durable (see [`flush`](Store::flush)).
     ///
@@ -527,9 +567,23 @@ impl Store {
     /// [`PersistError::Io`] if the object file or the counter file cannot be written
     /// (fatal: no ID escapes); errors of a spill triggered by the memory budget.
     pub fn commit<T: Persist>(&self, value: T) -> Result<PersistentPtr<T>, PersistError> {
-        let bytes = value.encode();
         let refs = value.references();
-        let id = self.commit_parts::<T>(&bytes, refs, move || Resident::Value(Arc::new(value)))?;
+        let id = {
+            let value = Arc::new(value);
+            let resident: AnyArc = value.clone();
+            let owned;
+            let bytes: &[u8] = match value.encode_borrowed() {
+                // Zero-copy: checksum and write the value's own memory.
+                Some(b) => b,
+                None => {
+                    owned = value.encode();
+                    &owned
+                }
+            };
+            self.commit_parts::<T>(bytes, refs, move || Resident::Value(resident))?
+        };
+        // After the local handle is gone, so the new entry is not counted as pinned.
+        self.enforce_budget()?;
         Ok(PersistentPtr::from_id(id))
     }
 
@@ -543,11 +597,13 @@ impl Store {
     ) -> Result<PersistentPtr<T>, PersistError> {
         let bytes: Arc<[u8]> = bytes.into();
         let id = self.commit_parts::<T>(&bytes, refs, || Resident::Bytes(bytes.clone()))?;
+        self.enforce_budget()?;
         Ok(PersistentPtr::from_id(id))
     }
 
     /// Allocates an ID for `bytes`, writes the object file (disk store), then inserts
     /// the entry with the resident form made by `resident`. No ID escapes on error.
+    /// The caller enforces the memory budget afterwards.
     fn commit_parts<T: Persist>(
         &self,
         bytes: &[u8],
@@ -592,7 +648,6 @@ impl Store {
             });
             st.stats.commits += 1;
         }
-        self.enforce_budget()?;
         Ok(id)
     }
 
