@@ -215,7 +215,7 @@ impl State {
     /// Empty state with the crate's built-in `Persist` types registered for `gc`.
     fn new() -> State {
         let mut st = State::default();
-        let builtins: [(&str, RefsFn); 9] = [
+        let builtins: [(&str, RefsFn); 10] = [
             (<Vec<u8>>::TYPE_NAME, refs_erased::<Vec<u8>>),
             (String::TYPE_NAME, refs_erased::<String>),
             (<Vec<f64>>::TYPE_NAME, refs_erased::<Vec<f64>>),
@@ -225,6 +225,7 @@ impl State {
             (<Vec<i32>>::TYPE_NAME, refs_erased::<Vec<i32>>),
             (<Vec<u32>>::TYPE_NAME, refs_erased::<Vec<u32>>),
             (<Vec<ObjectId>>::TYPE_NAME, refs_erased::<Vec<ObjectId>>),
+            (crate::Manifest::TYPE_NAME, refs_erased::<crate::Manifest>),
         ];
         for (name, f) in builtins {
             st.refs_fns.insert(name.to_owned(), f);
