@@ -385,6 +385,7 @@ fn checkpoint_restart(launcher: &Launcher, opts: &TestOptions) -> Result<(Job, O
     };
     let lines = |text: &str| -> Vec<String> {
         text.lines()
+            .filter(|l| l.contains("Tr H^2="))
             .filter_map(|l| l.split_once("L=").map(|(_, rest)| format!("L={rest}")))
             .collect()
     };

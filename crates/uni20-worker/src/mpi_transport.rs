@@ -181,7 +181,9 @@ impl Transport for MpiTransport {
         })
     }
     fn abort(&self, reason: &str) {
-        eprintln!("uni20: rank {} aborting the job: {reason}", self.rank());
+        // One write, so launcher output tagging cannot split the message.
+        let text = format!("uni20: rank {} aborting the job: {reason}\n", self.rank());
+        let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), text.as_bytes());
         self.world.abort(70)
     }
 }

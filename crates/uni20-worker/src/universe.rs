@@ -378,9 +378,8 @@ impl UniverseBuilder {
         if rank == 0 {
             let result = root_main(&t, registry, store, threads, storage, self.startup_timeout, faults, f);
             if let Err(e) = &result {
-                if !matches!(e, JobError::RegistryMismatch { .. }) {
-                    t.abort(&e.to_string());
-                }
+                // Every start-up or job failure ends every rank.
+                t.abort(&e.to_string());
             }
             drop(t);
             drop(universe);
@@ -388,8 +387,14 @@ impl UniverseBuilder {
         } else {
             let backends = BackendList::default_cpu(threads);
             let outcome = worker_loop(&t, &registry, &store, &backends, threads, &faults);
-            if let WorkerExit::Died(why) = &outcome {
-                t.abort(why);
+            match &outcome {
+                WorkerExit::Died(why) => t.abort(why),
+                // The root prints why and aborts the job; exiting first could
+                // make mpirun kill the root before it has said anything.
+                WorkerExit::Refused(_) => {
+                    let _ = t.recv(0, TAG_CMD);
+                }
+                _ => {}
             }
             drop(t);
             drop(universe);
