@@ -119,7 +119,7 @@ fn info(ctl: &Controller<'_>) -> anyhow::Result<()> {
         );
     }
     println!("registry digest: {:#018x}", ctl.registry().digest());
-    println!("local contraction backends (in selection order):");
+    println!("local contraction backends (available here; selection order is UNI20_BACKENDS: cpu or gpu-first):");
     for (name, avail) in uni20::dispatch::available_backends(ctl.threads_per_rank()) {
         match avail {
             Ok(()) => println!("  {name:<12} available"),

@@ -42,7 +42,9 @@ pub use registry::{
 pub use transport::{
     data_tag, Tag, Transport, TransportError, TAG_CMD, TAG_DATA_BASE, TAG_HELLO, TAG_REPLY, TAG_ROOT_DATA, TAG_START,
 };
-pub use universe::{launched_by_mpi, worker_loop, TransportChoice, UniverseBuilder, WorkerExit, DEFAULT_RANKS};
+pub use universe::{
+    launched_by_mpi, rank_backends, worker_loop, TransportChoice, UniverseBuilder, WorkerExit, DEFAULT_RANKS,
+};
 
 #[doc(hidden)]
 pub use linkme;

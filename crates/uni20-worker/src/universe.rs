@@ -103,6 +103,17 @@ fn env_usize(name: &str) -> Option<usize> {
         .filter(|&n| n > 0)
 }
 
+/// The local contraction backends of a rank: `UNI20_BACKENDS=gpu-first`
+/// puts the CUDA backend (build with feature `cuda`) before the CPU ones;
+/// anything else, or unset, gives [`BackendList::default_cpu`]. Either way a
+/// backend that cannot run here declines and the next one is tried.
+pub fn rank_backends(threads: usize) -> BackendList {
+    match std::env::var("UNI20_BACKENDS").as_deref() {
+        Ok("gpu-first") => BackendList::default_gpu_first(threads),
+        _ => BackendList::default_cpu(threads),
+    }
+}
+
 /// True when this process was started by an MPI launcher.
 pub fn launched_by_mpi() -> bool {
     [
@@ -311,7 +322,7 @@ impl UniverseBuilder {
                     .name(format!("uni20-rank-{rank}"))
                     .spawn_scoped(scope, move || {
                         let t = InProcessTransport::new(rank, shared);
-                        let backends = BackendList::default_cpu(threads);
+                        let backends = rank_backends(threads);
                         let _span = tracing::info_span!("rank", rank).entered();
                         let exit = catch_unwind(AssertUnwindSafe(|| {
                             worker_loop(&t, &registry, &store, &backends, threads, faults)
@@ -385,7 +396,7 @@ impl UniverseBuilder {
             drop(universe);
             result
         } else {
-            let backends = BackendList::default_cpu(threads);
+            let backends = rank_backends(threads);
             let outcome = worker_loop(&t, &registry, &store, &backends, threads, &faults);
             match &outcome {
                 WorkerExit::Died(why) => t.abort(why),
@@ -711,7 +722,7 @@ fn root_main<R>(
         t,
         registry,
         store,
-        BackendList::default_cpu(threads),
+        rank_backends(threads),
         threads,
         storage_ranks,
         faults,
