@@ -233,6 +233,17 @@ const FAULT_CASES: &[(&str, &str, &[&str])] = &[
     ),
     (
         "contract",
+        "io@rank=1,op=3",
+        &[
+            "rank 1",
+            "op_id 3",
+            "uni20.contract.v1",
+            "injected fault",
+            "No space left",
+        ],
+    ),
+    (
+        "contract",
         "badreply@rank=1,op=3",
         &["rank 1", "op_id 3", "uni20.contract.v1", "undecodable reply"],
     ),

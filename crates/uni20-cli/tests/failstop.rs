@@ -62,6 +62,16 @@ fn every_failure_path_stops_the_job_quickly_with_a_diagnostic() {
             &["rank 1", "op_id 4", "uni20.npy_write.v1", "injected panic"],
         ),
         (
+            "io@rank=1,op=3",
+            &[
+                "rank 1",
+                "op_id 3",
+                "uni20.contract.v1",
+                "injected fault",
+                "No space left",
+            ],
+        ),
+        (
             "badreply@rank=1,op=3",
             &["rank 1", "op_id 3", "uni20.contract.v1", "undecodable reply"],
         ),

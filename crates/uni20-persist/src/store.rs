@@ -370,6 +370,8 @@ pub(crate) struct Inner {
     claim: Mutex<Option<DirClaim>>,
     remote: RwLock<Option<Arc<dyn RemoteSource>>>,
     pool: LoadPool,
+    /// Writes still to fail (fault injection, [`Store::inject_io_failures`]).
+    io_faults: std::sync::atomic::AtomicU32,
 }
 
 /// One rank's object store.
@@ -435,6 +437,7 @@ impl Store {
                 claim: Mutex::new(None),
                 remote: RwLock::new(None),
                 pool: LoadPool::new(),
+                io_faults: std::sync::atomic::AtomicU32::new(0),
             }),
         }
     }
@@ -536,6 +539,34 @@ impl Store {
             .or_insert(refs_erased::<T>);
     }
 
+    /// Fault injection, for tests and for debugging fail-stop handling: the
+    /// next `n` commits fail with an I/O error (`ENOSPC`, as a full disk
+    /// would), before their object is written or their id is returned.
+    /// The allocated ids are never reused.
+    pub fn inject_io_failures(&self, n: u32) {
+        self.inner.io_faults.store(n, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn take_injected_io_failure(&self, id: ObjectId) -> Result<(), PersistError> {
+        use std::sync::atomic::Ordering;
+        let left = self.inner.io_faults.load(Ordering::SeqCst);
+        if left == 0
+            || self
+                .inner
+                .io_faults
+                .compare_exchange(left, left - 1, Ordering::SeqCst, Ordering::SeqCst)
+                .is_err()
+        {
+            return Ok(());
+        }
+        let path = self.object_path(id).unwrap_or_else(|| PathBuf::from("<memory>"));
+        Err(PersistError::Io {
+            op: format!("write object {id} (injected fault)"),
+            path,
+            source: std::io::Error::from_raw_os_error(libc_enospc()),
+        })
+    }
+
     fn alloc_id(&self) -> Result<ObjectId, PersistError> {
         let mut a = self.inner.alloc.lock();
         let seq = a.next;
@@ -612,6 +643,7 @@ impl Store {
         resident: impl FnOnce() -> Resident,
     ) -> Result<ObjectId, PersistError> {
         let id = self.alloc_id()?;
+        self.take_injected_io_failure(id)?;
         let meta = ObjectMeta::of_bytes(id, T::TYPE_NAME, bytes);
         let mut disk_state = OnDisk::No;
         if let Some(disk) = &self.inner.disk {
@@ -1377,4 +1409,9 @@ impl Store {
             }
         }
     }
+}
+
+/// `ENOSPC` ("No space left on device") on Linux and the BSDs.
+const fn libc_enospc() -> i32 {
+    28
 }

@@ -10,7 +10,7 @@
 //! | `panic` | worker | the handler panics |
 //! | `exit` | worker | the rank dies without replying (MPI: `exit(17)`; in-process: the rank thread ends) |
 //! | `kill` | worker | MPI: the process sends itself `SIGKILL`; in-process: as `exit` |
-//! | `io` | worker | the rank's persistent store fails its next write with an I/O error |
+//! | `io` | worker | the rank's persistent store fails its next commit with an I/O error (`ENOSPC`) |
 //! | `badreply` | worker | the rank replies with undecodable bytes |
 //! | `noarrive` | worker | the rank never sends its start-up hello |
 //! | `registry` | worker | the rank drops one command from its registry (a different build) |

@@ -499,6 +499,7 @@ fn execute(registry: &Registry, ctx: &mut WorkerContext<'_>, env: &Envelope, fau
             FaultKind::Exit,
             FaultKind::Kill,
             FaultKind::BadReply,
+            FaultKind::Io,
         ],
     );
     if let Some(f) = injected {
@@ -519,6 +520,14 @@ fn execute(registry: &Registry, ctx: &mut WorkerContext<'_>, env: &Envelope, fau
             }
             FaultKind::Exit | FaultKind::Kill => return Executed::Died(why),
             FaultKind::BadReply => return Executed::BadReply,
+            FaultKind::Io => {
+                tracing::warn!(
+                    rank,
+                    op_id = env.op_id,
+                    "injected fault {f}: the next store write fails"
+                );
+                ctx.store.inject_io_failures(1);
+            }
             _ => {}
         }
     }
