@@ -9,47 +9,6 @@ mod common;
 
 use uni20::prelude::*;
 
-fn run_case(ctl: &Controller<'_>, case: &common::Case, block: usize) {
-    let a = read_npy(ctl, case.dir.join("a.npy"), block).unwrap();
-    let b = read_npy(ctl, case.dir.join("b.npy"), block).unwrap();
-    let c = case
-        .dir
-        .join("c.npy")
-        .exists()
-        .then(|| read_npy(ctl, case.dir.join("c.npy"), block).unwrap());
-    let want = read_npy(ctl, case.dir.join("out.npy"), block)
-        .unwrap()
-        .to_local(ctl)
-        .unwrap();
-    let opts = ContractOptions {
-        alpha: case.alpha,
-        beta: case.beta.unwrap_or_default(),
-        c: c.as_ref(),
-    };
-    let out = contract_with(ctl, &case.spec, &a, &b, &opts).unwrap();
-    out.wait(ctl).unwrap();
-    let plan = out.plan().expect("plan of an executed contraction");
-    if ctl.size() > 1 {
-        assert_eq!(
-            plan.bytes_through_root(),
-            0,
-            "{}: payload routed through the root",
-            case.name
-        );
-        assert!(
-            !plan.participants.contains(&0),
-            "{}: root took part in the contraction",
-            case.name
-        );
-    }
-    let got = out.to_local(ctl).unwrap();
-    common::assert_close(
-        &got,
-        &want,
-        &format!("{} ranks={} block={block}", case.name, ctl.size()),
-    );
-}
-
 #[test]
 fn every_fixture_matches_numpy_across_ranks_and_blocks() {
     let cases = common::cases();
@@ -60,7 +19,7 @@ fn every_fixture_matches_numpy_across_ranks_and_blocks() {
             .run(|ctl| {
                 for case in &cases {
                     for block in [1, 2, 3, 64] {
-                        run_case(ctl, case, block);
+                        common::run_case(ctl, case, block);
                     }
                 }
             })

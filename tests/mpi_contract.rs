@@ -16,33 +16,7 @@ fn main() {
             let mut checked = 0;
             for case in common::cases() {
                 for block in [1, 2, 3] {
-                    let a = read_npy(ctl, case.dir.join("a.npy"), block).unwrap();
-                    let b = read_npy(ctl, case.dir.join("b.npy"), block).unwrap();
-                    let c = case
-                        .dir
-                        .join("c.npy")
-                        .exists()
-                        .then(|| read_npy(ctl, case.dir.join("c.npy"), block).unwrap());
-                    let want = read_npy(ctl, case.dir.join("out.npy"), block)
-                        .unwrap()
-                        .to_local(ctl)
-                        .unwrap();
-                    let opts = ContractOptions {
-                        alpha: case.alpha,
-                        beta: case.beta.unwrap_or_default(),
-                        c: c.as_ref(),
-                    };
-                    let out = contract_with(ctl, &case.spec, &a, &b, &opts).unwrap();
-                    out.wait(ctl).unwrap();
-                    let plan = out.plan().expect("plan of an executed contraction");
-                    if ctl.size() > 1 {
-                        assert_eq!(plan.bytes_through_root(), 0, "{}", case.name);
-                    }
-                    common::assert_close(
-                        &out.to_local(ctl).unwrap(),
-                        &want,
-                        &format!("{} block {block}", case.name),
-                    );
+                    let (out, want) = common::run_case(ctl, &case, block);
                     let path = dir.join(format!("{}-{block}.npy", case.name));
                     write_npy(ctl, &out, &path).unwrap();
                     let back = read_npy(ctl, &path, 2).unwrap().to_local(ctl).unwrap();

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use uni20::{LocalTensor, C64};
+use uni20::prelude::*;
 
 /// One numpy-produced fixture case (`scripts/gen_fixtures.py`).
 pub struct Case {
@@ -81,4 +81,38 @@ pub fn assert_close(got: &LocalTensor, want: &LocalTensor, what: &str) {
         diff <= tolerance(want) * scale,
         "{what}: max |diff| = {diff:e} (scale {scale})"
     );
+}
+
+/// Runs one fixture case through distributed `read_npy`, `contract_with`
+/// and `to_local`, checks the result against numpy's and that no payload
+/// went through the root; returns the result tensor and numpy's values.
+pub fn run_case(ctl: &Controller<'_>, case: &Case, block: usize) -> (DistTensor, LocalTensor) {
+    let read = |f: &str| read_npy(ctl, case.dir.join(f), block).unwrap();
+    let (a, b) = (read("a.npy"), read("b.npy"));
+    let c = case.dir.join("c.npy").exists().then(|| read("c.npy"));
+    let want = read("out.npy").to_local(ctl).unwrap();
+    let opts = ContractOptions {
+        alpha: case.alpha,
+        beta: case.beta.unwrap_or_default(),
+        c: c.as_ref(),
+    };
+    let out = contract_with(ctl, &case.spec, &a, &b, &opts).unwrap();
+    out.wait(ctl).unwrap();
+    let plan = out.plan().expect("plan of an executed contraction");
+    if ctl.size() > 1 {
+        assert_eq!(
+            plan.bytes_through_root(),
+            0,
+            "{}: payload routed through the root",
+            case.name
+        );
+        assert!(
+            !plan.participants.contains(&0),
+            "{}: root took part in the contraction",
+            case.name
+        );
+    }
+    let what = format!("{} ranks={} block={block}", case.name, ctl.size());
+    assert_close(&out.to_local(ctl).unwrap(), &want, &what);
+    (out, want)
 }
