@@ -90,15 +90,21 @@ pub const fn command_id(wire_name: &str) -> u64 {
 
 /// Registers a command handler in [`COMMANDS`] at link time.
 ///
-/// ```ignore
-/// uni20_worker::register_command! {
-///     static CONTRACT_V1 = {
-///         wire: "uni20.contract.v1",
-///         debug: "contract",
-///         schema: 1,
-///         handler: handle_contract,
-///     };
+/// ```
+/// use uni20_worker::{register_command, Envelope, HandlerError, Registry, WorkerContext};
+///
+/// fn handle_hello(_ctx: &mut WorkerContext<'_>, _env: &Envelope) -> Result<Vec<u8>, HandlerError> {
+///     Ok(Vec::new())
 /// }
+///
+/// register_command! {
+///     static HELLO_V1 = { wire: "example.hello.v1", debug: "hello", schema: 1, handler: handle_hello };
+/// }
+///
+/// // The linker collected the entry before `main`: every rank has it.
+/// let registry = Registry::linked().unwrap();
+/// let entry = registry.by_wire_name("example.hello.v1").unwrap();
+/// assert_eq!(entry.command_id, uni20_worker::command_id("example.hello.v1"));
 /// ```
 #[macro_export]
 macro_rules! register_command {
