@@ -59,11 +59,11 @@ impl std::hash::Hasher for IdHasher {
 /// The resident form a commit leaves behind.
 enum Resident {
     Value(AnyArc),
-    Bytes(Arc<[u8]>),
+    Bytes(Arc<Vec<u8>>),
 }
 
 /// A reachable object whose references gc must still find: id, type name, resident bytes.
-type Unresolved = (ObjectId, String, Option<Arc<[u8]>>);
+type Unresolved = (ObjectId, String, Option<Arc<Vec<u8>>>);
 
 /// Seq numbers reserved (and recorded durably) at a time by a disk store.
 const SEQ_BLOCK: u64 = 4096;
@@ -175,7 +175,7 @@ struct Entry {
     meta: ObjectMeta,
     value: Option<AnyArc>,
     encoder: Option<EncodeFn>,
-    bytes: Option<Arc<[u8]>>,
+    bytes: Option<Arc<Vec<u8>>>,
     disk: OnDisk,
     refs: Option<Vec<ObjectId>>,
     tick: u64,
@@ -627,7 +627,7 @@ impl Store {
         bytes: Vec<u8>,
         refs: Vec<ObjectId>,
     ) -> Result<PersistentPtr<T>, PersistError> {
-        let bytes: Arc<[u8]> = bytes.into();
+        let bytes: Arc<Vec<u8>> = bytes.into();
         let id = self.commit_parts::<T>(&bytes, refs, || Resident::Bytes(bytes.clone()))?;
         self.enforce_budget()?;
         Ok(PersistentPtr::from_id(id))
@@ -783,7 +783,7 @@ impl Store {
 
         // Someone may have finished while we waited; find what we can use.
         enum Src {
-            Bytes(Arc<[u8]>),
+            Bytes(Arc<Vec<u8>>),
             Disk,
             Remote,
         }
@@ -819,7 +819,7 @@ impl Store {
                 }
             }
         };
-        let bytes: Arc<[u8]> = match src {
+        let bytes: Arc<Vec<u8>> = match src {
             Src::Bytes(b) => b,
             Src::Disk if io => {
                 let disk = self.inner.disk.as_ref().ok_or(PersistError::NotFound(id))?;
@@ -853,7 +853,7 @@ impl Store {
                     return Err(type_mismatch::<T>(&meta));
                 }
                 verify(&meta, &payload, None)?;
-                let payload: Arc<[u8]> = payload.into();
+                let payload: Arc<Vec<u8>> = payload.into();
                 self.insert_verified(meta, payload.clone(), false)?;
                 self.inner.state.lock().stats.remote_fetches += 1;
                 payload
@@ -901,7 +901,7 @@ impl Store {
     /// [`PersistError::Checksum`] if re-encoding gives different bytes (a
     /// non-deterministic `Persist::encode`) or the file is damaged;
     /// [`PersistError::Corrupt`], [`PersistError::Io`] for disk problems.
-    pub fn encoded(&self, id: ObjectId) -> Result<(ObjectMeta, Arc<[u8]>), PersistError> {
+    pub fn encoded(&self, id: ObjectId) -> Result<(ObjectMeta, Arc<Vec<u8>>), PersistError> {
         enum Src {
             Value(AnyArc, EncodeFn),
             Disk,
@@ -963,7 +963,7 @@ impl Store {
         self.insert_verified(meta, bytes.into(), true)
     }
 
-    fn insert_verified(&self, meta: ObjectMeta, bytes: Arc<[u8]>, budget: bool) -> Result<(), PersistError> {
+    fn insert_verified(&self, meta: ObjectMeta, bytes: Arc<Vec<u8>>, budget: bool) -> Result<(), PersistError> {
         let id = meta.id;
         {
             let mut st = self.inner.state.lock();
@@ -1152,7 +1152,7 @@ impl Store {
                 (id, e.meta.clone(), e.refs.clone(), src)
             };
             let res = (|| {
-                let bytes: Arc<[u8]> = match src {
+                let bytes: Arc<Vec<u8>> = match src {
                     Ok(b) => b,
                     Err((v, enc)) => {
                         let b = enc(&*v)
@@ -1397,7 +1397,7 @@ impl Store {
                 let Some(f) = f else {
                     return Err(PersistError::GcUnknownType { id, type_name });
                 };
-                let bytes: Arc<[u8]> = match bytes {
+                let bytes: Arc<Vec<u8>> = match bytes {
                     Some(b) => b,
                     None => self.encoded(id)?.1,
                 };
