@@ -200,5 +200,22 @@ fn bench(args: BenchArgs) -> Result<i32> {
     } else if report.exists() {
         eprintln!("xtask: criterion output: {}", report.display());
     }
-    Ok(status.code().unwrap_or(1))
+    if !status.success() {
+        return Ok(status.code().unwrap_or(1));
+    }
+    // The MPI measurement: storage-rank fetch vs a raw send, 3 ranks.
+    match launcher::Launcher::detect()? {
+        Some(launcher) => {
+            let ex = (cargo::TargetKind::Example, "storage_fetch".to_string());
+            let exes = cargo::build_mpi(cargo::ROOT_PACKAGE, std::slice::from_ref(&ex), true, &[])?;
+            eprintln!("xtask: == storage-rank fetch vs raw MPI send (mpirun -n 3) ==");
+            let (outcome, _) = launcher.run(3, &exes[&ex], &[], std::time::Duration::from_secs(600), false)?;
+            if !outcome.success() {
+                eprintln!("xtask: storage_fetch failed: {}", outcome.describe());
+                return Ok(1);
+            }
+        }
+        None => eprintln!("xtask: mpirun not found: skipping the MPI storage-fetch measurement"),
+    }
+    Ok(0)
 }
