@@ -57,6 +57,13 @@ fn main() -> ExitCode {
             let (mut env, x, ends, start) = match args.resume {
                 Some(id) => {
                     let cp = restore(ctl, id).with_context(|| format!("restoring checkpoint {id}"))?;
+                    if cp.step >= args.steps {
+                        bail!(
+                            "checkpoint {id} is at L={}, already at or past --steps {}",
+                            cp.step,
+                            args.steps
+                        );
+                    }
                     println!("resumed {} at L={} from checkpoint {id}", cp.label, cp.step);
                     (cp.tensor("env")?, cp.tensor("x")?, cp.tensor("ends")?, cp.step)
                 }

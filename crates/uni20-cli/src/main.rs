@@ -12,7 +12,6 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use clap::{Parser, Subcommand};
 use uni20::prelude::*;
 
@@ -81,12 +80,22 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     plan,
                 } => {
                     anyhow::ensure!(*block > 0, "--block must be at least 1");
+                    anyhow::ensure!(
+                        alpha.is_finite() && beta.is_finite(),
+                        "--alpha and --beta must be finite numbers"
+                    );
+                    anyhow::ensure!(
+                        *beta == 0.0 || c_in.is_some(),
+                        "--beta needs --c-in (the output to accumulate into)"
+                    );
                     // Validate the spec before touching any file.
-                    uni20::EinsumSpec::parse(spec).map_err(|e| anyhow::anyhow!("invalid einsum spec {spec:?}: {e}"))?;
-                    let ta = read_npy(ctl, a, *block).with_context(|| format!("reading {}", a.display()))?;
-                    let tb = read_npy(ctl, b, *block).with_context(|| format!("reading {}", b.display()))?;
+                    uni20::EinsumSpec::parse(spec).map_err(|e| {
+                        anyhow::anyhow!("invalid einsum spec {:?}: {}", clip(spec), clip(&e.to_string()))
+                    })?;
+                    let ta = read_npy(ctl, a, *block)?;
+                    let tb = read_npy(ctl, b, *block)?;
                     let tc = match c_in {
-                        Some(p) => Some(read_npy(ctl, p, *block).with_context(|| format!("reading {}", p.display()))?),
+                        Some(p) => Some(read_npy(ctl, p, *block)?),
                         None => None,
                     };
                     let opts = ContractOptions {
@@ -95,7 +104,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                         c: tc.as_ref(),
                     };
                     let c = contract_with(ctl, spec, &ta, &tb, &opts)?;
-                    write_npy(ctl, &c, output).with_context(|| format!("writing {}", output.display()))?;
+                    write_npy(ctl, &c, output)?;
                     if let (true, Some(p)) = (*plan, c.plan()) {
                         eprintln!("plan: {}", p.summary());
                     }
@@ -129,9 +138,40 @@ fn info(ctl: &Controller<'_>) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Shortens user text echoed in an error (a spec can be arbitrarily long).
+fn clip(text: &str) -> String {
+    const MAX: usize = 80;
+    match text.char_indices().nth(MAX) {
+        Some((i, _)) => format!("{}... ({} characters)", &text[..i], text.chars().count()),
+        None => text.to_string(),
+    }
+}
+
 fn main() -> ExitCode {
     uni20::init_logging();
-    match run(Cli::parse()) {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e)
+            if matches!(
+                e.kind(),
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion
+            ) =>
+        {
+            e.exit()
+        }
+        Err(e) => {
+            // One line, status 1, like every other bad input (`uni20 --help` for usage).
+            let text = e.to_string();
+            let first = text
+                .lines()
+                .next()
+                .unwrap_or("invalid arguments")
+                .trim_start_matches("error: ");
+            eprintln!("uni20: error: {} (see `uni20 --help`)", clip(first));
+            return ExitCode::FAILURE;
+        }
+    };
+    match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("uni20: error: {}", format!("{e:#}").replace('\n', " "));

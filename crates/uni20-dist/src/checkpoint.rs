@@ -100,11 +100,24 @@ pub fn checkpoint(ctl: &Controller<'_>, cp: &Checkpoint) -> Result<PersistentPtr
 /// Loads a checkpoint committed by an earlier run from the root's store.
 ///
 /// # Errors
-/// A store error if the object is missing or damaged.
+/// A store error if the object is missing or damaged; [`DistError::Shape`]
+/// if it places blocks on ranks this universe does not have.
 pub fn restore(ctl: &Controller<'_>, id: ObjectId) -> Result<Checkpoint, DistError> {
     let v = ctl
         .store()
         .load_wait(PersistentPtr::<Checkpoint>::from_id(id))
         .map_err(store_err)?;
+    let highest = v
+        .tensors
+        .iter()
+        .flat_map(|(_, m)| m.blocks.iter().map(|b| b.owner))
+        .max();
+    if let Some(r) = highest.filter(|&r| r >= ctl.size()) {
+        return Err(DistError::Shape(format!(
+            "checkpoint {id} keeps blocks on rank {r}, but this universe has {} ranks: restart with the \
+             same number of ranks (and the same store directory) as the run that wrote it",
+            ctl.size()
+        )));
+    }
     Ok((*v).clone())
 }

@@ -50,13 +50,14 @@ pub enum DistError {
         /// What is wrong.
         reason: String,
     },
-    /// An I/O error on the root.
-    #[error("{}: {source}", path.display())]
+    /// An I/O error on the root (the message names the file and the OS
+    /// error; the error is not chained again as a source).
+    #[error("{}: {error}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
         /// The OS error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// An operand's producing operation failed (its epoch is poisoned with
     /// the first error), or it has no value.

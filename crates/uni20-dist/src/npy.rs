@@ -69,13 +69,13 @@ fn npy_err(path: &Path, reason: impl Into<String>) -> DistError {
 pub fn read_npy_header(path: &Path) -> Result<NpyLayout, DistError> {
     let file = File::open(path).map_err(|source| DistError::Io {
         path: path.to_path_buf(),
-        source,
+        error: source,
     })?;
     let file_len = file
         .metadata()
         .map_err(|source| DistError::Io {
             path: path.to_path_buf(),
-            source,
+            error: source,
         })?
         .len();
     // Headers are small; bound the read so garbage cannot make us read much.
@@ -372,7 +372,7 @@ pub fn read_npy(ctl: &Controller<'_>, path: impl AsRef<Path>, block: usize) -> R
     let layout = read_npy_header(path)?;
     let abs = std::fs::canonicalize(path).map_err(|source| DistError::Io {
         path: path.to_path_buf(),
-        source,
+        error: source,
     })?;
     let grid = Grid::regular(&layout.shape, block);
     let workers = ctl.worker_ranks();
@@ -424,7 +424,7 @@ pub fn write_npy(ctl: &Controller<'_>, t: &DistTensor, path: impl AsRef<Path>) -
     let path = path.as_ref();
     let io = |source| DistError::Io {
         path: path.to_path_buf(),
-        source,
+        error: source,
     };
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),

@@ -141,6 +141,33 @@ impl FaultPlan {
         Ok(FaultPlan { faults })
     }
 
+    /// Checks the plan against a universe of `size` ranks: every rank must
+    /// exist, root-side kinds (`unknowncmd`, `schema`, `garbage`,
+    /// `trailing`) must name rank 0 and worker-side kinds a worker, so a
+    /// fault a test relies on can never be silently ignored.
+    ///
+    /// # Errors
+    /// A one-line reason naming the offending fault.
+    pub fn validate(&self, size: usize) -> Result<(), String> {
+        for f in &self.faults {
+            let root_kind = matches!(
+                f.kind,
+                FaultKind::UnknownCmd | FaultKind::Schema | FaultKind::Garbage | FaultKind::Trailing
+            );
+            let why = if f.rank >= size {
+                format!("rank {} does not exist in a universe of {size} ranks", f.rank)
+            } else if root_kind && f.rank != 0 {
+                "this kind is injected by the root: use rank=0".to_string()
+            } else if !root_kind && f.rank == 0 && size > 1 {
+                "this kind is injected on a worker: use a rank >= 1".to_string()
+            } else {
+                continue;
+            };
+            return Err(format!("UNI20_INJECT_FAULT: `{f}`: {why}"));
+        }
+        Ok(())
+    }
+
     /// The fault of one of `kinds` that applies to `rank` at `op`, if any.
     pub fn at(&self, rank: usize, op: u64, kinds: &[FaultKind]) -> Option<Fault> {
         self.faults

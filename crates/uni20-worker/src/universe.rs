@@ -209,11 +209,13 @@ impl UniverseBuilder {
         self
     }
 
-    fn fault_plan(&self) -> Result<FaultPlan, JobError> {
-        match &self.faults {
-            Some(p) => Ok(p.clone()),
-            None => FaultPlan::from_env().map_err(JobError::Startup),
-        }
+    fn fault_plan(&self, size: usize) -> Result<FaultPlan, JobError> {
+        let plan = match &self.faults {
+            Some(p) => p.clone(),
+            None => FaultPlan::from_env().map_err(JobError::Startup)?,
+        };
+        plan.validate(size).map_err(JobError::Startup)?;
+        Ok(plan)
     }
 
     /// Number of ranks of the in-process universe (ignored under MPI, where
@@ -298,7 +300,7 @@ impl UniverseBuilder {
             .threads_per_rank
             .or_else(|| env_usize("UNI20_THREADS_PER_RANK"))
             .unwrap_or((cores / n).max(1));
-        let faults = self.fault_plan()?;
+        let faults = self.fault_plan(n)?;
         install_quiet_handler_panic_hook();
         let shared = Shared::new(n);
         let root_registry = self.registry_of(0, &faults)?;
@@ -381,7 +383,7 @@ impl UniverseBuilder {
             .threads_per_rank
             .or_else(|| env_usize("UNI20_THREADS_PER_RANK"))
             .unwrap_or((cores / local).max(1));
-        let faults = self.fault_plan()?;
+        let faults = self.fault_plan(size)?;
         let registry = self.registry_of(rank, &faults)?;
         let _span = tracing::info_span!("rank", rank).entered();
         let storage = self.storage_count(size)?;
