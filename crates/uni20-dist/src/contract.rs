@@ -545,7 +545,7 @@ pub(crate) fn exchange_blocks(ctx: &WorkerContext<'_>, transfers: &[Transfer]) -
     let mut outgoing_data = Vec::new();
     for (i, t) in transfers.iter().enumerate().filter(|(_, t)| t.from == me) {
         let (meta, bytes) = store
-            .encoded(t.id)
+            .encoded_for_transfer(t.id)
             .map_err(|e| HandlerError::from(e).with_object(t.id))?;
         let meta = postcard::to_stdvec(&meta).map_err(|e| HandlerError::msg(e.to_string()))?;
         outgoing_data.push((t.to, transfer_tags(i), meta, bytes));
