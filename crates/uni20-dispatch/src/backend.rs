@@ -228,12 +228,20 @@ pub trait ContractBackend: Send + Sync {
     fn name(&self) -> &str;
     /// `Err(reason)` if the backend is unusable on this machine (reported by `uni20 info`).
     /// The dispatcher does not call this; an unavailable backend should also decline in
-    /// `accepts_types`.
-    fn availability(&self) -> Result<(), String>;
+    /// `accepts_types`. Default: available.
+    fn availability(&self) -> Result<(), String> {
+        Ok(())
+    }
     /// `Err(reason)` if the backend cannot handle output dtype `dtype` at all.
-    fn accepts_types(&self, dtype: DType) -> Result<(), String>;
+    /// Default: every dtype (a backend with a narrower range must override this).
+    fn accepts_types(&self, _dtype: DType) -> Result<(), String> {
+        Ok(())
+    }
     /// `Err(reason)` if the backend declines this particular problem (shapes, layout, ...).
-    fn accepts(&self, problem: &ContractProblem<'_>) -> Result<(), String>;
+    /// Default: every valid problem.
+    fn accepts(&self, _problem: &ContractProblem<'_>) -> Result<(), String> {
+        Ok(())
+    }
     /// Computes the result: a tensor of dtype `problem.dtype` and shape `problem.out_shape`.
     ///
     /// # Errors

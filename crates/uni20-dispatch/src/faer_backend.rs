@@ -7,7 +7,7 @@ use faer::linalg::matmul::matmul_with_conj;
 use faer::{Accum, Conj, MatMut, MatRef, Par};
 
 use crate::backend::{ContractBackend, ContractProblem, KernelError};
-use crate::dtype::{DType, C64};
+use crate::dtype::C64;
 use crate::permute::gather;
 use crate::scalar::Element;
 use crate::tensor::{checked_len, with_dtype, LocalTensor};
@@ -58,15 +58,6 @@ impl FaerBackend {
 impl ContractBackend for FaerBackend {
     fn name(&self) -> &str {
         "faer"
-    }
-    fn availability(&self) -> Result<(), String> {
-        Ok(())
-    }
-    fn accepts_types(&self, _dtype: DType) -> Result<(), String> {
-        Ok(())
-    }
-    fn accepts(&self, _problem: &ContractProblem<'_>) -> Result<(), String> {
-        Ok(())
     }
     fn run(&self, p: &ContractProblem<'_>) -> Result<LocalTensor, KernelError> {
         p.validate().map_err(KernelError::Failed)?;
@@ -555,7 +546,7 @@ mod tests {
 
     #[test]
     fn packed_round_trip_matches_reference() {
-        use crate::{BackendList, EinsumSpec};
+        use crate::{BackendList, DType, EinsumSpec};
         let spec = EinsumSpec::parse("bkis,jbk->jbi").unwrap();
         let a = LocalTensor::from_data(
             &[2, 3, 2, 2],

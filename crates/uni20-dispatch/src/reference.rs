@@ -2,7 +2,7 @@
 
 use crate::backend::{ContractBackend, ContractProblem, KernelError};
 use crate::contract::ContractError;
-use crate::dtype::{DType, C64};
+use crate::dtype::C64;
 use crate::scalar::Element;
 use crate::spec::EinsumSpec;
 use crate::tensor::{checked_len, with_dtype, LocalTensor};
@@ -16,15 +16,6 @@ pub struct ReferenceBackend;
 impl ContractBackend for ReferenceBackend {
     fn name(&self) -> &str {
         "reference"
-    }
-    fn availability(&self) -> Result<(), String> {
-        Ok(())
-    }
-    fn accepts_types(&self, _dtype: DType) -> Result<(), String> {
-        Ok(())
-    }
-    fn accepts(&self, _problem: &ContractProblem<'_>) -> Result<(), String> {
-        Ok(())
     }
     fn run(&self, p: &ContractProblem<'_>) -> Result<LocalTensor, KernelError> {
         p.validate().map_err(KernelError::Failed)?;
