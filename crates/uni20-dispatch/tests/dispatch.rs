@@ -390,42 +390,6 @@ fn hand_built_inconsistent_problem_is_an_error_not_a_panic() {
     }
 }
 
-/// Captures formatted tracing output.
-#[derive(Clone, Default)]
-struct Capture(Arc<std::sync::Mutex<Vec<u8>>>);
-impl std::io::Write for Capture {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-#[test]
-fn tracing_records_chosen_backend() {
-    let (spec, a, b) = mats();
-    let cap = Capture::default();
-    let writer = cap.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::DEBUG)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    let mut d = Scripted::new("picky");
-    d.accept = Err("nope".into());
-    let list = BackendList::new(vec![Arc::new(d), Arc::new(FaerBackend::new(1))]);
-    tracing::subscriber::with_default(subscriber, || {
-        contract(&spec, c(1., 0.), &a, &b, c(0., 0.), None, &list).unwrap();
-    });
-    let text = String::from_utf8(cap.0.lock().unwrap().clone()).unwrap();
-    assert!(text.contains("kernel backend selected"), "{text}");
-    assert!(text.contains("backend=faer"), "{text}");
-    assert!(!text.contains("backend=picky"), "{text}");
-    assert!(text.contains("ij,jk->ik"), "{text}");
-}
-
 #[test]
 fn available_backends_lists_cuda_with_reason() {
     let listed = available_backends(2);
