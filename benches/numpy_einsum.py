@@ -1,22 +1,40 @@
 #!/usr/bin/env python3
-"""numpy.einsum(optimize=True) timings, for comparison with `cargo bench --bench contract`.
+"""numpy.einsum(optimize=True) against uni20's local contract, interleaved call by call.
 
-Cases: "ij,jk->ik" at n = 512, 1024, 2048 (f64), and "abcd,dbef->acef" with every extent
-equal to D = 32 (2 * D**6 = 2.1e9 flops, i.e. ~1e9 multiply-adds) and D = 28 (0.96e9 flops,
-the shape used by `cargo bench -p uni20-dispatch --bench dispatch_contract`).
+Cases (f64): "ij,jk->ik" at n = 512, 1024, 2048, and "abcd,dbef->acef" with every extent
+D = 28 (2 * D**6 = 0.96e9 flops, the shape of `cargo bench -p uni20-dispatch --bench
+dispatch_contract`) and D = 32 (2.1e9 flops).
+
+The uni20 side is the timing server `examples/einsum_timing.rs`; this script starts it once
+and, for every repetition, times one numpy.einsum call here, then one uni20 `contract` and
+one raw faer GEMM of the matricized shape there (rotating which goes first), so all three
+are measured in the same seconds. On a shared machine whose speed drifts by 20-40 % over
+tens of seconds this is the only fair comparison; back-to-back runs of two programs are not.
 
 Run (OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE may be set machine-wide; unset them for this
 command only so OpenBLAS picks its kernel from the CPU):
 
+    cargo build --release --example einsum_timing
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python3 benches/numpy_einsum.py
 
-Prints the BLAS library, its detected kernel (via threadpoolctl when installed) and one line
-per case: median and best of N runs, and GFLOP/s from the median.
+Options: `--server LABEL=PATH` (repeatable) compares several uni20 builds at once (default:
+`uni20=target/release/examples/einsum_timing`); `--threads N` is passed to each server
+(default: all cores, as numpy/OpenBLAS uses); `--numpy-only` skips the servers; `--reps K`
+multiplies the repetition counts; `--pause S` (default 0.15) is the idle time before each
+timed call, so that neither side's spinning worker threads (OpenBLAS spins for about 2^28
+cycles after a call) are charged to the other.
+
+Prints the BLAS library and its detected kernel (via threadpoolctl when installed), then per
+case the median and best of each side, GFLOP/s from the median, and the ratio
+numpy median / uni20 median (above 1: uni20 is faster).
 """
 
+import argparse
 import os
 import platform
 import statistics
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -48,42 +66,116 @@ def blas_info():
     return lines
 
 
-def bench(label, spec, a, b, flops, reps):
-    """Times np.einsum(spec, a, b, optimize=True); one warm-up call, then `reps` calls."""
+class Server:
+    """One `einsum_timing` process: prepare a case, then time `contract` or `gemm` calls."""
+
+    def __init__(self, label, path, threads):
+        if not os.path.exists(path):
+            sys.exit(
+                "%s not found: run `cargo build --release --example einsum_timing` first "
+                "(or pass --numpy-only)" % path
+            )
+        cmd = [path] + (["--threads", str(threads)] if threads else [])
+        self.label = label
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+
+    def ask(self, line):
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        reply = self.proc.stdout.readline().strip()
+        if not reply or reply.startswith("error"):
+            sys.exit("server %s: %r -> %r" % (self.label, line, reply or "<exited>"))
+        return reply
+
+    def close(self):
+        self.proc.stdin.write("quit\n")
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+def dims(shape):
+    return ",".join(str(d) for d in shape)
+
+
+def run_case(label, spec, a, b, flops, reps, servers, pause):
+    """Times numpy.einsum and every server, interleaved; prints one line per side."""
+    for s in servers:
+        s.ask("prepare %s %s %s" % (spec, dims(a.shape), dims(b.shape)))
     np.einsum(spec, a, b, optimize=True)
-    times = []
-    for _ in range(reps):
+
+    def numpy_once():
         t = time.perf_counter()
         np.einsum(spec, a, b, optimize=True)
-        times.append(time.perf_counter() - t)
-    med = statistics.median(times)
-    print(
-        "%-34s median %9.3f ms  best %9.3f ms  %7.1f GFLOP/s  (n=%d)"
-        % (label, med * 1e3, min(times) * 1e3, flops / med / 1e9, reps)
-    )
+        return time.perf_counter() - t
+
+    sides = [("numpy.einsum", numpy_once)]
+    for s in servers:
+        sides.append(("%s contract" % s.label, lambda s=s: float(s.ask("contract"))))
+        sides.append(("%s raw faer gemm" % s.label, lambda s=s: float(s.ask("gemm"))))
+    times = {name: [] for name, _ in sides}
+    for r in range(reps):
+        k = r % len(sides)
+        for name, once in sides[k:] + sides[:k]:
+            # Let the other side's worker threads go idle first: OpenBLAS threads spin for
+            # about 2^28 cycles after a call, rayon's briefly; on a 2-core machine a spinning
+            # neighbour would be charged to whoever runs next.
+            time.sleep(pause)
+            times[name].append(once())
+    print("%s (%.3g flops, %d interleaved repetitions)" % (label, flops, reps))
+    med = {name: statistics.median(ts) for name, ts in times.items()}
+    for name, ts in times.items():
+        print(
+            "  %-26s median %9.3f ms  best %9.3f ms  %7.1f GFLOP/s"
+            % (name, med[name] * 1e3, min(ts) * 1e3, flops / med[name] / 1e9)
+        )
+    for s in servers:
+        c = med["%s contract" % s.label]
+        print(
+            "  ratio numpy/%s contract = %.3f (%s); contract/raw gemm = %.3f"
+            % (
+                s.label,
+                med["numpy.einsum"] / c,
+                "uni20 faster" if med["numpy.einsum"] > c else "numpy faster",
+                c / med["%s raw faer gemm" % s.label],
+            )
+        )
+    sys.stdout.flush()
 
 
 def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--server", action="append", default=[], help="LABEL=PATH of an einsum_timing binary")
+    ap.add_argument("--threads", type=int, default=0, help="thread budget of each server (default: all cores)")
+    ap.add_argument("--numpy-only", action="store_true", help="time numpy alone")
+    ap.add_argument("--pause", type=float, default=0.15, help="seconds of idle before each timed call")
+    ap.add_argument("--reps", type=float, default=1.0, help="multiplier of the repetition counts")
+    args = ap.parse_args()
+
     print("numpy %s on %s, python %s, %s cpus" % (np.__version__, platform.machine(), platform.python_version(), os.cpu_count()))
     for line in blas_info():
         print(line)
+    servers = []
+    if not args.numpy_only:
+        specs = args.server or ["uni20=" + os.path.join("target", "release", "examples", "einsum_timing")]
+        for item in specs:
+            label, _, path = item.partition("=")
+            servers.append(Server(label, path, args.threads))
+    reps = lambda n: max(3, int(n * args.reps))
     rng = np.random.default_rng(0)
-    for n, reps in ((512, 41), (1024, 21), (2048, 7)):
-        a = rng.standard_normal((n, n))
-        b = rng.standard_normal((n, n))
-        bench("ij,jk->ik n=%d" % n, "ij,jk->ik", a, b, 2.0 * n**3, reps)
-    d = 32
-    a = rng.standard_normal((d, d, d, d))
-    b = rng.standard_normal((d, d, d, d))
-    path = np.einsum_path("abcd,dbef->acef", a, b, optimize=True)[0]
-    bench("abcd,dbef->acef D=%d" % d, "abcd,dbef->acef", a, b, 2.0 * d**6, 11)
-    print("einsum path for abcd,dbef->acef: %s" % (path,))
-    # D = 28 (2 * 28**6 = 0.96e9 flops): the shape of `cargo bench -p uni20-dispatch --bench
-    # dispatch_contract`.
-    d = 28
-    a = rng.standard_normal((d, d, d, d))
-    b = rng.standard_normal((d, d, d, d))
-    bench("abcd,dbef->acef D=%d" % d, "abcd,dbef->acef", a, b, 2.0 * d**6, 11)
+    try:
+        for n, r in ((512, 41), (1024, 21), (2048, 9)):
+            a = rng.standard_normal((n, n))
+            b = rng.standard_normal((n, n))
+            run_case("ij,jk->ik n=%d" % n, "ij,jk->ik", a, b, 2.0 * n**3, reps(r), servers, args.pause)
+        for d, r in ((28, 21), (32, 11)):
+            a = rng.standard_normal((d, d, d, d))
+            b = rng.standard_normal((d, d, d, d))
+            run_case("abcd,dbef->acef D=%d" % d, "abcd,dbef->acef", a, b, 2.0 * d**6, reps(r), servers, args.pause)
+        path = np.einsum_path("abcd,dbef->acef", a, b, optimize=True)[0]
+        print("numpy's einsum path for abcd,dbef->acef: %s" % (path,))
+    finally:
+        for s in servers:
+            s.close()
 
 
 if __name__ == "__main__":

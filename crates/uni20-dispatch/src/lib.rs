@@ -29,6 +29,7 @@
 
 #![deny(missing_docs)]
 
+mod alloc;
 mod backend;
 mod contract;
 #[cfg(feature = "cuda")]

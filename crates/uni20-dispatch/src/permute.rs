@@ -18,11 +18,10 @@ pub(crate) fn gather<T: Element>(src: &StridedView<'_, T>, order: &[usize]) -> V
     let dims: Vec<usize> = order.iter().map(|&p| src.shape()[p]).collect();
     let strides: Vec<isize> = order.iter().map(|&p| src.strides()[p]).collect();
     let n: usize = dims.iter().product();
-    let mut out: Vec<T> = Vec::with_capacity(n);
     if n == 0 {
-        return out;
+        return Vec::new();
     }
-    out.resize(n, T::zero());
+    let mut out: Vec<T> = crate::alloc::zeroed(n);
     let r = dims.len();
     if r == 0 {
         out[0] = src.at(0);

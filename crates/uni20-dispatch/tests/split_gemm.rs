@@ -1,0 +1,127 @@
+//! The faer backend's threaded GEMM cuts the output into one panel per thread (along the
+//! longer side, see `FaerBackend`). The property tests use extents up to 6, far below
+//! `SPLIT_MIN_MACS`, so they never reach that path; these cases are large enough to split,
+//! in both orientations, with odd extents (panel edges not on the 16-alignment), batch
+//! labels, transposed and reversed operand layouts, conjugation, alpha and beta, for all
+//! four dtypes and 2, 3 and 4 threads, each compared with the reference backend.
+
+use uni20_dispatch::*;
+
+/// SplitMix64 values in [-2, 2).
+struct Rng(u64);
+impl Rng {
+    fn val(&mut self) -> f64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        (z >> 11) as f64 / (1u64 << 53) as f64 * 4.0 - 2.0
+    }
+}
+
+/// One case: spec, extents of A and B (row-major storage), the macs of one batch element.
+struct Case {
+    spec: &'static str,
+    a: Vec<usize>,
+    b: Vec<usize>,
+}
+
+fn cases() -> Vec<Case> {
+    let c = |spec, a: &[usize], b: &[usize]| Case {
+        spec,
+        a: a.to_vec(),
+        b: b.to_vec(),
+    };
+    vec![
+        // n >= m: split along the output's columns.
+        c("ik,kj->ij", &[40, 64], &[64, 130]),
+        // m > n: split along the rows.
+        c("ik,kj->ij", &[150, 64], &[64, 36]),
+        // Odd extents: 33 * 97 * 83 = 265,683 multiply-adds, just above the threshold.
+        c("ik,kj->ij", &[33, 83], &[83, 97]),
+        // Transposed operands and a permuted output (copies on the way in and out).
+        c("ki,jk->ji", &[71, 45], &[90, 71]),
+        // Batch label and two-label groups.
+        c("bxik,bkjy->bxijy", &[2, 3, 21, 52], &[2, 52, 17, 5]),
+    ]
+}
+
+fn random<T: Element>(rng: &mut Rng, n: usize) -> Vec<T> {
+    (0..n).map(|_| T::from_c64(C64::new(rng.val(), rng.val()))).collect()
+}
+
+/// Every case, with operands read (a) as stored, (b) A reversed along its first mode and
+/// conjugated, through `contract_views`, against the reference backend.
+fn check<T: Element>(threads: usize) {
+    let complex = T::DTYPE.is_complex();
+    let alpha = if complex {
+        C64::new(2.5, -0.5)
+    } else {
+        C64::new(2.5, 0.0)
+    };
+    let beta = C64::new(-0.75, 0.0);
+    let tol = if matches!(T::DTYPE, DType::F32 | DType::C32) {
+        1e-4
+    } else {
+        1e-11
+    };
+    let mut rng = Rng(threads as u64 * 1000 + T::DTYPE as u64);
+    for case in cases() {
+        let spec = EinsumSpec::parse(case.spec).unwrap();
+        let out_shape = spec.output_shape(&case.a, &case.b).unwrap();
+        let a_data = random::<T>(&mut rng, case.a.iter().product());
+        let b_data = random::<T>(&mut rng, case.b.iter().product());
+        let c_data = random::<T>(&mut rng, out_shape.iter().product());
+        let inner: usize = spec
+            .a
+            .iter()
+            .zip(&case.a)
+            .filter(|(l, _)| !spec.out.contains(l))
+            .map(|(_, &d)| d)
+            .product();
+        let c_view = StridedView::row_major(&c_data, &out_shape).unwrap();
+        let b_view = StridedView::row_major(&b_data, &case.b).unwrap();
+        let plain = StridedView::row_major(&a_data, &case.a).unwrap();
+        // A reversed along mode 0: negative leading stride, offset at the last slab.
+        let mut strides: Vec<isize> = plain.strides().to_vec();
+        let offset = (case.a[0] - 1) * strides[0] as usize;
+        strides[0] = -strides[0];
+        let reversed = StridedView::new(&a_data, &case.a, &strides, offset, complex).unwrap();
+        for (what, a_view) in [("plain", plain), ("reversed+conj", reversed)] {
+            let faer = BackendList::new(vec![std::sync::Arc::new(FaerBackend::new(threads))]);
+            let (fast, attempts) = contract_views(&spec, alpha, &a_view, &b_view, beta, Some(&c_view), &faer).unwrap();
+            assert_eq!(attempts.last().unwrap().backend, "faer");
+            let (slow, _) = contract_views(
+                &spec,
+                alpha,
+                &a_view,
+                &b_view,
+                beta,
+                Some(&c_view),
+                &BackendList::reference_only(),
+            )
+            .unwrap();
+            assert_eq!(fast.shape(), out_shape.as_slice());
+            let scale = 1.0 + 2.6 * 8.0 * inner as f64 + 0.75 * 3.0;
+            let diff = fast.max_abs_diff(&slow).unwrap();
+            assert!(
+                diff <= tol * scale,
+                "{} {} {what} threads={threads}: max |faer - reference| = {diff:e} > {:e}",
+                case.spec,
+                T::DTYPE,
+                tol * scale
+            );
+        }
+    }
+}
+
+#[test]
+fn split_gemm_matches_reference_all_dtypes() {
+    for threads in [2, 3, 4] {
+        check::<f32>(threads);
+        check::<f64>(threads);
+        check::<C32>(threads);
+        check::<C64>(threads);
+    }
+}

@@ -1,0 +1,171 @@
+//! Timing server for `benches/numpy_einsum.py`: the script starts this program once and
+//! alternates single numpy.einsum calls with single uni20 calls over a pipe, so both sides
+//! are measured in the same seconds on the same machine (the CPU of a shared machine drifts
+//! by 20-40 % over tens of seconds; back-to-back runs of two programs cannot be compared).
+//!
+//! Build: `cargo build --release --example einsum_timing`.
+//!
+//! Protocol (one request per line on stdin, one reply line on stdout):
+//!
+//! - `prepare <spec> <dims A> <dims B>`, e.g. `prepare ij,jk->ik 1024,1024 1024,1024`:
+//!   allocates f64 operands of those shapes (deterministic entries in [-1, 1)) and a raw
+//!   faer GEMM problem of the matricized shape (m = free A extents, k = contracted, n = free
+//!   B), and runs each once to warm up. Reply `ok m=<m> k=<k> n=<n>` or `error <message>`.
+//! - `contract`: one `uni20::dispatch::contract(spec, 1, A, B, 0, None, faer backend list)`,
+//!   output allocated fresh as in numpy. Reply: elapsed seconds.
+//! - `gemm`: one raw `faer::linalg::matmul::matmul` of the matricized shape into a
+//!   preallocated matrix (the GEMM floor under `contract`). Reply: elapsed seconds.
+//! - `quit` (or end of input): exit 0.
+//!
+//! `--threads N` (default: the machine's available cores) is the thread budget of both the
+//! uni20 faer backend and the raw GEMM.
+
+use std::io::{BufRead, Write};
+use std::time::Instant;
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::Parser;
+use faer::linalg::matmul::matmul;
+use faer::{Accum, Mat, Par};
+use uni20::dispatch::{contract, BackendList, EinsumSpec, LocalTensor, C64};
+
+/// Command-line options.
+#[derive(Parser)]
+#[command(about = "uni20 contraction timing server for benches/numpy_einsum.py")]
+struct Args {
+    /// Thread budget of the faer backend and of the raw GEMM (default: available cores).
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+/// Deterministic entries in [-1, 1) (xorshift).
+fn fill(len: usize, seed: u64) -> Vec<f64> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+        })
+        .collect()
+}
+
+/// One prepared case.
+struct Case {
+    spec: EinsumSpec,
+    a: LocalTensor,
+    b: LocalTensor,
+    ga: Mat<f64>,
+    gb: Mat<f64>,
+    gc: Mat<f64>,
+}
+
+fn parse_dims(s: &str) -> Result<Vec<usize>> {
+    s.split(',')
+        .map(|d| {
+            d.trim()
+                .parse::<usize>()
+                .with_context(|| format!("bad extent {d:?} in {s:?}"))
+        })
+        .collect()
+}
+
+fn prepare(words: &[&str]) -> Result<(Case, String)> {
+    let [spec, da, db] = words else {
+        bail!("usage: prepare <spec> <dims A> <dims B>");
+    };
+    let spec = EinsumSpec::parse(spec)?;
+    let (da, db) = (parse_dims(da)?, parse_dims(db)?);
+    // Validates the spec, ranks and extents.
+    spec.output_shape(&da, &db)?;
+    let dims: Vec<(char, usize)> = spec
+        .a
+        .iter()
+        .copied()
+        .zip(da.iter().copied())
+        .chain(spec.b.iter().copied().zip(db.iter().copied()))
+        .collect();
+    let extent = |ls: &[char]| -> usize {
+        ls.iter()
+            .map(|l| dims.iter().find(|(x, _)| x == l).map_or(1, |&(_, d)| d))
+            .product()
+    };
+    let cls = spec.classes();
+    if !cls.batch.is_empty() {
+        bail!("batch labels are not supported by the gemm baseline");
+    }
+    let (m, k, n) = (extent(&cls.free_a), extent(&cls.contracted), extent(&cls.free_b));
+    let a = LocalTensor::from_f64(&da, fill(da.iter().product(), 1))?;
+    let b = LocalTensor::from_f64(&db, fill(db.iter().product(), 2))?;
+    let ga = Mat::<f64>::from_fn(m, k, |i, j| ((i * 7 + j * 3) % 11) as f64 * 0.1 - 0.5);
+    let gb = Mat::<f64>::from_fn(k, n, |i, j| ((i * 5 + j * 13) % 17) as f64 * 0.1 - 0.8);
+    let gc = Mat::<f64>::zeros(m, n);
+    Ok((Case { spec, a, b, ga, gb, gc }, format!("m={m} k={k} n={n}")))
+}
+
+fn time_contract(case: &Case, backends: &BackendList) -> Result<f64> {
+    let one = C64::new(1.0, 0.0);
+    let zero = C64::new(0.0, 0.0);
+    let t = Instant::now();
+    let out = contract(&case.spec, one, &case.a, &case.b, zero, None, backends)?;
+    let s = t.elapsed().as_secs_f64();
+    std::hint::black_box(out);
+    Ok(s)
+}
+
+fn time_gemm(case: &mut Case, par: Par) -> f64 {
+    let t = Instant::now();
+    matmul(
+        case.gc.as_mut(),
+        Accum::Replace,
+        case.ga.as_ref(),
+        case.gb.as_ref(),
+        1.0,
+        par,
+    );
+    let s = t.elapsed().as_secs_f64();
+    std::hint::black_box(&case.gc);
+    s
+}
+
+fn main() -> Result<()> {
+    let args = Args::parse();
+    let threads = args
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |c| c.get()));
+    let backends = BackendList::default_cpu(threads);
+    let par = if threads <= 1 { Par::Seq } else { Par::rayon(threads) };
+    let mut case: Option<Case> = None;
+    let stdin = std::io::stdin();
+    let mut out = std::io::stdout().lock();
+    for line in stdin.lock().lines() {
+        let line = line?;
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let reply = match words.as_slice() {
+            [] => continue,
+            ["quit"] => break,
+            ["prepare", rest @ ..] => match prepare(rest) {
+                Ok((mut c, shape)) => {
+                    time_contract(&c, &backends)?;
+                    time_gemm(&mut c, par);
+                    case = Some(c);
+                    format!("ok {shape}")
+                }
+                Err(e) => format!("error {e:#}"),
+            },
+            ["contract"] => match &case {
+                Some(c) => format!("{:.9}", time_contract(c, &backends)?),
+                None => "error no case prepared".to_string(),
+            },
+            ["gemm"] => match &mut case {
+                Some(c) => format!("{:.9}", time_gemm(c, par)),
+                None => "error no case prepared".to_string(),
+            },
+            _ => format!("error unknown request {line:?}"),
+        };
+        writeln!(out, "{reply}").map_err(|e| anyhow!("stdout: {e}"))?;
+        out.flush()?;
+    }
+    Ok(())
+}
