@@ -8,7 +8,7 @@ use faer::{Accum, Conj, MatMut, MatRef, Par};
 
 use crate::backend::{ContractBackend, ContractProblem, KernelError};
 use crate::dtype::C64;
-use crate::permute::gather;
+use crate::permute::{gather, gather_par};
 use crate::scalar::Element;
 use crate::tensor::{checked_len, with_dtype, LocalTensor};
 use crate::view::{row_major_strides, AnyView, StridedView};
@@ -185,11 +185,12 @@ impl<'a, T: Element> Operand<'a, T> {
         Some(modes.last().map_or(1, |&(_, s)| s))
     }
 
-    /// Copies into a contiguous row-major operand over `order` (conjugation applied).
-    fn permuted(&self, order: &[char]) -> Result<Operand<'static, T>, KernelError> {
+    /// Copies into a contiguous row-major operand over `order` (conjugation applied), with
+    /// up to `threads` threads.
+    fn permuted(&self, order: &[char], threads: usize) -> Result<Operand<'static, T>, KernelError> {
         checked_len(&self.shape, T::DTYPE.size_bytes())?;
         let idx: Vec<usize> = order.iter().filter_map(|&l| self.pos(l)).collect();
-        let data = gather(&self.view()?, &idx);
+        let data = gather_par(&self.view()?, &idx, threads);
         let shape = idx.iter().map(|&k| self.shape[k]).collect();
         Ok(Operand::owned(
             idx.iter().map(|&k| self.labels[k]).collect(),
@@ -261,12 +262,13 @@ struct MatPlan<'a, T: Clone> {
 }
 
 /// `op` as a `[batch][rows][cols]` matrix: in place if rows and cols collapse, else one
-/// blocked permuted copy.
+/// blocked permuted copy (with up to `threads` threads).
 fn plan_matrix<'a, T: Element>(
     op: Operand<'a, T>,
     batch: &[char],
     rows: &[char],
     cols: &[char],
+    threads: usize,
 ) -> Result<MatPlan<'a, T>, KernelError> {
     if let (Some(rs), Some(cs)) = (op.collapse(rows), op.collapse(cols)) {
         return Ok(MatPlan {
@@ -275,7 +277,7 @@ fn plan_matrix<'a, T: Element>(
             col_stride: cs,
         });
     }
-    let op = op.permuted(&concat(&[batch, rows, cols]))?;
+    let op = op.permuted(&concat(&[batch, rows, cols]), threads)?;
     let (rs, cs) = (op.collapse(rows).unwrap_or(1), op.collapse(cols).unwrap_or(1));
     Ok(MatPlan {
         op,
@@ -368,7 +370,7 @@ fn run_typed<T: Element + faer::traits::ComplexField>(
     // Initial contents: beta * C (in work order) or zeros.
     let mut buf: Vec<T> = match &p.c {
         Some(c) if total > 0 => {
-            let mut v = gather(typed::<T>(c)?, &work_order);
+            let mut v = gather_par(typed::<T>(c)?, &work_order, threads);
             let beta = T::from_c64(p.beta);
             if p.beta != C64::new(1.0, 0.0) {
                 for x in &mut v {
@@ -402,8 +404,8 @@ fn run_typed<T: Element + faer::traits::ComplexField>(
         } else {
             cands[0].clone()
         };
-        let am = plan_matrix(a, &cls.batch, &cls.free_a, &k_order)?;
-        let bm = plan_matrix(b, &cls.batch, &k_order, &cls.free_b)?;
+        let am = plan_matrix(a, &cls.batch, &cls.free_a, &k_order, threads)?;
+        let bm = plan_matrix(b, &cls.batch, &k_order, &cls.free_b, threads)?;
         let prod = |ls: &[char]| ls.iter().map(|&l| p.dim(l).unwrap_or(1)).product::<usize>();
         let (m, n, k) = (prod(&cls.free_a), prod(&cls.free_b), prod(&k_order));
         let work = Operand::<T> {
@@ -453,7 +455,7 @@ fn run_typed<T: Element + faer::traits::ComplexField>(
             .iter()
             .filter_map(|&l| work_labels.iter().position(|&x| x == l))
             .collect();
-        gather(&work, &order)
+        gather_par(&work, &order, threads)
     };
     Ok(LocalTensor::from_data(&p.out_shape, T::wrap(out))?)
 }
@@ -488,8 +490,8 @@ impl<T: Element> Packed<T> {
         if !cls.summed_b.is_empty() {
             b = reduce(&b, &concat(&[&cls.batch, &cls.free_b, &cls.contracted]))?;
         }
-        let a = a.permuted(&concat(&[&cls.batch, &cls.free_a, &cls.contracted]))?;
-        let b = b.permuted(&concat(&[&cls.batch, &cls.contracted, &cls.free_b]))?;
+        let a = a.permuted(&concat(&[&cls.batch, &cls.free_a, &cls.contracted]), 1)?;
+        let b = b.permuted(&concat(&[&cls.batch, &cls.contracted, &cls.free_b]), 1)?;
         let prod = |ls: &[char]| ls.iter().map(|&l| p.dim(l).unwrap_or(1)).product::<usize>();
         let work_labels = concat(&[&cls.batch, &cls.free_a, &cls.free_b]);
         let work_shape: Vec<usize> = work_labels.iter().map(|&l| p.dim(l).unwrap_or(1)).collect();
@@ -548,25 +550,25 @@ mod tests {
     #[test]
     fn matrix_form_avoids_copies_when_grouped() {
         let o = op("bij", &[2, 3, 4]);
-        let m = plan_matrix(o.clone(), &['b'], &['i'], &['j']).unwrap();
+        let m = plan_matrix(o.clone(), &['b'], &['i'], &['j'], 1).unwrap();
         assert!(matches!(m.op.data, Cow::Owned(_)));
         let b = Operand {
             data: Cow::Borrowed(&o.data[..]),
             ..o.clone()
         };
-        let m = plan_matrix(b.clone(), &['b'], &['i'], &['j']).unwrap();
+        let m = plan_matrix(b.clone(), &['b'], &['i'], &['j'], 1).unwrap();
         assert!(matches!(m.op.data, Cow::Borrowed(_)));
         assert_eq!((m.row_stride, m.col_stride), (4, 1));
         // Transposed use: still in place, column-major strides.
-        let m = plan_matrix(b.clone(), &['b'], &['j'], &['i']).unwrap();
+        let m = plan_matrix(b.clone(), &['b'], &['j'], &['i'], 1).unwrap();
         assert!(matches!(m.op.data, Cow::Borrowed(_)));
         assert_eq!((m.row_stride, m.col_stride), (1, 4));
         // Batch not leading: batch walks by stride, still in place.
-        let m = plan_matrix(b.clone(), &['i'], &['b'], &['j']).unwrap();
+        let m = plan_matrix(b.clone(), &['i'], &['b'], &['j'], 1).unwrap();
         assert!(matches!(m.op.data, Cow::Borrowed(_)));
         assert_eq!((m.row_stride, m.col_stride), (12, 1));
         // Rows {b, j} are not adjacent: one permuted copy, row-major [i][b j][...].
-        let m = plan_matrix(b, &['i'], &['b', 'j'], &[]).unwrap();
+        let m = plan_matrix(b, &['i'], &['b', 'j'], &[], 1).unwrap();
         assert!(matches!(m.op.data, Cow::Owned(_)));
         assert_eq!(m.op.labels, vec!['i', 'b', 'j']);
         // Element (i=1, b=1, j=2) sits at [1][1][2] = 1*8 + 1*4 + 2 and equals the source
