@@ -4,7 +4,8 @@
 //!   the `mpi` feature and launches it on N ranks under a hard timeout.
 //! * `cargo xtask test [--require-mpi]` runs the workspace tests, then every
 //!   MPI integration test (`tests/mpi_*.rs`) at 1, 2 and 3 ranks.
-//! * `cargo xtask bench` runs the criterion benches.
+//! * `cargo xtask bench` runs the criterion benches, the MPI storage-fetch measurement and,
+//!   where python3 has numpy, the interleaved numpy.einsum comparison.
 
 #![warn(clippy::missing_docs_in_private_items)]
 
@@ -183,7 +184,8 @@ fn build_target(args: &MpirunArgs) -> Result<(String, PathBuf)> {
     Ok((target.1, exe))
 }
 
-/// `cargo xtask bench`: run the benches and point at the criterion reports.
+/// `cargo xtask bench`: run the benches and point at the criterion reports, then the MPI
+/// storage-fetch measurement and the numpy comparison.
 fn bench(args: BenchArgs) -> Result<i32> {
     let mut cmd = cargo::cargo();
     cmd.args(["bench", "--workspace"]);
@@ -217,5 +219,50 @@ fn bench(args: BenchArgs) -> Result<i32> {
         }
         None => eprintln!("xtask: mpirun not found: skipping the MPI storage-fetch measurement"),
     }
-    Ok(0)
+    numpy_comparison()
+}
+
+/// `benches/numpy_einsum.py`: numpy.einsum against uni20's contract, interleaved call by
+/// call through the `einsum_timing` example. Skipped (with a note) when `python3` with numpy
+/// is not installed.
+fn numpy_comparison() -> Result<i32> {
+    let has_numpy = std::process::Command::new("python3")
+        .args(["-c", "import numpy"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !has_numpy {
+        eprintln!("xtask: python3 with numpy not found: skipping benches/numpy_einsum.py");
+        return Ok(0);
+    }
+    let mut build = cargo::cargo();
+    build.args([
+        "build",
+        "--release",
+        "--example",
+        "einsum_timing",
+        "-p",
+        cargo::ROOT_PACKAGE,
+    ]);
+    if !cargo::status(&mut build)?.success() {
+        return Ok(1);
+    }
+    let meta = cargo::metadata()?;
+    let server = meta.target_directory.join("release/examples/einsum_timing");
+    eprintln!("xtask: == numpy.einsum vs uni20 contract, interleaved (benches/numpy_einsum.py) ==");
+    let status = std::process::Command::new("python3")
+        .arg(cargo::workspace_root().join("benches/numpy_einsum.py"))
+        .arg("--server")
+        .arg(format!("uni20={}", server.display()))
+        // Some machines pin OpenBLAS's kernel through these; let it detect the CPU instead.
+        .env_remove("OPENBLAS_CORETYPE")
+        .env_remove("OPENBLAS_L2_SIZE")
+        .status()
+        .context("running python3 benches/numpy_einsum.py")?;
+    Ok(if status.success() {
+        0
+    } else {
+        status.code().unwrap_or(1)
+    })
 }
