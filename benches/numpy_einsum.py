@@ -20,7 +20,8 @@ command only so OpenBLAS picks its kernel from the CPU):
 Options: `--server LABEL=PATH` (repeatable) compares several uni20 builds at once (default:
 `uni20=target/release/examples/einsum_timing`); `--threads N` is passed to each server
 (default: all cores, as numpy/OpenBLAS uses); `--numpy-only` skips the servers; `--reps K`
-multiplies the repetition counts; `--pause S` (default 0.15) is the idle time before each
+multiplies the repetition counts; `--sizes 256,512` picks the matmul sizes and
+`--no-permuted` skips the abcd,dbef->acef cases; `--pause S` (default 0.15) is the idle time before each
 timed call, so that neither side's spinning worker threads (OpenBLAS spins for about 2^28
 cycles after a call) are charged to the other.
 
@@ -147,6 +148,8 @@ def main():
     ap.add_argument("--server", action="append", default=[], help="LABEL=PATH of an einsum_timing binary")
     ap.add_argument("--threads", type=int, default=0, help="thread budget of each server (default: all cores)")
     ap.add_argument("--numpy-only", action="store_true", help="time numpy alone")
+    ap.add_argument("--sizes", default="512,1024,2048", help="comma-separated n of the ij,jk->ik cases")
+    ap.add_argument("--no-permuted", action="store_true", help="skip the abcd,dbef->acef cases")
     ap.add_argument("--pause", type=float, default=0.15, help="seconds of idle before each timed call")
     ap.add_argument("--reps", type=float, default=1.0, help="multiplier of the repetition counts")
     args = ap.parse_args()
@@ -163,16 +166,18 @@ def main():
     reps = lambda n: max(3, int(n * args.reps))
     rng = np.random.default_rng(0)
     try:
-        for n, r in ((512, 41), (1024, 21), (2048, 9)):
+        for n in [int(x) for x in args.sizes.split(",") if x]:
+            r = 41 if n <= 512 else (21 if n <= 1024 else 9)
             a = rng.standard_normal((n, n))
             b = rng.standard_normal((n, n))
             run_case("ij,jk->ik n=%d" % n, "ij,jk->ik", a, b, 2.0 * n**3, reps(r), servers, args.pause)
-        for d, r in ((28, 21), (32, 11)):
+        for d, r in () if args.no_permuted else ((28, 21), (32, 11)):
             a = rng.standard_normal((d, d, d, d))
             b = rng.standard_normal((d, d, d, d))
             run_case("abcd,dbef->acef D=%d" % d, "abcd,dbef->acef", a, b, 2.0 * d**6, reps(r), servers, args.pause)
-        path = np.einsum_path("abcd,dbef->acef", a, b, optimize=True)[0]
-        print("numpy's einsum path for abcd,dbef->acef: %s" % (path,))
+        if not args.no_permuted:
+            path = np.einsum_path("abcd,dbef->acef", a, b, optimize=True)[0]
+            print("numpy's einsum path for abcd,dbef->acef: %s" % (path,))
     finally:
         for s in servers:
             s.close()

@@ -188,7 +188,8 @@ fn build_target(args: &MpirunArgs) -> Result<(String, PathBuf)> {
 /// storage-fetch measurement and the numpy comparison.
 fn bench(args: BenchArgs) -> Result<i32> {
     let mut cmd = cargo::cargo();
-    cmd.args(["bench", "--workspace"]);
+    // Bench targets only: the libraries' unit-test harness rejects criterion options.
+    cmd.args(["bench", "--workspace", "--bench", "*"]);
     if !args.args.is_empty() {
         cmd.arg("--").args(&args.args);
     }
