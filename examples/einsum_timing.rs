@@ -10,7 +10,8 @@
 //! - `prepare <spec> <dims A> <dims B>`, e.g. `prepare ij,jk->ik 1024,1024 1024,1024`:
 //!   allocates f64 operands of those shapes (deterministic entries in [-1, 1)) and a raw
 //!   faer GEMM problem of the matricized shape (m = free A extents, k = contracted, n = free
-//!   B), and runs each once to warm up. Reply `ok m=<m> k=<k> n=<n>` or `error <message>`.
+//!   B), and runs each once to warm up. Reply `ok m=<m> k=<k> n=<n>` or `error <message>`
+//!   (bad spec or extents, batch labels, or more than 8 GiB of operands).
 //! - `contract`: one `uni20::dispatch::contract(spec, 1, A, B, 0, None, faer backend list)`,
 //!   output allocated fresh as in numpy. Reply: elapsed seconds.
 //! - `gemm`: one raw `faer::linalg::matmul::matmul` of the matricized shape into a
@@ -28,6 +29,9 @@ use clap::Parser;
 use faer::linalg::matmul::matmul;
 use faer::{Accum, Mat, Par};
 use uni20::dispatch::{contract, BackendList, EinsumSpec, LocalTensor, C64};
+
+/// Largest total operand memory of one prepared case (8 GiB).
+const MAX_CASE_BYTES: usize = 8 << 30;
 
 /// Command-line options.
 #[derive(Parser)]
@@ -86,16 +90,34 @@ fn prepare(words: &[&str]) -> Result<(Case, String)> {
         .zip(da.iter().copied())
         .chain(spec.b.iter().copied().zip(db.iter().copied()))
         .collect();
-    let extent = |ls: &[char]| -> usize {
+    let extent = |ls: &[char]| -> Option<usize> {
         ls.iter()
             .map(|l| dims.iter().find(|(x, _)| x == l).map_or(1, |&(_, d)| d))
-            .product()
+            .try_fold(1usize, |acc, d| acc.checked_mul(d))
     };
     let cls = spec.classes();
     if !cls.batch.is_empty() {
         bail!("batch labels are not supported by the gemm baseline");
     }
-    let (m, k, n) = (extent(&cls.free_a), extent(&cls.contracted), extent(&cls.free_b));
+    // A, B, the result and the GEMM's A, B and C (f64): refuse cases that cannot fit.
+    let too_big = || anyhow!("case needs more than {} GiB of operands", MAX_CASE_BYTES >> 30);
+    let (m, k, n) = match (extent(&cls.free_a), extent(&cls.contracted), extent(&cls.free_b)) {
+        (Some(m), Some(k), Some(n)) => (m, k, n),
+        _ => return Err(too_big()),
+    };
+    let elements = [
+        extent(&spec.a),
+        extent(&spec.b),
+        m.checked_mul(k),
+        k.checked_mul(n),
+        m.checked_mul(n),
+    ];
+    // 16 bytes per element: the result and the GEMM output are counted once each.
+    elements
+        .iter()
+        .try_fold(0usize, |acc, &e| acc.checked_add(e?.checked_mul(16)?))
+        .filter(|&b| b <= MAX_CASE_BYTES)
+        .ok_or_else(too_big)?;
     let a = LocalTensor::from_f64(&da, fill(da.iter().product(), 1))?;
     let b = LocalTensor::from_f64(&db, fill(db.iter().product(), 2))?;
     let ga = Mat::<f64>::from_fn(m, k, |i, j| ((i * 7 + j * 3) % 11) as f64 * 0.1 - 0.5);
