@@ -17,8 +17,8 @@ command only so OpenBLAS picks its kernel from the CPU):
     cargo build --release --example einsum_timing
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python3 benches/numpy_einsum.py
 
-Options: `--server LABEL=PATH` (repeatable) compares several uni20 builds at once (default:
-`uni20=target/release/examples/einsum_timing`); `--threads N` is passed to each server
+Options: `--server LABEL=PATH` or `--server PATH` (repeatable) compares several uni20 builds
+at once (default: `uni20=<repository>/target/release/examples/einsum_timing`); `--threads N` is passed to each server
 (default: all cores, as numpy/OpenBLAS uses); `--numpy-only` skips the servers; `--reps K`
 multiplies the repetition counts; `--sizes 256,512` picks the matmul sizes and
 `--no-permuted` skips the abcd,dbef->acef cases; `--pause S` (default 0.15) is the idle time before each
@@ -71,27 +71,39 @@ class Server:
     """One `einsum_timing` process: prepare a case, then time `contract` or `gemm` calls."""
 
     def __init__(self, label, path, threads):
-        if not os.path.exists(path):
+        if not os.path.isfile(path) or not os.access(path, os.X_OK):
             sys.exit(
-                "%s not found: run `cargo build --release --example einsum_timing` first "
-                "(or pass --numpy-only)" % path
+                "%s is not an executable file: run `cargo build --release --example einsum_timing` "
+                "first (or pass --numpy-only)" % path
             )
         cmd = [path] + (["--threads", str(threads)] if threads else [])
         self.label = label
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+        try:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+        except OSError as e:
+            sys.exit("cannot start server %s (%s): %s" % (label, path, e))
 
     def ask(self, line):
-        self.proc.stdin.write(line + "\n")
-        self.proc.stdin.flush()
-        reply = self.proc.stdout.readline().strip()
+        try:
+            self.proc.stdin.write(line + "\n")
+            self.proc.stdin.flush()
+            reply = self.proc.stdout.readline().strip()
+        except OSError:
+            reply = ""
         if not reply or reply.startswith("error"):
             sys.exit("server %s: %r -> %r" % (self.label, line, reply or "<exited>"))
         return reply
 
     def close(self):
-        self.proc.stdin.write("quit\n")
-        self.proc.stdin.close()
-        self.proc.wait(timeout=30)
+        try:
+            self.proc.stdin.write("quit\n")
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
 
 
 def dims(shape):
@@ -143,15 +155,37 @@ def run_case(label, spec, a, b, flops, reps, servers, pause):
     sys.stdout.flush()
 
 
+def sizes(text):
+    """argparse type: comma-separated positive matrix sizes."""
+    try:
+        out = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected comma-separated integers, got %r" % text)
+    if not out or min(out) <= 0:
+        raise argparse.ArgumentTypeError("expected positive sizes, got %r" % text)
+    return out
+
+
+def nonnegative(text):
+    """argparse type: a float >= 0."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected a number, got %r" % text)
+    if not v >= 0:
+        raise argparse.ArgumentTypeError("expected a number >= 0, got %r" % text)
+    return v
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--server", action="append", default=[], help="LABEL=PATH of an einsum_timing binary")
     ap.add_argument("--threads", type=int, default=0, help="thread budget of each server (default: all cores)")
     ap.add_argument("--numpy-only", action="store_true", help="time numpy alone")
-    ap.add_argument("--sizes", default="512,1024,2048", help="comma-separated n of the ij,jk->ik cases")
+    ap.add_argument("--sizes", type=sizes, default=[512, 1024, 2048], help="comma-separated n of the ij,jk->ik cases")
     ap.add_argument("--no-permuted", action="store_true", help="skip the abcd,dbef->acef cases")
-    ap.add_argument("--pause", type=float, default=0.15, help="seconds of idle before each timed call")
-    ap.add_argument("--reps", type=float, default=1.0, help="multiplier of the repetition counts")
+    ap.add_argument("--pause", type=nonnegative, default=0.15, help="seconds of idle before each timed call")
+    ap.add_argument("--reps", type=nonnegative, default=1.0, help="multiplier of the repetition counts")
     args = ap.parse_args()
 
     print("numpy %s on %s, python %s, %s cpus" % (np.__version__, platform.machine(), platform.python_version(), os.cpu_count()))
@@ -159,14 +193,18 @@ def main():
         print(line)
     servers = []
     if not args.numpy_only:
-        specs = args.server or ["uni20=" + os.path.join("target", "release", "examples", "einsum_timing")]
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        specs = args.server or ["uni20=" + os.path.join(root, "target", "release", "examples", "einsum_timing")]
         for item in specs:
-            label, _, path = item.partition("=")
+            # LABEL=PATH, or a bare PATH labelled by its file name.
+            label, sep, path = item.partition("=")
+            if not sep:
+                label, path = os.path.basename(item), item
             servers.append(Server(label, path, args.threads))
     reps = lambda n: max(3, int(n * args.reps))
     rng = np.random.default_rng(0)
     try:
-        for n in [int(x) for x in args.sizes.split(",") if x]:
+        for n in args.sizes:
             r = 41 if n <= 512 else (21 if n <= 1024 else 9)
             a = rng.standard_normal((n, n))
             b = rng.standard_normal((n, n))

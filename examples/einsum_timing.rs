@@ -18,6 +18,9 @@
 //!   preallocated matrix (the GEMM floor under `contract`). Reply: elapsed seconds.
 //! - `quit` (or end of input): exit 0.
 //!
+//! Every other line (empty, not UTF-8, unknown) gets one `error <message>` reply; a failed
+//! `prepare` drops the previous case.
+//!
 //! `--threads N` (default: the machine's available cores) is the thread budget of both the
 //! uni20 faer backend and the raw GEMM.
 
@@ -161,30 +164,43 @@ fn main() -> Result<()> {
     let mut case: Option<Case> = None;
     let stdin = std::io::stdin();
     let mut out = std::io::stdout().lock();
-    for line in stdin.lock().lines() {
-        let line = line?;
-        let words: Vec<&str> = line.split_whitespace().collect();
-        let reply = match words.as_slice() {
-            [] => continue,
-            ["quit"] => break,
-            ["prepare", rest @ ..] => match prepare(rest) {
-                Ok((mut c, shape)) => {
-                    time_contract(&c, &backends)?;
-                    time_gemm(&mut c, par);
-                    case = Some(c);
-                    format!("ok {shape}")
+    for raw in stdin.lock().split(b'\n') {
+        let raw = raw.context("reading stdin")?;
+        let reply = match std::str::from_utf8(&raw) {
+            Err(_) => "error request is not UTF-8".to_string(),
+            Ok(line) => {
+                let words: Vec<&str> = line.split_whitespace().collect();
+                match words.as_slice() {
+                    [] => "error empty request".to_string(),
+                    ["quit"] => break,
+                    ["prepare", rest @ ..] => {
+                        // A failed prepare leaves no case, so later timings cannot be stale.
+                        case = None;
+                        match prepare(rest) {
+                            Ok((mut c, shape)) => match time_contract(&c, &backends) {
+                                Ok(_) => {
+                                    time_gemm(&mut c, par);
+                                    case = Some(c);
+                                    format!("ok {shape}")
+                                }
+                                Err(e) => format!("error {e:#}"),
+                            },
+                            Err(e) => format!("error {e:#}"),
+                        }
+                    }
+                    ["contract"] => match &case {
+                        Some(c) => {
+                            time_contract(c, &backends).map_or_else(|e| format!("error {e:#}"), |t| format!("{t:.9}"))
+                        }
+                        None => "error no case prepared".to_string(),
+                    },
+                    ["gemm"] => match &mut case {
+                        Some(c) => format!("{:.9}", time_gemm(c, par)),
+                        None => "error no case prepared".to_string(),
+                    },
+                    _ => format!("error unknown request {line:?}"),
                 }
-                Err(e) => format!("error {e:#}"),
-            },
-            ["contract"] => match &case {
-                Some(c) => format!("{:.9}", time_contract(c, &backends)?),
-                None => "error no case prepared".to_string(),
-            },
-            ["gemm"] => match &mut case {
-                Some(c) => format!("{:.9}", time_gemm(c, par)),
-                None => "error no case prepared".to_string(),
-            },
-            _ => format!("error unknown request {line:?}"),
+            }
         };
         writeln!(out, "{reply}").map_err(|e| anyhow!("stdout: {e}"))?;
         out.flush()?;

@@ -26,15 +26,16 @@ use crate::view::{row_major_strides, AnyView, StridedView};
 /// Then `faer::linalg::matmul::matmul_with_conj` runs once per batch element; with
 /// `beta != 0` the buffer is first filled with `beta * C` and the GEMM accumulates.
 ///
-/// Thread budget: `threads <= 1` runs every GEMM sequentially (`Par::Seq`). Otherwise a GEMM
-/// of at least [`SPLIT_MIN_MACS`] multiply-adds is cut into `threads` panels of the output
-/// (along its longer side, panel edges on multiples of 16) and each panel runs as one
-/// sequential faer GEMM, the panels in parallel through `rayon::join` on the global rayon
-/// pool (at most `threads` tasks). Each panel packs its own operands, so the threads never
-/// wait for one another inside the GEMM; on the 2-core test machine this beat faer's own
-/// `Par::rayon(2)` by 5-15 % at n = 1024 and 2048 (interleaved, `benches/numpy_einsum.py`;
-/// see `docs/performance.md`). A rank running alongside others should pass its share of the
-/// cores.
+/// Thread budget: `threads <= 1` runs every GEMM sequentially (`Par::Seq`). Otherwise the
+/// output of a GEMM is bisected recursively into up to `threads` blocks: each piece is cut
+/// across its own longer side (edges on multiples of 16) while it still has at least
+/// [`SPLIT_MIN_MACS`] multiply-adds and 32 rows or columns, and each final block runs as one
+/// sequential faer GEMM, the halves in parallel through `rayon::join` on the global rayon
+/// pool (at most `threads` tasks). Each block packs its own operands, so the threads never
+/// wait for one another inside the GEMM; on the 2-core test machine this measured 0-16 %
+/// faster than faer's own `Par::rayon(2)` at n = 1024 and 2048 (criterion `ratio` lines,
+/// `docs/performance.md`). A rank running alongside others should pass its share of the
+/// cores; any budget is accepted (a huge one is capped by the matrix size).
 #[derive(Clone, Copy, Debug)]
 pub struct FaerBackend {
     threads: usize,
@@ -76,12 +77,16 @@ fn split_gemm<T: Element + faer::traits::ComplexField>(
     let (m, n) = (dst.nrows(), dst.ncols());
     let macs = m.saturating_mul(n).saturating_mul(lhs.ncols());
     let long = m.max(n);
+    // No more pieces than 16-wide strips of the longer side (also bounds a huge budget).
+    let parts = parts.min(long / SPLIT_ALIGN);
     if parts <= 1 || macs < SPLIT_MIN_MACS || long < 2 * SPLIT_ALIGN {
         matmul_with_conj(dst, accum, lhs, ca, rhs, cb, alpha, Par::Seq);
         return;
     }
     let first = parts / 2;
-    let cut = (long * first / parts).div_ceil(SPLIT_ALIGN) * SPLIT_ALIGN;
+    // long * first / parts without overflow (first < parts).
+    let cut = (long as u128 * first as u128 / parts as u128) as usize;
+    let cut = cut.div_ceil(SPLIT_ALIGN).saturating_mul(SPLIT_ALIGN);
     let cut = cut.clamp(SPLIT_ALIGN, long - 1);
     if n >= m {
         let (d0, d1) = dst.split_at_col_mut(cut);

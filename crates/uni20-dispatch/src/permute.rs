@@ -50,7 +50,8 @@ fn gather_slabs<T: Element>(src: &StridedView<'_, T>, order: &[usize], out: &mut
     let d0 = order[0];
     let (extent, stride) = (src.shape()[d0], src.strides()[d0]);
     let first = parts / 2;
-    let cut = extent * first / parts;
+    // extent * first / parts without overflow (first < parts <= extent).
+    let cut = (extent as u128 * first as u128 / parts as u128) as usize;
     let slab = out.len() / extent;
     // Sub-views of `src` over [0, cut) and [cut, extent) of dimension d0.
     let sub = |start: usize, len: usize| {

@@ -134,3 +134,21 @@ fn split_gemm_matches_reference_all_dtypes() {
     check::<C32>();
     check::<C64>();
 }
+
+/// A thread budget far beyond the matrix (e.g. `UNI20_THREADS_PER_RANK` set absurdly high)
+/// is capped, not an arithmetic overflow, and the result is still exact.
+#[test]
+fn huge_thread_budget_is_capped() {
+    let spec = EinsumSpec::parse("ik,kj->ij").unwrap();
+    let mut rng = Rng(7);
+    let a = LocalTensor::from_f64(&[64, 80], (0..64 * 80).map(|_| rng.val()).collect()).unwrap();
+    let b = LocalTensor::from_f64(&[80, 96], (0..80 * 96).map(|_| rng.val()).collect()).unwrap();
+    let one = C64::new(1.0, 0.0);
+    let zero = C64::new(0.0, 0.0);
+    let want = contract(&spec, one, &a, &b, zero, None, &BackendList::reference_only()).unwrap();
+    for threads in [usize::MAX, 1 << 60, 1000] {
+        let got = contract(&spec, one, &a, &b, zero, None, &BackendList::default_cpu(threads)).unwrap();
+        let diff = got.max_abs_diff(&want).unwrap();
+        assert!(diff <= 1e-11 * 80.0 * 4.0, "threads={threads}: diff {diff:e}");
+    }
+}
