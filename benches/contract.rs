@@ -17,6 +17,9 @@ use std::time::{Duration, Instant};
 use criterion::{BenchmarkId, Criterion, SamplingMode};
 use faer::linalg::matmul::matmul;
 use faer::{Accum, Mat, Par};
+#[path = "../examples/shared/mod.rs"]
+mod shared;
+use shared::fill;
 use uni20::dispatch::{contract, BackendList, EinsumSpec, LocalTensor, C64};
 use uni20::DistTensor;
 
@@ -28,19 +31,6 @@ const DIST_N: usize = 512;
 const DIST_BLOCK: usize = 256;
 /// Ranks of the in-process universe (root + 3 workers).
 const DIST_RANKS: usize = 4;
-
-/// Deterministic, non-trivial entries in [-1, 1).
-fn fill(len: usize, seed: u64) -> Vec<f64> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 11) as f64 / (1u64 << 52) as f64 - 1.0
-        })
-        .collect()
-}
 
 /// Thread budget: the machine's available cores.
 fn threads() -> usize {

@@ -31,6 +31,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use clap::Parser;
 use faer::linalg::matmul::matmul;
 use faer::{Accum, Mat, Par};
+mod shared;
+use shared::fill;
 use uni20::dispatch::{contract, BackendList, EinsumSpec, LocalTensor, C64};
 
 /// Largest total operand memory of one prepared case (8 GiB).
@@ -43,19 +45,6 @@ struct Args {
     /// Thread budget of the faer backend and of the raw GEMM (default: available cores).
     #[arg(long)]
     threads: Option<usize>,
-}
-
-/// Deterministic entries in [-1, 1) (xorshift).
-fn fill(len: usize, seed: u64) -> Vec<f64> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 11) as f64 / (1u64 << 52) as f64 - 1.0
-        })
-        .collect()
 }
 
 /// One prepared case.

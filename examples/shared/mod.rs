@@ -1,4 +1,5 @@
-//! Pieces shared by the examples: the Heisenberg-chain MPO.
+//! Pieces shared by the examples and the root benches: the Heisenberg-chain MPO and a
+//! deterministic fill for timing operands.
 #![allow(dead_code)]
 
 use uni20::prelude::*;
@@ -39,4 +40,18 @@ pub fn unit(n: usize, i: usize) -> anyhow::Result<LocalTensor> {
     let mut v = vec![0.0; n];
     v[i] = 1.0;
     Ok(LocalTensor::from_f64(&[n], v)?)
+}
+
+/// `len` deterministic, non-trivial f64 values in [-1, 1) (xorshift64 seeded by `seed`), for
+/// benchmark operands whose values do not matter but must not be all equal or zero.
+pub fn fill(len: usize, seed: u64) -> Vec<f64> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+        })
+        .collect()
 }

@@ -76,33 +76,38 @@ fn split_gemm<T: Element + faer::traits::ComplexField>(
 ) {
     let (m, n) = (dst.nrows(), dst.ncols());
     let macs = m.saturating_mul(n).saturating_mul(lhs.ncols());
-    let long = m.max(n);
     // No more pieces than 16-wide strips of the longer side (also bounds a huge budget).
-    let parts = parts.min(long / SPLIT_ALIGN);
-    if parts <= 1 || macs < SPLIT_MIN_MACS || long < 2 * SPLIT_ALIGN {
+    let parts = parts.min(m.max(n) / SPLIT_ALIGN);
+    if parts <= 1 || macs < SPLIT_MIN_MACS {
         matmul_with_conj(dst, accum, lhs, ca, rhs, cb, alpha, Par::Seq);
         return;
     }
-    let first = parts / 2;
-    // long * first / parts without overflow (first < parts).
-    let cut = (long as u128 * first as u128 / parts as u128) as usize;
-    let cut = cut.div_ceil(SPLIT_ALIGN).saturating_mul(SPLIT_ALIGN);
-    let cut = cut.clamp(SPLIT_ALIGN, long - 1);
-    if n >= m {
-        let (d0, d1) = dst.split_at_col_mut(cut);
-        let (r0, r1) = rhs.split_at_col(cut);
-        rayon::join(
-            || split_gemm(d0, accum, lhs, ca, r0, cb, alpha, first),
-            || split_gemm(d1, accum, lhs, ca, r1, cb, alpha, parts - first),
-        );
-    } else {
-        let (d0, d1) = dst.split_at_row_mut(cut);
-        let (l0, l1) = lhs.split_at_row(cut);
-        rayon::join(
-            || split_gemm(d0, accum, l0, ca, rhs, cb, alpha, first),
-            || split_gemm(d1, accum, l1, ca, rhs, cb, alpha, parts - first),
+    if m > n {
+        // Cut across the longer side: rows of dst are columns of dst^T = op(B)^T op(A)^T.
+        return split_gemm(
+            dst.transpose_mut(),
+            accum,
+            rhs.transpose(),
+            cb,
+            lhs.transpose(),
+            ca,
+            alpha,
+            parts,
         );
     }
+    let first = parts / 2;
+    // n * first / parts without overflow (first < parts).
+    let cut = (n as u128 * first as u128 / parts as u128) as usize;
+    let cut = cut
+        .div_ceil(SPLIT_ALIGN)
+        .saturating_mul(SPLIT_ALIGN)
+        .clamp(SPLIT_ALIGN, n - 1);
+    let (d0, d1) = dst.split_at_col_mut(cut);
+    let (r0, r1) = rhs.split_at_col(cut);
+    rayon::join(
+        || split_gemm(d0, accum, lhs, ca, r0, cb, alpha, first),
+        || split_gemm(d1, accum, lhs, ca, r1, cb, alpha, parts - first),
+    );
 }
 
 impl ContractBackend for FaerBackend {
