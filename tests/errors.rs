@@ -38,7 +38,7 @@ fn validation_errors_are_typed_and_leave_the_job_usable() {
             // Same extents, different blocking.
             let b3 = tensor(ctl, &[3, 4], 3);
             let e = contract(ctl, "ij,jk->ik", &a, &b3).unwrap_err();
-            assert!(matches!(e, DistError::Blocking { label: 'j', .. }), "{e:?}");
+            assert!(matches!(e, DistError::BlockingMismatch { label: 'j', .. }), "{e:?}");
             // Complex alpha with a real output.
             let opts = ContractOptions {
                 alpha: C64::new(1.0, 1.0),
@@ -60,7 +60,7 @@ fn validation_errors_are_typed_and_leave_the_job_usable() {
             assert!(matches!(e, DistError::Contract(ContractError::Shape { .. })), "{e:?}");
             assert!(matches!(
                 DistTensor::from_local(ctl, &LocalTensor::zeros(DType::F64, &[2]).unwrap(), 0),
-                Err(DistError::BlockSize)
+                Err(DistError::Blocking(uni20::dist::BlockingError::ZeroBlockSize))
             ));
             // Nothing was submitted: the job still works and gives the right answer.
             let c = contract(ctl, "ij,jk->ik", &a, &b).unwrap().to_local(ctl).unwrap();
@@ -149,7 +149,7 @@ fn a_failing_command_stops_the_job_with_a_diagnostic() {
     assert_eq!(d.wire_name, "uni20.contract.v1");
     assert!(d.rank >= 1 && d.rank <= 2);
     assert_eq!(d.op_id, 2, "op 1 scattered A, op 2 is the contraction");
-    assert!(d.location.contains("contract.rs"), "{}", d.location);
+    assert!(d.location.contains("contract/command.rs"), "{}", d.location);
     let text = err.to_string();
     assert!(
         text.contains("r9:999") && text.contains(&format!("rank {}", d.rank)),

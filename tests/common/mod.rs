@@ -98,11 +98,10 @@ pub fn run_case(ctl: &Controller<'_>, case: &Case, block: usize) -> (DistTensor,
     };
     let out = contract_with(ctl, &case.spec, &a, &b, &opts).unwrap();
     out.wait(ctl).unwrap();
-    let plan = out.plan().expect("plan of an executed contraction");
+    let plan = out.plan_summary().expect("plan of an executed contraction");
     if ctl.size() > 1 {
         assert_eq!(
-            plan.bytes_through_root(),
-            0,
+            plan.bytes_through_root, 0,
             "{}: payload routed through the root",
             case.name
         );

@@ -105,8 +105,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     };
                     let c = contract_with(ctl, spec, &ta, &tb, &opts)?;
                     write_npy(ctl, &c, output)?;
-                    if let (true, Some(p)) = (*plan, c.plan()) {
-                        eprintln!("plan: {}", p.summary());
+                    if let (true, Some(p)) = (*plan, c.plan_summary()) {
+                        eprintln!("plan: {p}");
                     }
                     Ok(())
                 }

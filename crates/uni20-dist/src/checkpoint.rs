@@ -14,7 +14,7 @@ use uni20_persist::{decode_postcard, encode_postcard, ObjectId, Persist, Persist
 use uni20_worker::{Controller, Flush};
 
 use crate::error::DistError;
-use crate::tensor::{store_err, DistTensor, Manifest};
+use crate::tensor::{DistTensor, Manifest};
 
 /// A checkpoint: named tensor manifests plus user scalars and a step.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -58,13 +58,14 @@ impl Checkpoint {
     /// The tensor stored under `name`.
     ///
     /// # Errors
-    /// [`DistError::Shape`] if there is none or its manifest is invalid.
+    /// [`DistError::NotFound`] if there is none; [`DistError::BadManifest`]
+    /// if its manifest is invalid.
     pub fn tensor(&self, name: &str) -> Result<DistTensor, DistError> {
         let m = self
             .tensors
             .iter()
             .find(|(n, _)| n == name)
-            .ok_or_else(|| DistError::Shape(format!("checkpoint has no tensor `{name}`")))?;
+            .ok_or_else(|| DistError::NotFound(format!("tensor `{name}` of the checkpoint")))?;
         DistTensor::from_manifest(m.1.clone())
     }
 }
@@ -80,7 +81,7 @@ pub fn flush_all(ctl: &Controller<'_>) -> Result<(), DistError> {
     if ranks != [0] {
         ctl.submit::<Flush>(&(), &ranks)?;
     }
-    ctl.store().flush_all().map_err(store_err)
+    Ok(ctl.store().flush_all()?)
 }
 
 /// Writes a checkpoint: flushes every store, commits `cp` in the root's
@@ -91,33 +92,33 @@ pub fn flush_all(ctl: &Controller<'_>) -> Result<(), DistError> {
 /// [`DistError::Job`] if a rank cannot flush; a store error on the root.
 pub fn checkpoint(ctl: &Controller<'_>, cp: &Checkpoint) -> Result<PersistentPtr<Checkpoint>, DistError> {
     flush_all(ctl)?;
-    let p = ctl.store().commit(cp.clone()).map_err(store_err)?;
-    ctl.store().flush(p.id()).map_err(store_err)?;
-    ctl.store().set_root("checkpoint", p.id()).map_err(store_err)?;
+    let p = ctl.store().commit(cp.clone())?;
+    ctl.store().flush(p.id())?;
+    ctl.store().set_root("checkpoint", p.id())?;
     Ok(p)
 }
 
 /// Loads a checkpoint committed by an earlier run from the root's store.
 ///
 /// # Errors
-/// A store error if the object is missing or damaged; [`DistError::Shape`]
+/// A store error if the object is missing or damaged; [`DistError::BadRank`]
 /// if it places blocks on ranks this universe does not have.
 pub fn restore(ctl: &Controller<'_>, id: ObjectId) -> Result<Checkpoint, DistError> {
-    let v = ctl
-        .store()
-        .load_wait(PersistentPtr::<Checkpoint>::from_id(id))
-        .map_err(store_err)?;
+    let v = ctl.store().load_wait(PersistentPtr::<Checkpoint>::from_id(id))?;
     let highest = v
         .tensors
         .iter()
         .flat_map(|(_, m)| m.blocks.iter().map(|b| b.owner))
         .max();
     if let Some(r) = highest.filter(|&r| r >= ctl.size()) {
-        return Err(DistError::Shape(format!(
-            "checkpoint {id} keeps blocks on rank {r}, but this universe has {} ranks: restart with the \
-             same number of ranks (and the same store directory) as the run that wrote it",
-            ctl.size()
-        )));
+        return Err(DistError::BadRank {
+            rank: r,
+            size: ctl.size(),
+            what: format!(
+                "checkpoint {id} keeps blocks there; restart with the same number of ranks (and the same store \
+                 directory) as the run that wrote it"
+            ),
+        });
     }
     Ok((*v).clone())
 }

@@ -1,31 +1,39 @@
-//! Errors of distributed operations.
+//! Errors of distributed operations ([`DistError`]): validation errors
+//! found on the root before anything is submitted, and failures of
+//! submitted commands (fail-stop).
 
 use std::path::PathBuf;
 
 use uni20_dispatch::{ContractError, DTypeError, SpecError, TensorError};
 use uni20_worker::JobError;
 
+use crate::layout::BlockingError;
+
 /// Error of a distributed tensor operation.
 ///
-/// Validation errors (`Spec`, `Shape`, `Blocking`, `BlockSize`, `Npy`, ...)
-/// are detected on the root before anything is submitted: nothing ran and
-/// nothing was lost. `Job` means a submitted command failed (fail-stop).
+/// Validation errors (`Spec`, `ShapeMismatch`, `BlockingMismatch`,
+/// `Blocking`, `PlanTooLarge`, `Npy`, ...) are detected on the root before
+/// anything is submitted: nothing ran and nothing was lost. `Job` means a
+/// submitted command failed (fail-stop).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum DistError {
     /// The einsum spec is malformed or does not fit the operands.
     #[error(transparent)]
     Spec(#[from] SpecError),
-    /// Operand shapes or dtypes are incompatible.
-    #[error("{0}")]
-    Shape(String),
-    /// Root-side validation of the local contraction contract failed.
+    /// Root-side validation of the local contraction rules failed (C of the
+    /// wrong shape, complex scalar with a real output, ...).
     #[error(transparent)]
     Contract(#[from] ContractError),
-    /// An index is blocked differently in two operands.
+    /// A block tiling cannot be built (block size zero, too many blocks).
+    #[error(transparent)]
+    Blocking(#[from] BlockingError),
+    /// An index is blocked differently in two operands of an operation that
+    /// requires the same blocking (strict mode).
     #[error(
         "index `{label}` is blocked as {first:?} in one operand and {second:?} in another; use the same block size"
     )]
-    Blocking {
+    BlockingMismatch {
         /// The index label.
         label: char,
         /// Block extents in the first operand.
@@ -33,9 +41,49 @@ pub enum DistError {
         /// Block extents in the other operand.
         second: Vec<usize>,
     },
-    /// Block size zero.
-    #[error("block size must be at least 1")]
-    BlockSize,
+    /// Two shapes that must agree do not.
+    #[error("{what}: expected shape {expected:?}, got {got:?}")]
+    ShapeMismatch {
+        /// Which operand or argument.
+        what: String,
+        /// The shape required.
+        expected: Vec<usize>,
+        /// The shape given.
+        got: Vec<usize>,
+    },
+    /// A plan would exceed a size limit (blocks, block products, bytes of
+    /// one block); nothing was allocated or submitted.
+    #[error("{what}: {count} exceeds the limit of {limit}; {hint}")]
+    PlanTooLarge {
+        /// What was counted.
+        what: String,
+        /// The count (saturated at `u128::MAX`).
+        count: u128,
+        /// The limit.
+        limit: u128,
+        /// What the user can do (for example "use a larger block size").
+        hint: String,
+    },
+    /// An operation names no rank to run on.
+    #[error("{0} names no rank")]
+    NoRanks(String),
+    /// A rank outside the universe, or one that cannot play the role asked.
+    #[error("{what}: rank {rank} in a universe of {size} ranks")]
+    BadRank {
+        /// The rank.
+        rank: usize,
+        /// The universe size.
+        size: usize,
+        /// What the rank was asked to do.
+        what: String,
+    },
+    /// A manifest is inconsistent (tiling vs shape, block count, block
+    /// contents).
+    #[error("invalid manifest: {0}")]
+    BadManifest(String),
+    /// A named item (for example a tensor of a checkpoint) does not exist.
+    #[error("{0} not found")]
+    NotFound(String),
     /// A local tensor could not be built.
     #[error(transparent)]
     Tensor(#[from] TensorError),
@@ -69,4 +117,8 @@ pub enum DistError {
     /// A submitted command failed, or the job was aborted.
     #[error(transparent)]
     Job(#[from] JobError),
+    /// Replies that do not fit the plan (a rank reported a block it was not
+    /// asked for, or none reported some block): a runtime bug.
+    #[error("protocol violation: {0}")]
+    Protocol(String),
 }

@@ -1,4 +1,7 @@
-//! Block grids and byte-level box copies between dense C-order arrays.
+//! Block tilings ([`Blocking`]) and byte-level box copies between dense
+//! C-order arrays: how a tensor's elements are cut into blocks, how a block
+//! is addressed (row-major block numbers, multi-indices, offsets), and how a
+//! block is copied out of or into a dense array. Pure functions, no ranks.
 
 use serde::{Deserialize, Serialize};
 
@@ -28,24 +31,158 @@ pub fn c_strides(shape: &[usize]) -> Vec<usize> {
     s
 }
 
-/// The block decomposition of a tensor: per mode, the extent of each block.
+/// Most blocks one tensor may have (about four million). A block map entry
+/// costs about 30 bytes on the root and in every descriptor that names it;
+/// beyond this a plan would not fit in memory or in one envelope. Use a
+/// larger block size.
+pub const MAX_BLOCKS: usize = 1 << 22;
+
+/// The block decomposition (tiling) of a tensor: per mode, the extent of
+/// each block along that mode.
 ///
 /// Block `(b_0, .., b_{r-1})` covers elements
 /// `offset_k(b_k) .. offset_k(b_k) + extents[k][b_k]` of each mode `k`.
 /// Blocks are numbered in row-major order of their multi-index; a rank-0
-/// tensor has exactly one block.
+/// tensor has exactly one block. A tensor with zero elements has exactly
+/// one (empty) block: each mode is a single block of its full extent.
+///
+/// Invariants (checked by every constructor, including deserialization):
+/// every mode has at least one block, the block extents of a mode are
+/// positive unless the tensor has zero elements, and there are at most
+/// [`MAX_BLOCKS`] blocks.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Grid {
-    /// Per mode, the extent of each block along that mode.
-    pub extents: Vec<Vec<usize>>,
+#[serde(try_from = "Vec<Vec<usize>>", into = "Vec<Vec<usize>>")]
+pub struct Blocking {
+    extents: Vec<Vec<usize>>,
 }
 
-impl Grid {
-    /// The grid of a tensor of `shape` cut into blocks of at most `block`.
-    pub fn regular(shape: &[usize], block: usize) -> Grid {
-        Grid {
-            extents: shape.iter().map(|&n| block_extents(n, block)).collect(),
+/// Why a [`Blocking`] cannot be built.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BlockingError {
+    /// A block size of zero was requested.
+    #[error("block size must be at least 1")]
+    ZeroBlockSize,
+    /// The tiling would have more than [`MAX_BLOCKS`] blocks.
+    #[error("{count} blocks exceed the limit of {limit} blocks per tensor (shape {shape:?}); use a larger block size")]
+    TooManyBlocks {
+        /// Number of blocks requested (saturated at `u128::MAX`).
+        count: u128,
+        /// [`MAX_BLOCKS`].
+        limit: usize,
+        /// The tensor's shape.
+        shape: Vec<usize>,
+    },
+    /// The block extents do not tile the shape.
+    #[error("block extents {extents:?} do not tile shape {shape:?}")]
+    DoesNotTile {
+        /// The extents given.
+        extents: Vec<Vec<usize>>,
+        /// The shape they should tile.
+        shape: Vec<usize>,
+    },
+}
+
+fn count_blocks(extents: &[Vec<usize>]) -> u128 {
+    extents.iter().fold(1u128, |acc, e| acc.saturating_mul(e.len() as u128))
+}
+
+impl Blocking {
+    /// The tiling of a tensor of `shape` cut into blocks of at most `block`
+    /// elements per mode (the last block of a mode may be smaller).
+    ///
+    /// # Errors
+    /// [`BlockingError::ZeroBlockSize`] for `block == 0`;
+    /// [`BlockingError::TooManyBlocks`] beyond [`MAX_BLOCKS`] blocks.
+    pub fn regular(shape: &[usize], block: usize) -> Result<Blocking, BlockingError> {
+        if block == 0 {
+            return Err(BlockingError::ZeroBlockSize);
         }
+        if shape.contains(&0) {
+            return Ok(Blocking {
+                extents: shape.iter().map(|&n| vec![n]).collect(),
+            });
+        }
+        let count = shape
+            .iter()
+            .fold(1u128, |acc, &n| acc.saturating_mul(n.div_ceil(block) as u128));
+        if count > MAX_BLOCKS as u128 {
+            return Err(BlockingError::TooManyBlocks {
+                count,
+                limit: MAX_BLOCKS,
+                shape: shape.to_vec(),
+            });
+        }
+        Ok(Blocking {
+            extents: shape.iter().map(|&n| block_extents(n, block)).collect(),
+        })
+    }
+
+    /// A tiling from explicit per-mode block extents, checked against `shape`.
+    ///
+    /// # Errors
+    /// [`BlockingError::DoesNotTile`] if a mode's extents do not sum to its
+    /// size, a mode has no block, or a block is empty in a tensor with
+    /// elements; [`BlockingError::TooManyBlocks`] beyond [`MAX_BLOCKS`].
+    pub fn from_extents(shape: &[usize], extents: Vec<Vec<usize>>) -> Result<Blocking, BlockingError> {
+        let empty_tensor = shape.contains(&0);
+        let tiles = extents.len() == shape.len()
+            && extents.iter().zip(shape).all(|(e, &n)| {
+                !e.is_empty() && e.iter().sum::<usize>() == n && (empty_tensor || e.iter().all(|&x| x > 0))
+            });
+        if !tiles {
+            return Err(BlockingError::DoesNotTile {
+                extents,
+                shape: shape.to_vec(),
+            });
+        }
+        Blocking::checked(extents).map_err(|e| match e {
+            BlockingError::TooManyBlocks { count, limit, .. } => BlockingError::TooManyBlocks {
+                count,
+                limit,
+                shape: shape.to_vec(),
+            },
+            other => other,
+        })
+    }
+
+    fn checked(extents: Vec<Vec<usize>>) -> Result<Blocking, BlockingError> {
+        let count = count_blocks(&extents);
+        let shape: Vec<usize> = extents.iter().map(|e| e.iter().sum()).collect();
+        if extents.iter().any(Vec::is_empty) {
+            return Err(BlockingError::DoesNotTile { extents, shape });
+        }
+        if count > MAX_BLOCKS as u128 {
+            return Err(BlockingError::TooManyBlocks {
+                count,
+                limit: MAX_BLOCKS,
+                shape,
+            });
+        }
+        Ok(Blocking { extents })
+    }
+
+    /// Per mode, the extent of each block along that mode.
+    pub fn extents(&self) -> &[Vec<usize>] {
+        &self.extents
+    }
+
+    /// The block extents of mode `k`.
+    ///
+    /// # Panics
+    /// If `k` is not below the tensor's rank.
+    pub fn mode(&self, k: usize) -> &[usize] {
+        &self.extents[k]
+    }
+
+    /// Number of modes.
+    pub fn rank(&self) -> usize {
+        self.extents.len()
+    }
+
+    /// The shape this tiling covers (per mode, the sum of its block extents).
+    pub fn shape(&self) -> Vec<usize> {
+        self.extents.iter().map(|e| e.iter().sum()).collect()
     }
 
     /// Number of blocks per mode.
@@ -53,7 +190,8 @@ impl Grid {
         self.extents.iter().map(Vec::len).collect()
     }
 
-    /// Total number of blocks (product of [`Grid::dims`]; 1 for rank 0).
+    /// Total number of blocks (product of [`Blocking::dims`]; 1 for rank 0;
+    /// at most [`MAX_BLOCKS`]).
     pub fn num_blocks(&self) -> usize {
         self.extents.iter().map(Vec::len).product()
     }
@@ -76,8 +214,16 @@ impl Grid {
     }
 
     /// Shape of the block at `multi`.
+    ///
+    /// # Panics
+    /// If `multi` is out of range (callers derive it from this tiling).
     pub fn block_shape(&self, multi: &[usize]) -> Vec<usize> {
         multi.iter().zip(&self.extents).map(|(&i, e)| e[i]).collect()
+    }
+
+    /// Number of elements of block number `linear`.
+    pub fn block_len(&self, linear: usize) -> usize {
+        self.block_shape(&self.multi(linear)).iter().product()
     }
 
     /// Element offset of the block at `multi` along each mode.
@@ -87,6 +233,19 @@ impl Grid {
             .zip(&self.extents)
             .map(|(&i, e)| e[..i].iter().sum())
             .collect()
+    }
+}
+
+impl TryFrom<Vec<Vec<usize>>> for Blocking {
+    type Error = BlockingError;
+    fn try_from(extents: Vec<Vec<usize>>) -> Result<Blocking, BlockingError> {
+        Blocking::checked(extents)
+    }
+}
+
+impl From<Blocking> for Vec<Vec<usize>> {
+    fn from(b: Blocking) -> Vec<Vec<usize>> {
+        b.extents
     }
 }
 
@@ -154,14 +313,26 @@ mod tests {
 
     #[test]
     fn grid_indexing() {
-        let g = Grid::regular(&[5, 3], 2);
+        let g = Blocking::regular(&[5, 3], 2).unwrap();
         assert_eq!(g.dims(), vec![3, 2]);
         assert_eq!(g.num_blocks(), 6);
         assert_eq!(g.multi(3), vec![1, 1]);
         assert_eq!(g.linear(&[2, 1]), 5);
         assert_eq!(g.block_shape(&[2, 1]), vec![1, 1]);
         assert_eq!(g.block_offset(&[2, 1]), vec![4, 2]);
-        assert_eq!(Grid::regular(&[], 3).num_blocks(), 1);
+        assert_eq!(Blocking::regular(&[], 3).unwrap().num_blocks(), 1);
+        // A tensor with no elements is one empty block, whatever its extents.
+        let empty = Blocking::regular(&[65536, 65536, 0], 1).unwrap();
+        assert_eq!(empty.num_blocks(), 1);
+        assert_eq!(empty.extents(), &[vec![65536], vec![65536], vec![0]]);
+        assert!(matches!(
+            Blocking::regular(&[65536, 65536], 1),
+            Err(BlockingError::TooManyBlocks { count: 4294967296, .. })
+        ));
+        assert_eq!(Blocking::regular(&[3], 0), Err(BlockingError::ZeroBlockSize));
+        // Deserialization checks the invariants too.
+        let bad: Result<Blocking, _> = postcard::from_bytes(&postcard::to_stdvec(&vec![Vec::<usize>::new()]).unwrap());
+        assert!(bad.is_err());
     }
 
     #[test]

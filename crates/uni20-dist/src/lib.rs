@@ -1,44 +1,64 @@
 //! # uni20-dist: the root controller's distributed operations
 //!
 //! Distributed tensors ([`DistTensor`]) are manifests on the root: global
-//! shape, dtype, block grid, and per block the owner rank and persistent
+//! shape, dtype, block tiling, and per block the owner rank and persistent
 //! object id. Operations are planned on the root and submitted as versioned
 //! command descriptors; payloads move only between workers (or to the root
-//! when the user asks: [`DistTensor::to_local`], [`write_npy`] header).
+//! when the user asks: [`DistTensor::to_local`], [`DistTensor::from_local`]).
+//!
+//! | module | owns |
+//! |---|---|
+//! | `tensor` | `DistTensor`, `TensorMeta`, `Manifest`, `BlockRef`, the `Block` object type |
+//! | [`layout`] | `Blocking` (block tilings) and byte-level box copies |
+//! | `placement` | `Placement`: which ranks own the blocks of a new tensor |
+//! | `scatter` | `from_local` / `to_local` and their commands |
+//! | `transfer` | worker-to-worker block transfers, shared by every family |
+//! | `summary` | `PlanSummary`: a plan in numbers |
+//! | `ops::contract` | `contract`, its pure planner, its command and handler |
+//! | `ops::replicate` | `replicate` and its command |
+//! | `ops::deferred` | waiting for inputs, submitting, filling outputs |
+//! | `npy` | distributed `.npy` reading and writing |
+//! | `checkpoint` | checkpoints of named tensors |
 //!
 //! Commands defined here (all registered at link time):
-//! `uni20.contract.v1`, `uni20.put_blocks.v1`, `uni20.get_blocks.v1`,
-//! `uni20.npy_read.v1`, `uni20.npy_write.v1`.
+//! `uni20.contract.v1`, `uni20.replicate.v1`, `uni20.put_blocks.v1`,
+//! `uni20.get_blocks.v1`, `uni20.npy_read.v1`, `uni20.npy_write.v1`.
 
 #![warn(missing_docs)]
 
 mod checkpoint;
-mod contract;
 mod error;
 pub mod layout;
 mod npy;
+mod ops;
+mod placement;
+mod scatter;
+mod summary;
 mod tensor;
+mod transfer;
 
 pub use checkpoint::{checkpoint, flush_all, restore, Checkpoint};
-pub use contract::{
-    contract, contract_with, plan_contract, replicate, ContractDescriptorV1, ContractOptions, ContractPlan, ContractV1,
-    ReplicateDesc, ReplicateV1, Transfer, WorkItem,
-};
 pub use error::DistError;
-pub use layout::Grid;
+pub use layout::{Blocking, BlockingError, MAX_BLOCKS};
 pub use npy::{
     npy_header_bytes, read_npy, read_npy_header, write_npy, NpyLayout, NpyReadDesc, NpyReadV1, NpyWriteDesc, NpyWriteV1,
 };
-pub use tensor::{
-    Block, BlockRef, DistTensor, GetBlocksDesc, GetBlocksV1, Manifest, Placement, PutBlocksDesc, PutBlocksV1,
-    TensorMeta,
+pub use ops::contract::{
+    contract, contract_with, plan_contract, ContractDescriptorV1, ContractOptions, ContractPlan, ContractV1, WorkItem,
+    MAX_BLOCK_BYTES, MAX_BLOCK_PRODUCTS,
 };
+pub use ops::replicate::{replicate, ReplicateDesc, ReplicateV1};
+pub use placement::Placement;
+pub use scatter::{GetBlocksDesc, GetBlocksV1, PutBlocksDesc, PutBlocksV1};
+pub use summary::{PlanSummary, RankShare};
+pub use tensor::{Block, BlockRef, DistTensor, Manifest, TensorMeta};
+pub use transfer::{exchange_blocks, Transfer, TransferSet};
 
 /// Referenced by the facade so the linker keeps this crate's command
 /// registrations (a crate whose items are never used can be dropped).
 #[doc(hidden)]
 pub fn force_link() {
-    std::hint::black_box(contract::ContractV1::WIRE_NAME);
+    std::hint::black_box(ContractV1::WIRE_NAME);
 }
 
 use uni20_worker::CommandSpec as _;

@@ -9,22 +9,21 @@
 //! block was written and synced, so a failed write never leaves a partial
 //! file under the requested name. All ranks must see the same filesystem.
 
-use std::cell::RefCell;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 use uni20_dispatch::{DType, LocalTensor};
 use uni20_persist::{ObjectId, PersistentPtr};
-use uni20_worker::{
-    decode_descriptor, encode_reply, register_command, CommandSpec, Controller, Envelope, HandlerError, WorkerContext,
-};
+use uni20_worker::{register_command, CommandSpec, Controller, HandlerError, WorkerContext};
 
 use crate::error::DistError;
-use crate::layout::{c_strides, copy_box, Grid};
+use crate::layout::{c_strides, copy_box, Blocking};
+use crate::ops::deferred::{submit_filling, Output};
+use crate::placement::Placement;
+use crate::summary::PlanSummary;
 use crate::tensor::{collect_refs, Block, BlockRef, DistTensor, TensorMeta};
 
 /// Parsed essentials of an npy header.
@@ -270,8 +269,8 @@ pub struct NpyReadDesc {
     pub path: PathBuf,
     /// Header facts parsed by the root.
     pub layout: NpyLayout,
-    /// Block grid of the tensor.
-    pub grid: Grid,
+    /// Block tiling of the tensor.
+    pub blocking: Blocking,
     /// Owner of each block.
     pub owners: Vec<usize>,
 }
@@ -284,26 +283,23 @@ impl CommandSpec for NpyReadV1 {
     type Reply = Vec<(usize, ObjectId)>;
 }
 
-fn handle_npy_read(ctx: &mut WorkerContext<'_>, env: &Envelope) -> Result<Vec<u8>, HandlerError> {
-    let d = decode_descriptor::<NpyReadV1>(env)?;
+fn handle_npy_read(ctx: &mut WorkerContext<'_>, d: NpyReadDesc) -> Result<Vec<(usize, ObjectId)>, HandlerError> {
     let me = ctx.rank();
     let file =
         File::open(&d.path).map_err(|e| HandlerError::from(e).context(format!("opening {}", d.path.display())))?;
     let mut out = Vec::new();
     for (b, _) in d.owners.iter().enumerate().filter(|(_, &o)| o == me) {
-        let multi = d.grid.multi(b);
-        let shape = d.grid.block_shape(&multi);
-        let bytes = read_block(&file, &d.layout, &d.grid.block_offset(&multi), &shape)
+        let multi = d.blocking.multi(b);
+        let shape = d.blocking.block_shape(&multi);
+        let bytes = read_block(&file, &d.layout, &d.blocking.block_offset(&multi), &shape)
             .map_err(|e| HandlerError::from(e).context(format!("reading block {b} of {}", d.path.display())))?;
         let blk = LocalTensor::from_bytes(d.layout.dtype, &shape, &bytes)?;
         out.push((b, ctx.store().commit(Block(blk))?.id()));
     }
-    encode_reply::<NpyReadV1>(&out)
+    Ok(out)
 }
 
-register_command! {
-    static NPY_READ_V1 = { wire: "uni20.npy_read.v1", debug: "npy_read", schema: 1, handler: handle_npy_read };
-}
+register_command!(NpyReadV1 => handle_npy_read);
 
 /// `uni20.npy_write.v1`: owners write their blocks into a pre-sized file.
 pub struct NpyWriteV1;
@@ -317,8 +313,8 @@ pub struct NpyWriteDesc {
     pub data_offset: u64,
     /// Global shape.
     pub shape: Vec<usize>,
-    /// Block grid.
-    pub grid: Grid,
+    /// Block tiling.
+    pub blocking: Blocking,
     /// Every block.
     pub blocks: Vec<BlockRef>,
 }
@@ -331,8 +327,7 @@ impl CommandSpec for NpyWriteV1 {
     type Reply = ();
 }
 
-fn handle_npy_write(ctx: &mut WorkerContext<'_>, env: &Envelope) -> Result<Vec<u8>, HandlerError> {
-    let d = decode_descriptor::<NpyWriteV1>(env)?;
+fn handle_npy_write(ctx: &mut WorkerContext<'_>, d: NpyWriteDesc) -> Result<(), HandlerError> {
     let me = ctx.rank();
     let file = std::fs::OpenOptions::new()
         .write(true)
@@ -343,72 +338,61 @@ fn handle_npy_write(ctx: &mut WorkerContext<'_>, env: &Envelope) -> Result<Vec<u
             .store()
             .load_wait(PersistentPtr::<Block>::from_id(r.id))
             .map_err(|e| HandlerError::from(e).with_object(r.id))?;
-        let multi = d.grid.multi(b);
-        write_block(&file, d.data_offset, &d.shape, &d.grid.block_offset(&multi), &v.0)
+        let multi = d.blocking.multi(b);
+        write_block(&file, d.data_offset, &d.shape, &d.blocking.block_offset(&multi), &v.0)
             .map_err(|e| HandlerError::from(e).context(format!("writing block {b} to {}", d.path.display())))?;
     }
     file.sync_data()
         .map_err(|e| HandlerError::from(e).context(format!("syncing {}", d.path.display())))?;
-    encode_reply::<NpyWriteV1>(&())
+    Ok(())
 }
 
-register_command! {
-    static NPY_WRITE_V1 = { wire: "uni20.npy_write.v1", debug: "npy_write", schema: 1, handler: handle_npy_write };
-}
+register_command!(NpyWriteV1 => handle_npy_write);
 
 /// Reads an npy file into a distributed tensor with blocks of at most
 /// `block` elements per mode, owned round-robin by the workers; each owner
 /// reads only its blocks.
 ///
 /// # Errors
-/// [`DistError::BlockSize`], [`DistError::Io`], [`DistError::Npy`] (bad
-/// header, unsupported dtype, truncated file) before anything is submitted;
-/// [`DistError::Job`] if an owner fails to read.
+/// [`DistError::Blocking`] (block size zero, too many blocks),
+/// [`DistError::Io`], [`DistError::Npy`] (bad header, unsupported dtype,
+/// truncated file) before anything is submitted; [`DistError::Job`] if the
+/// job already stopped. A failure of an owner's read poisons the result.
 pub fn read_npy(ctl: &Controller<'_>, path: impl AsRef<Path>, block: usize) -> Result<DistTensor, DistError> {
     let path = path.as_ref();
-    if block == 0 {
-        return Err(DistError::BlockSize);
-    }
     let layout = read_npy_header(path)?;
+    let blocking = Blocking::regular(&layout.shape, block)?;
     let abs = std::fs::canonicalize(path).map_err(|source| DistError::Io {
         path: path.to_path_buf(),
         error: source,
     })?;
-    let grid = Grid::regular(&layout.shape, block);
-    let workers = ctl.worker_ranks();
-    let owners: Vec<usize> = (0..grid.num_blocks()).map(|b| workers[b % workers.len()]).collect();
+    let owners = Placement::Workers.owners(ctl, blocking.num_blocks())?;
     let mut participants = owners.clone();
     participants.sort_unstable();
     participants.dedup();
+    if ctl.has_failed() {
+        ctl.progress()?;
+    }
     let desc = NpyReadDesc {
         path: abs,
         layout: layout.clone(),
-        grid: grid.clone(),
+        blocking: blocking.clone(),
         owners: owners.clone(),
     };
     let (t, write) = DistTensor::pending(TensorMeta {
         shape: layout.shape,
         dtype: layout.dtype,
-        grid,
+        blocking,
     });
     let n = owners.len();
-    let slot = Rc::new(RefCell::new(Some(write)));
-    let cb_slot = slot.clone();
-    let submitted = ctl.submit_nowait::<NpyReadV1>(&desc, &participants, move |_, replies| {
-        let Some(w) = cb_slot.borrow_mut().take() else { return };
-        match replies.map_err(DistError::from).and_then(|r| collect_refs(r, n)) {
-            Ok(blocks) => {
-                if let Ok(mut g) = w.wait() {
-                    g.set(blocks);
-                }
-            }
-            Err(e) => w.fail(e),
-        }
+    let summary = PlanSummary::from_parts("npy_read", owners.iter().copied(), 0, &[], &participants);
+    let output = Output {
+        tensor: t.clone(),
+        write,
+    };
+    submit_filling::<NpyReadV1>(ctl, &desc, &participants, vec![output], Vec::new(), summary, move |r| {
+        Ok(vec![collect_refs(r, n)?])
     });
-    if let Err(e) = submitted {
-        slot.borrow_mut().take();
-        return Err(e.into());
-    }
     Ok(t)
 }
 
@@ -449,7 +433,7 @@ pub fn write_npy(ctl: &Controller<'_>, t: &DistTensor, path: impl AsRef<Path>) -
             path: tmp_abs,
             data_offset: header.len() as u64,
             shape: m.shape.clone(),
-            grid: m.grid.clone(),
+            blocking: m.blocking.clone(),
             blocks: m.blocks.clone(),
         };
         ctl.submit::<NpyWriteV1>(&desc, &participants)?;

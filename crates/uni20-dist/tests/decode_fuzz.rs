@@ -12,10 +12,10 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use uni20::dist::{plan_contract, ContractDescriptorV1, Grid, Manifest};
-use uni20::persist::ObjectId;
-use uni20::worker::{decode_exact, Envelope};
-use uni20::{DType, C64};
+use uni20_dispatch::{DType, C64};
+use uni20_dist::{plan_contract, Blocking, ContractDescriptorV1, Manifest};
+use uni20_persist::ObjectId;
+use uni20_worker::{decode_exact, Envelope};
 
 /// Counts the largest single allocation made on this thread's watch.
 struct Counting;
@@ -44,9 +44,9 @@ fn corpus_dir() -> PathBuf {
 }
 
 fn manifest(shape: &[usize], block: usize, origin: u32) -> Manifest {
-    let grid = Grid::regular(shape, block);
-    let blocks = (0..grid.num_blocks())
-        .map(|b| uni20::dist::BlockRef {
+    let blocking = Blocking::regular(shape, block).unwrap();
+    let blocks = (0..blocking.num_blocks())
+        .map(|b| uni20_dist::BlockRef {
             owner: 1 + b % 3,
             id: ObjectId { origin, seq: b as u64 },
         })
@@ -54,7 +54,7 @@ fn manifest(shape: &[usize], block: usize, origin: u32) -> Manifest {
     Manifest {
         shape: shape.to_vec(),
         dtype: DType::C64,
-        grid,
+        blocking,
         blocks,
     }
 }
@@ -75,7 +75,7 @@ fn make_seeds() -> Vec<(String, Vec<u8>)> {
         let desc = postcard::to_stdvec(&plan.descriptor).unwrap();
         let env = Envelope {
             op_id: 7 + i as u64,
-            command_id: uni20::worker::command_id("uni20.contract.v1"),
+            command_id: uni20_worker::command_id("uni20.contract.v1"),
             wire_name: "uni20.contract.v1".into(),
             debug_name: "contract".into(),
             schema_version: 1,

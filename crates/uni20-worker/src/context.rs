@@ -13,7 +13,11 @@ use crate::transport::Transport;
 ///
 /// The wire name and schema version are the ABI (design invariant 11); the
 /// descriptor holds IDs, shapes, layouts and small scalars, never pointers.
-pub trait CommandSpec {
+/// Register the worker-side handler once with
+/// [`register_command!`](crate::register_command)`(MyCmdV1 => handle_my_cmd)`:
+/// the registration reads the wire name, debug name and schema version from
+/// this impl, so the two can never disagree.
+pub trait CommandSpec: 'static {
     /// Versioned wire name, e.g. `uni20.contract.v1`.
     const WIRE_NAME: &'static str;
     /// Debug name for diagnostics.
@@ -42,9 +46,44 @@ pub fn decode_descriptor<C: CommandSpec>(envelope: &Envelope) -> Result<C::Descr
     decode_exact(&envelope.descriptor, "descriptor")
 }
 
-/// Encodes a reply of `C` for [`HandlerFn`](crate::HandlerFn)'s return value.
+/// Encodes a reply of `C` (the bytes a [`HandlerFn`](crate::HandlerFn) returns).
+///
+/// # Errors
+/// A [`HandlerError`] if postcard cannot encode the value (for example a
+/// sequence whose length is unknown).
 pub fn encode_reply<C: CommandSpec>(reply: &C::Reply) -> Result<Vec<u8>, HandlerError> {
     postcard::to_stdvec(reply).map_err(|e| HandlerError::msg(format!("encoding reply: {e}")))
+}
+
+/// The typed handler of command `C`: the rank's context and the decoded
+/// descriptor in, the reply out.
+///
+/// # Errors
+/// Any [`HandlerError`]; the worker loop forwards it to the root as a
+/// [`Diagnostic`](crate::Diagnostic) and the job stops (fail-stop).
+pub type TypedHandler<C> =
+    fn(&mut WorkerContext<'_>, <C as CommandSpec>::Descriptor) -> Result<<C as CommandSpec>::Reply, HandlerError>;
+
+/// The one place where a typed handler meets the wire: decodes the
+/// descriptor of `C` from `envelope` (checking the schema version and
+/// rejecting trailing bytes), runs `handler` and encodes its reply.
+///
+/// [`register_command!`](crate::register_command) wraps every handler in
+/// this function; call it directly only to run a handler outside the
+/// registry (tests).
+///
+/// # Errors
+/// A [`HandlerError`] for an undecodable descriptor (with the command's
+/// wire name), the handler's own error, or a reply that cannot be encoded.
+pub fn run_typed<C: CommandSpec>(
+    ctx: &mut WorkerContext<'_>,
+    envelope: &Envelope,
+    handler: TypedHandler<C>,
+) -> Result<Vec<u8>, HandlerError> {
+    let descriptor = decode_descriptor::<C>(envelope)
+        .map_err(|e| HandlerError::from(e).context(format!("decoding the descriptor of `{}`", C::WIRE_NAME)))?;
+    let reply = handler(ctx, descriptor)?;
+    encode_reply::<C>(&reply)
 }
 
 /// The rank-local resources a handler may use.

@@ -24,7 +24,7 @@ mod registry;
 mod transport;
 mod universe;
 
-pub use context::{decode_descriptor, encode_reply, CommandSpec, WorkerContext};
+pub use context::{decode_descriptor, encode_reply, run_typed, CommandSpec, TypedHandler, WorkerContext};
 pub use controller::{Controller, DeferredJob, OnDone, PendingOp, RawReplies};
 pub use diag::{Diagnostic, HandlerError, JobError};
 pub use envelope::{
@@ -61,14 +61,11 @@ impl CommandSpec for Noop {
     type Reply = ();
 }
 
-fn handle_noop(_ctx: &mut WorkerContext<'_>, env: &Envelope) -> Result<Vec<u8>, HandlerError> {
-    decode_descriptor::<Noop>(env)?;
-    encode_reply::<Noop>(&())
+fn handle_noop(_ctx: &mut WorkerContext<'_>, (): ()) -> Result<(), HandlerError> {
+    Ok(())
 }
 
-register_command! {
-    static NOOP_V1 = { wire: "uni20.noop.v1", debug: "noop", schema: 1, handler: handle_noop };
-}
+register_command!(Noop => handle_noop);
 
 /// `uni20.flush.v1`: every participant makes its whole store durable
 /// ([`uni20_persist::Store::flush_all`]: object files and directory
@@ -83,17 +80,14 @@ impl CommandSpec for Flush {
     type Reply = u64;
 }
 
-fn handle_flush(ctx: &mut WorkerContext<'_>, env: &Envelope) -> Result<Vec<u8>, HandlerError> {
-    decode_descriptor::<Flush>(env)?;
+fn handle_flush(ctx: &mut WorkerContext<'_>, (): ()) -> Result<u64, HandlerError> {
     ctx.store()
         .flush_all()
         .map_err(|e| HandlerError::from(e).context("flushing the store"))?;
-    encode_reply::<Flush>(&(ctx.store().ids().len() as u64))
+    Ok(ctx.store().ids().len() as u64)
 }
 
-register_command! {
-    static FLUSH_V1 = { wire: "uni20.flush.v1", debug: "flush", schema: 1, handler: handle_flush };
-}
+register_command!(Flush => handle_flush);
 
 /// `uni20.storage.v1`: one object-server request (get, put, pin, release,
 /// has) answered by the participant's store ([`uni20_persist::Store::serve`]).
@@ -108,18 +102,18 @@ impl CommandSpec for StorageCommand {
     type Reply = uni20_persist::StorageResponse;
 }
 
-fn handle_storage(ctx: &mut WorkerContext<'_>, env: &Envelope) -> Result<Vec<u8>, HandlerError> {
-    let req = decode_descriptor::<StorageCommand>(env)?;
+fn handle_storage(
+    ctx: &mut WorkerContext<'_>,
+    req: uni20_persist::StorageRequest,
+) -> Result<uni20_persist::StorageResponse, HandlerError> {
     let resp = ctx.store().serve(req);
     if let uni20_persist::StorageResponse::Failed { message, fatal: true } = &resp {
         return Err(HandlerError::msg(message.clone()).context("storage request"));
     }
-    encode_reply::<StorageCommand>(&resp)
+    Ok(resp)
 }
 
-register_command! {
-    static STORAGE_V1 = { wire: "uni20.storage.v1", debug: "storage", schema: 1, handler: handle_storage };
-}
+register_command!(StorageCommand => handle_storage);
 
 /// `uni20.sendrecv.v1`: rank `from` sends `bytes` raw bytes to rank `to`
 /// over the transport, nothing else (no store, no checksum). The baseline
@@ -146,8 +140,7 @@ impl CommandSpec for SendRecv {
     type Reply = u64;
 }
 
-fn handle_sendrecv(ctx: &mut WorkerContext<'_>, env: &Envelope) -> Result<Vec<u8>, HandlerError> {
-    let d = decode_descriptor::<SendRecv>(env)?;
+fn handle_sendrecv(ctx: &mut WorkerContext<'_>, d: SendRecvDesc) -> Result<u64, HandlerError> {
     let me = ctx.rank();
     let tag = data_tag(0);
     let mut got = 0u64;
@@ -164,9 +157,7 @@ fn handle_sendrecv(ctx: &mut WorkerContext<'_>, env: &Envelope) -> Result<Vec<u8
             .map(|m| m.len() as u64)
             .sum();
     }
-    encode_reply::<SendRecv>(&got)
+    Ok(got)
 }
 
-register_command! {
-    static SENDRECV_V1 = { wire: "uni20.sendrecv.v1", debug: "sendrecv", schema: 1, handler: handle_sendrecv };
-}
+register_command!(SendRecv => handle_sendrecv);

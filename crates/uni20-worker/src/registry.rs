@@ -20,11 +20,13 @@ use crate::context::WorkerContext;
 use crate::diag::HandlerError;
 use crate::envelope::Envelope;
 
-/// Signature of a worker-side command handler.
+/// Type-erased signature of a registered handler, as stored in the registry.
 ///
-/// The handler receives the rank's [`WorkerContext`] and the decoded
-/// [`Envelope`]; it decodes its own descriptor from `envelope.descriptor`
-/// and returns the postcard-encoded reply bytes for the root.
+/// Users write a [`TypedHandler`](crate::TypedHandler) and register it with
+/// [`register_command!`](crate::register_command), which generates this
+/// wrapper around [`run_typed`](crate::run_typed): it receives the rank's
+/// [`WorkerContext`] and the decoded [`Envelope`] and returns the
+/// postcard-encoded reply bytes for the root.
 ///
 /// # Errors
 /// Any [`HandlerError`]; the worker loop forwards it to the root as a
@@ -68,6 +70,22 @@ pub struct CommandEntry {
     pub location: HandlerLocation,
 }
 
+impl CommandEntry {
+    /// The entry of command `C` with an erased `handler` (what
+    /// [`register_command!`](crate::register_command) builds): wire name,
+    /// debug name, schema version and id all come from `C`.
+    pub const fn of<C: crate::CommandSpec>(handler: HandlerFn, location: HandlerLocation) -> CommandEntry {
+        CommandEntry {
+            wire_name: C::WIRE_NAME,
+            debug_name: C::DEBUG_NAME,
+            schema_version: C::SCHEMA_VERSION,
+            command_id: command_id(C::WIRE_NAME),
+            handler,
+            location,
+        }
+    }
+}
+
 /// The link-time registry: every [`CommandEntry`] of every linked crate.
 #[linkme::distributed_slice]
 pub static COMMANDS: [CommandEntry];
@@ -88,40 +106,70 @@ pub const fn command_id(wire_name: &str) -> u64 {
     hash
 }
 
-/// Registers a command handler in [`COMMANDS`] at link time.
+/// Registers the handler of a [`CommandSpec`](crate::CommandSpec) type in
+/// [`COMMANDS`] at link time: `register_command!(MyCmdV1 => handle_my_cmd);`.
+///
+/// The wire name, debug name and schema version are read from the type's
+/// `CommandSpec` impl, so a registration cannot disagree with the type the
+/// root submits. The handler is a [`TypedHandler`](crate::TypedHandler):
+/// `fn(&mut WorkerContext<'_>, C::Descriptor) -> Result<C::Reply,
+/// HandlerError>`; a handler whose descriptor or reply type differs from
+/// the command's is a compile error. Decoding the envelope, encoding the
+/// reply and wrapping errors happen in [`run_typed`](crate::run_typed).
 ///
 /// ```
-/// use uni20_worker::{register_command, Envelope, HandlerError, Registry, WorkerContext};
+/// use serde::{Deserialize, Serialize};
+/// use uni20_worker::{register_command, CommandSpec, HandlerError, Registry, WorkerContext};
 ///
-/// fn handle_hello(_ctx: &mut WorkerContext<'_>, _env: &Envelope) -> Result<Vec<u8>, HandlerError> {
-///     Ok(Vec::new())
+/// /// `example.hello.v1`: every participant answers `greeting` with its rank.
+/// pub struct HelloV1;
+///
+/// #[derive(Serialize, Deserialize)]
+/// pub struct HelloDesc {
+///     pub greeting: String,
 /// }
 ///
-/// register_command! {
-///     static HELLO_V1 = { wire: "example.hello.v1", debug: "hello", schema: 1, handler: handle_hello };
+/// impl CommandSpec for HelloV1 {
+///     const WIRE_NAME: &'static str = "example.hello.v1";
+///     const DEBUG_NAME: &'static str = "hello";
+///     const SCHEMA_VERSION: u32 = 1;
+///     type Descriptor = HelloDesc;
+///     type Reply = String;
 /// }
+///
+/// fn handle_hello(ctx: &mut WorkerContext<'_>, d: HelloDesc) -> Result<String, HandlerError> {
+///     Ok(format!("{} from rank {}", d.greeting, ctx.rank()))
+/// }
+///
+/// register_command!(HelloV1 => handle_hello);
 ///
 /// // The linker collected the entry before `main`: every rank has it.
 /// let registry = Registry::linked().unwrap();
 /// let entry = registry.by_wire_name("example.hello.v1").unwrap();
 /// assert_eq!(entry.command_id, uni20_worker::command_id("example.hello.v1"));
+/// assert_eq!(entry.debug_name, "hello");
 /// ```
 #[macro_export]
 macro_rules! register_command {
-    (static $name:ident = { wire: $wire:expr, debug: $debug:expr, schema: $schema:expr, handler: $handler:path $(,)? }; ) => {
-        #[$crate::linkme::distributed_slice($crate::COMMANDS)]
-        #[linkme(crate = $crate::linkme)]
-        static $name: $crate::CommandEntry = $crate::CommandEntry {
-            wire_name: $wire,
-            debug_name: $debug,
-            schema_version: $schema,
-            command_id: $crate::command_id($wire),
-            handler: $handler,
-            location: $crate::HandlerLocation {
-                module_path: module_path!(),
-                file: file!(),
-                line: line!(),
-            },
+    ($command:ty => $handler:expr $(,)?) => {
+        const _: () = {
+            fn __uni20_erased_handler(
+                ctx: &mut $crate::WorkerContext<'_>,
+                envelope: &$crate::Envelope,
+            ) -> ::core::result::Result<::std::vec::Vec<u8>, $crate::HandlerError> {
+                $crate::run_typed::<$command>(ctx, envelope, $handler)
+            }
+
+            #[$crate::linkme::distributed_slice($crate::COMMANDS)]
+            #[linkme(crate = $crate::linkme)]
+            static __UNI20_COMMAND_ENTRY: $crate::CommandEntry = $crate::CommandEntry::of::<$command>(
+                __uni20_erased_handler,
+                $crate::HandlerLocation {
+                    module_path: module_path!(),
+                    file: file!(),
+                    line: line!(),
+                },
+            );
         };
     };
 }

@@ -1,0 +1,65 @@
+//! Submission of a validated contraction: the deferred job that plans it
+//! from its operands' manifests once they are ready (in program order),
+//! submits `uni20.contract.v1` without blocking, and turns the replies into
+//! the output's block map.
+
+use uni20_worker::Controller;
+
+use super::command::ContractV1;
+use super::plan::{plan, Validated};
+use crate::error::DistError;
+use crate::ops::deferred::{submit_filling, Input, OpJob, Output};
+use crate::tensor::{collect_refs, DistTensor, Manifest};
+
+/// Queues the contraction `v` of `a` and `b` (and `c` when `v.use_c`) and
+/// returns its pending output.
+pub(crate) fn submit_contraction(
+    ctl: &Controller<'_>,
+    v: Validated,
+    a: &DistTensor,
+    b: &DistTensor,
+    c: Option<&DistTensor>,
+) -> DistTensor {
+    let (out, write) = DistTensor::pending(v.out.clone());
+    let mut inputs = vec![Input::of(a), Input::of(b)];
+    if let Some(c) = c.filter(|_| v.use_c) {
+        inputs.push(Input::of(c));
+    }
+    let output = Output {
+        tensor: out.clone(),
+        write,
+    };
+    let job = OpJob::new(
+        inputs,
+        vec![output],
+        Box::new(move |ctl, manifests: Vec<Manifest>, outputs, keep| {
+            let cm = manifests.get(2);
+            let p = plan(&v, &ctl.worker_ranks(), &manifests[0], &manifests[1], cm);
+            let n = p.out_blocking.num_blocks();
+            let items: Vec<usize> = p.descriptor.items.iter().map(|i| i.out_block).collect();
+            submit_filling::<ContractV1>(
+                ctl,
+                &p.descriptor,
+                &p.participants,
+                outputs,
+                keep,
+                p.summary(),
+                move |replies| {
+                    let by_block = replies
+                        .into_iter()
+                        .map(|(rank, ids)| {
+                            let ids = ids
+                                .into_iter()
+                                .map(|(item, id)| (items.get(item).copied().unwrap_or(usize::MAX), id));
+                            (rank, ids.collect())
+                        })
+                        .collect();
+                    Ok(vec![collect_refs(by_block, n)?])
+                },
+            );
+            Ok::<(), DistError>(())
+        }),
+    );
+    ctl.defer(Box::new(job));
+    out
+}

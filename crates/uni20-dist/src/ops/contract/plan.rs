@@ -1,0 +1,358 @@
+//! The contraction planner, pure: validation of a spec against the
+//! operands' static descriptions ([`validate`]), and the plan built from
+//! their manifests ([`plan`]): one work item per output block, each
+//! assigned to the rank that already owns most of its input bytes (under a
+//! load cap), and the list of blocks that must move. No transport, no
+//! controller: testable with simulated ranks.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use uni20_dispatch::{ContractError, DType, EinsumSpec, C64};
+
+use super::command::{ContractDescriptorV1, WorkItem};
+use crate::error::DistError;
+use crate::layout::Blocking;
+use crate::summary::PlanSummary;
+use crate::tensor::{BlockRef, Manifest, TensorMeta};
+use crate::transfer::{Transfer, TransferSet};
+
+/// Most block products (work-item terms) one contraction plan may hold.
+pub const MAX_BLOCK_PRODUCTS: u128 = 1 << 24;
+
+/// Most bytes one block of a contraction's output may have (1 TiB).
+pub const MAX_BLOCK_BYTES: u128 = 1 << 40;
+
+/// A validated, rank-assigned contraction plan.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ContractPlan {
+    /// What is sent to the workers.
+    pub descriptor: ContractDescriptorV1,
+    /// Global output shape.
+    pub out_shape: Vec<usize>,
+    /// Output block tiling.
+    pub out_blocking: Blocking,
+    /// Ranks that receive the descriptor.
+    pub participants: Vec<usize>,
+}
+
+impl ContractPlan {
+    /// Total payload bytes moved between ranks.
+    pub fn bytes_moved(&self) -> u64 {
+        self.descriptor.transfers.iter().map(|t| t.bytes).sum()
+    }
+
+    /// Payload bytes sent to or from the root (zero whenever the root is not
+    /// also the only worker).
+    pub fn bytes_through_root(&self) -> u64 {
+        self.descriptor
+            .transfers
+            .iter()
+            .filter(|t| t.from == 0 || t.to == 0)
+            .map(|t| t.bytes)
+            .sum()
+    }
+
+    /// The plan in numbers (work items, block products, transfers, bytes,
+    /// per-rank shares).
+    pub fn summary(&self) -> PlanSummary {
+        let terms: usize = self.descriptor.items.iter().map(|i| i.terms.len()).sum();
+        PlanSummary::from_parts(
+            "contract",
+            self.descriptor.items.iter().map(|i| i.rank),
+            terms,
+            &self.descriptor.transfers,
+            &self.participants,
+        )
+    }
+}
+
+/// A contraction validated against its operands' static descriptions.
+#[derive(Clone, Debug)]
+pub(crate) struct Validated {
+    pub(crate) spec: EinsumSpec,
+    pub(crate) out: TensorMeta,
+    reduce: Vec<char>,
+    reduce_blocking: Blocking,
+    alpha: C64,
+    beta: C64,
+    pub(crate) use_c: bool,
+    /// A or B has no elements: the product is zero and items have no terms.
+    empty_product: bool,
+}
+
+fn label_extents(labels: &[char], blocking: &Blocking, map: &mut BTreeMap<char, Vec<usize>>) -> Result<(), DistError> {
+    for (l, e) in labels.iter().zip(blocking.extents()) {
+        match map.get(l) {
+            Some(prev) if prev != e => {
+                return Err(DistError::BlockingMismatch {
+                    label: *l,
+                    first: prev.clone(),
+                    second: e.clone(),
+                })
+            }
+            Some(_) => {}
+            None => {
+                map.insert(*l, e.clone());
+            }
+        }
+    }
+    Ok(())
+}
+
+fn checked_blocking(labels: &[char], ext: &BTreeMap<char, Vec<usize>>, what: &str) -> Result<Blocking, DistError> {
+    let shape: Vec<usize> = labels.iter().map(|l| ext[l].iter().sum()).collect();
+    Blocking::from_extents(&shape, labels.iter().map(|l| ext[l].clone()).collect()).map_err(|e| match e {
+        crate::layout::BlockingError::TooManyBlocks { count, limit, .. } => DistError::PlanTooLarge {
+            what: format!("{what} blocks"),
+            count,
+            limit: limit as u128,
+            hint: "use a larger block size".into(),
+        },
+        other => other.into(),
+    })
+}
+
+/// Checks a contraction using only shapes, dtypes and tilings (known before
+/// the operands' producing operations complete), including the size limits
+/// of the plan it will build.
+pub(crate) fn validate(
+    spec: &EinsumSpec,
+    a: &TensorMeta,
+    b: &TensorMeta,
+    c: Option<&TensorMeta>,
+    alpha: C64,
+    beta: C64,
+) -> Result<Validated, DistError> {
+    let spec = spec.clone();
+    let out_shape = spec.output_shape(&a.shape, &b.shape)?;
+    let mut out_dtype: DType = a.dtype.promote(b.dtype);
+    if let Some(c) = c {
+        out_dtype = out_dtype.promote(c.dtype);
+        if c.shape != out_shape {
+            return Err(ContractError::Shape {
+                expected: out_shape,
+                got: c.shape.clone(),
+            }
+            .into());
+        }
+    }
+    if !out_dtype.is_complex() {
+        if alpha.im != 0.0 {
+            return Err(ContractError::ComplexScalarForRealOutput {
+                which: "alpha",
+                value: alpha,
+                dtype: out_dtype,
+            }
+            .into());
+        }
+        if c.is_some() && beta.im != 0.0 {
+            return Err(ContractError::ComplexScalarForRealOutput {
+                which: "beta",
+                value: beta,
+                dtype: out_dtype,
+            }
+            .into());
+        }
+    }
+    // A tensor with no elements contributes nothing but its shape: its
+    // tiling (one block) does not constrain the others' (see `Blocking`).
+    let empty_product = a.is_empty() || b.is_empty();
+    let c = c.filter(|c| !c.is_empty());
+    let mut ext = BTreeMap::new();
+    if !a.is_empty() {
+        label_extents(&spec.a, &a.blocking, &mut ext)?;
+    }
+    if !b.is_empty() {
+        label_extents(&spec.b, &b.blocking, &mut ext)?;
+    }
+    if let Some(c) = c {
+        label_extents(&spec.out, &c.blocking, &mut ext)?;
+    }
+    for (labels, shape) in [(&spec.a, &a.shape), (&spec.b, &b.shape)] {
+        for (l, &n) in labels.iter().zip(shape) {
+            ext.entry(*l).or_insert_with(|| vec![n]);
+        }
+    }
+    if out_shape.contains(&0) {
+        for l in &spec.out {
+            let n = ext[l].iter().sum();
+            ext.insert(*l, vec![n]);
+        }
+    }
+    let out_blocking = checked_blocking(&spec.out, &ext, "output")?;
+    let reduce: Vec<char> = ext.keys().copied().filter(|l| !spec.out.contains(l)).collect();
+    let reduce_blocking = checked_blocking(&reduce, &ext, "reduction")?;
+    let products = if empty_product {
+        0
+    } else {
+        (out_blocking.num_blocks() as u128) * (reduce_blocking.num_blocks() as u128)
+    };
+    if products > MAX_BLOCK_PRODUCTS {
+        return Err(DistError::PlanTooLarge {
+            what: "block products of the contraction".into(),
+            count: products,
+            limit: MAX_BLOCK_PRODUCTS,
+            hint: "use a larger block size".into(),
+        });
+    }
+    let largest_block: u128 = spec
+        .out
+        .iter()
+        .map(|l| ext[l].iter().copied().max().unwrap_or(0) as u128)
+        .fold(1u128, |acc, n| acc.saturating_mul(n))
+        .saturating_mul(out_dtype.size_bytes() as u128);
+    if largest_block > MAX_BLOCK_BYTES {
+        return Err(DistError::PlanTooLarge {
+            what: "bytes of the largest output block".into(),
+            count: largest_block,
+            limit: MAX_BLOCK_BYTES,
+            hint: "use a smaller block size".into(),
+        });
+    }
+    let use_c = c.is_some() && beta != C64::new(0.0, 0.0);
+    Ok(Validated {
+        empty_product,
+        out: TensorMeta {
+            shape: out_shape,
+            dtype: out_dtype,
+            blocking: out_blocking,
+        },
+        spec,
+        reduce,
+        reduce_blocking,
+        alpha,
+        beta,
+        use_c,
+    })
+}
+
+/// Builds the plan of a validated contraction from the operands' manifests.
+/// `workers` is not empty (callers check).
+pub(crate) fn plan(
+    v: &Validated,
+    workers: &[usize],
+    am: &Manifest,
+    bm: &Manifest,
+    cm: Option<&Manifest>,
+) -> ContractPlan {
+    let spec = &v.spec;
+    let out_blocking = &v.out.blocking;
+    let block_index = |labels: &[char], m: &Manifest, o: &[usize], r: &[usize]| -> (BlockRef, u64) {
+        let multi: Vec<usize> = labels
+            .iter()
+            .map(|l| match spec.out.iter().position(|x| x == l) {
+                Some(p) => o[p],
+                None => r[v.reduce.iter().position(|x| x == l).unwrap_or(0)],
+            })
+            .collect();
+        let lin = m.blocking.linear(&multi);
+        (m.blocks[lin], m.block_bytes(lin))
+    };
+    let cm = cm.filter(|_| v.use_c);
+    let n_out = out_blocking.num_blocks();
+    let cap = n_out.div_ceil(workers.len());
+    let mut load: BTreeMap<usize, usize> = workers.iter().map(|&w| (w, 0)).collect();
+    let mut items = Vec::with_capacity(n_out);
+    let mut sizes: BTreeMap<_, u64> = BTreeMap::new();
+    for o_lin in 0..n_out {
+        let o = out_blocking.multi(o_lin);
+        let n_terms = if v.empty_product {
+            0
+        } else {
+            v.reduce_blocking.num_blocks()
+        };
+        let mut terms = Vec::with_capacity(n_terms);
+        for r_lin in 0..n_terms {
+            let r = v.reduce_blocking.multi(r_lin);
+            let (ra, sa) = block_index(&spec.a, am, &o, &r);
+            let (rb, sb) = block_index(&spec.b, bm, &o, &r);
+            sizes.insert(ra.id, sa);
+            sizes.insert(rb.id, sb);
+            terms.push((ra, rb));
+        }
+        let c_in = cm.map(|c| {
+            sizes.insert(c.blocks[o_lin].id, c.block_bytes(o_lin));
+            c.blocks[o_lin]
+        });
+        // Locality: bytes of this item's inputs already on each rank.
+        let mut local: BTreeMap<usize, u64> = BTreeMap::new();
+        let mut seen = BTreeSet::new();
+        for r in terms.iter().flat_map(|(x, y)| [x, y]).chain(c_in.iter()) {
+            if seen.insert(r.id) {
+                *local.entry(r.owner).or_default() += sizes[&r.id];
+            }
+        }
+        let rank = workers
+            .iter()
+            .copied()
+            .filter(|w| load[w] < cap)
+            .max_by_key(|w| {
+                (
+                    local.get(w).copied().unwrap_or(0),
+                    std::cmp::Reverse(load[w]),
+                    std::cmp::Reverse(*w),
+                )
+            })
+            .unwrap_or(workers[o_lin % workers.len()]);
+        *load.entry(rank).or_default() += 1;
+        items.push(WorkItem {
+            rank,
+            out_block: o_lin,
+            out_shape: out_blocking.block_shape(&o),
+            terms,
+            c_in,
+        });
+    }
+    let mut transfers = TransferSet::new();
+    for it in &items {
+        for r in it.terms.iter().flat_map(|(x, y)| [x, y]).chain(it.c_in.iter()) {
+            transfers.need(r, sizes[&r.id], it.rank);
+        }
+    }
+    let transfers: Vec<Transfer> = transfers.into_vec();
+    let mut participants: BTreeSet<usize> = items.iter().map(|i| i.rank).collect();
+    participants.extend(transfers.iter().flat_map(|t| [t.from, t.to]));
+    let descriptor = ContractDescriptorV1 {
+        spec: spec.clone(),
+        alpha: v.alpha,
+        beta: if v.use_c { v.beta } else { C64::new(0.0, 0.0) },
+        out_dtype: v.out.dtype,
+        items,
+        transfers,
+    };
+    ContractPlan {
+        descriptor,
+        out_shape: v.out.shape.clone(),
+        out_blocking: out_blocking.clone(),
+        participants: participants.into_iter().collect(),
+    }
+}
+
+/// Validates a contraction of two manifests and builds its plan, without
+/// submitting anything. `workers` are the ranks that may compute (see
+/// [`Controller::worker_ranks`](uni20_worker::Controller::worker_ranks));
+/// `c` is the existing output for `beta`.
+///
+/// # Errors
+/// [`DistError::Spec`] for a malformed spec or a shape that does not fit it;
+/// [`DistError::Contract`] for a C of the wrong shape or a complex scalar
+/// with a real output; [`DistError::BlockingMismatch`] if an index is
+/// blocked differently in two operands; [`DistError::PlanTooLarge`] beyond
+/// the plan limits; [`DistError::NoRanks`] for no workers.
+pub fn plan_contract(
+    workers: &[usize],
+    spec: &str,
+    a: &Manifest,
+    b: &Manifest,
+    alpha: C64,
+    beta: C64,
+    c: Option<&Manifest>,
+) -> Result<ContractPlan, DistError> {
+    if workers.is_empty() {
+        return Err(DistError::NoRanks("the contraction's worker list".into()));
+    }
+    let spec = EinsumSpec::parse(spec)?;
+    let cmeta = c.map(Manifest::meta);
+    let v = validate(&spec, &a.meta(), &b.meta(), cmeta.as_ref(), alpha, beta)?;
+    Ok(plan(&v, workers, a, b, c))
+}

@@ -1,0 +1,194 @@
+//! The life of a distributed operation on the root, shared by every
+//! family: wait (in program order) until the inputs' block maps are ready,
+//! plan from their manifests, submit without blocking, and fill the
+//! outputs' block maps from the replies, or poison them with the first
+//! error. An operation keeps its input tensors alive until every
+//! participant has replied, even if the user dropped them after calling.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use uni20_async::{ReadBuffer, WriteBuffer};
+use uni20_worker::{CommandSpec, Controller, DeferredJob, JobError};
+
+use crate::error::DistError;
+use crate::summary::PlanSummary;
+use crate::tensor::{BlockRef, DistTensor, Manifest};
+
+/// One input of a deferred operation: the read epoch taken when the user
+/// called the operation, and the handle that keeps the tensor alive.
+pub(crate) struct Input {
+    read: ReadBuffer<Vec<BlockRef>>,
+    tensor: DistTensor,
+}
+
+impl Input {
+    /// Takes a read epoch of `t` now (program order is causal order).
+    pub(crate) fn of(t: &DistTensor) -> Input {
+        Input {
+            read: t.read_blocks(),
+            tensor: t.clone(),
+        }
+    }
+}
+
+/// One output of a deferred operation: the pending tensor and the write
+/// buffer of its block map.
+pub(crate) struct Output {
+    pub(crate) tensor: DistTensor,
+    pub(crate) write: WriteBuffer<Vec<BlockRef>>,
+}
+
+impl Output {
+    /// Fails this output with `e`.
+    pub(crate) fn fail(self, e: impl Into<Box<dyn std::error::Error + Send + Sync>>) {
+        self.write.fail(e);
+    }
+
+    /// Writes the block map.
+    fn fill(self, blocks: Vec<BlockRef>) {
+        match self.write.wait() {
+            Ok(mut g) => {
+                g.set(blocks);
+            }
+            Err(e) => tracing::error!("output epoch unavailable: {e}"),
+        }
+    }
+}
+
+/// What the planning step of an operation produces, given the inputs'
+/// manifests.
+pub(crate) type PlanFn<'c> =
+    Box<dyn FnOnce(&Controller<'c>, Vec<Manifest>, Vec<Output>, Vec<DistTensor>) -> Result<(), DistError> + 'c>;
+
+/// A distributed operation waiting for its inputs' block maps.
+pub(crate) struct OpJob<'c> {
+    inputs: Vec<Input>,
+    outputs: Vec<Output>,
+    plan: PlanFn<'c>,
+}
+
+impl<'c> OpJob<'c> {
+    /// A job over `inputs` that fills `outputs` by running `plan` once the
+    /// inputs are ready. `plan` gets the manifests (in input order), the
+    /// outputs and the input handles (to keep alive until completion,
+    /// usually by passing them to [`submit_filling`]).
+    pub(crate) fn new(inputs: Vec<Input>, outputs: Vec<Output>, plan: PlanFn<'c>) -> OpJob<'c> {
+        OpJob { inputs, outputs, plan }
+    }
+}
+
+impl<'c> DeferredJob<'c> for OpJob<'c> {
+    fn ready(&self) -> bool {
+        self.inputs.iter().all(|i| i.read.is_ready())
+    }
+
+    fn run(self: Box<Self>, ctl: &Controller<'c>) {
+        let OpJob { inputs, outputs, plan } = *self;
+        let mut manifests = Vec::with_capacity(inputs.len());
+        let mut keep = Vec::with_capacity(inputs.len());
+        let mut failure = None;
+        for i in inputs {
+            match i.read.wait() {
+                Ok(blocks) => manifests.push(Manifest::new(i.tensor.meta(), blocks.clone())),
+                Err(e) => {
+                    failure.get_or_insert(e);
+                }
+            }
+            drop(i.read);
+            keep.push(i.tensor);
+        }
+        if let Some(e) = failure {
+            for o in outputs {
+                o.fail(e.clone());
+            }
+            return;
+        }
+        // `plan` fails its outputs itself once it owns them; an error it
+        // returns has already been recorded there.
+        if let Err(e) = plan(ctl, manifests, outputs, keep) {
+            tracing::debug!("operation failed while planning: {e}");
+        }
+    }
+
+    fn abandon(self: Box<Self>, error: JobError) {
+        let e = std::sync::Arc::new(DistError::Job(error));
+        for o in self.outputs {
+            o.fail(SharedDistError(e.clone()));
+        }
+    }
+}
+
+/// Submits command `C` without waiting and fills `outputs` from the
+/// replies: `collect` turns every participant's reply into one block map
+/// per output. On any failure (submission, a failed reply, `collect`)
+/// every output is poisoned with that error. `keep` (the inputs) stays
+/// alive until the operation has completed. Each output gets `summary`.
+pub(crate) fn submit_filling<'c, C: CommandSpec>(
+    ctl: &Controller<'c>,
+    desc: &C::Descriptor,
+    participants: &[usize],
+    outputs: Vec<Output>,
+    keep: Vec<DistTensor>,
+    summary: PlanSummary,
+    collect: impl FnOnce(Vec<(usize, C::Reply)>) -> Result<Vec<Vec<BlockRef>>, DistError> + 'c,
+) {
+    tracing::debug!("{summary}");
+    for o in &outputs {
+        o.tensor.set_plan_summary(summary.clone());
+    }
+    // Shared between the completion callback and this function, so a
+    // submission failure can poison the outputs with its error.
+    let slot = Rc::new(RefCell::new(Some(outputs)));
+    let cb_slot = slot.clone();
+    let submitted = ctl.submit_nowait::<C>(desc, participants, move |_, replies| {
+        let _keep = keep;
+        let Some(outputs) = cb_slot.borrow_mut().take() else {
+            return;
+        };
+        let maps = replies.map_err(DistError::from).and_then(collect).and_then(|maps| {
+            if maps.len() == outputs.len() {
+                Ok(maps)
+            } else {
+                Err(DistError::Protocol(format!(
+                    "{} block maps for {} outputs",
+                    maps.len(),
+                    outputs.len()
+                )))
+            }
+        });
+        match maps {
+            Ok(maps) => outputs.into_iter().zip(maps).for_each(|(o, m)| o.fill(m)),
+            Err(e) => {
+                let e = std::sync::Arc::new(e);
+                for o in outputs {
+                    o.fail(SharedDistError(e.clone()));
+                }
+            }
+        }
+    });
+    if let Err(e) = submitted {
+        if let Some(outputs) = slot.borrow_mut().take() {
+            let e = std::sync::Arc::new(DistError::from(e));
+            for o in outputs {
+                o.fail(SharedDistError(e.clone()));
+            }
+        }
+    }
+}
+
+/// One error poisoning several outputs.
+#[derive(Debug)]
+pub(crate) struct SharedDistError(pub(crate) std::sync::Arc<DistError>);
+
+impl std::fmt::Display for SharedDistError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for SharedDistError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}

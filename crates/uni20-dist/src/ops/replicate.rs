@@ -1,0 +1,74 @@
+//! `uni20.replicate.v1`: copy a tensor's blocks from their owners to one
+//! rank, worker to worker (never through the root). Persistent objects are
+//! immutable, so a replica is as good as the original; the storage-rank
+//! benchmark uses it with `keep = false`.
+
+use serde::{Deserialize, Serialize};
+use uni20_worker::{register_command, CommandSpec, Controller, HandlerError, WorkerContext};
+
+use crate::error::DistError;
+use crate::tensor::DistTensor;
+use crate::transfer::{exchange_blocks, Transfer, TransferSet};
+
+/// The command `uni20.replicate.v1`.
+pub struct ReplicateV1;
+
+/// Descriptor of [`ReplicateV1`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplicateDesc {
+    /// The copies to make; transfer `i` uses the tags of `i`.
+    pub transfers: Vec<Transfer>,
+    /// Drop the new replicas again after verifying them (for benchmarks:
+    /// every repetition then moves the bytes again).
+    pub release_after: bool,
+}
+
+impl CommandSpec for ReplicateV1 {
+    const WIRE_NAME: &'static str = "uni20.replicate.v1";
+    const DEBUG_NAME: &'static str = "replicate";
+    const SCHEMA_VERSION: u32 = 1;
+    type Descriptor = ReplicateDesc;
+    /// Number of replicas created on the replying rank.
+    type Reply = u64;
+}
+
+fn handle_replicate(ctx: &mut WorkerContext<'_>, d: ReplicateDesc) -> Result<u64, HandlerError> {
+    let replicas = exchange_blocks(ctx, &d.transfers)?;
+    if d.release_after {
+        for id in &replicas {
+            ctx.store().release(*id);
+        }
+    }
+    Ok(replicas.len() as u64)
+}
+
+register_command!(ReplicateV1 => handle_replicate);
+
+/// Copies every block of `t` that `to` does not own onto rank `to`, straight
+/// from the owners; waits for completion and returns the bytes moved.
+/// With `keep == false` the copies are verified and dropped again.
+///
+/// # Errors
+/// As [`DistTensor::manifest`]; [`DistError::Job`] if a transfer fails.
+pub fn replicate(ctl: &Controller<'_>, t: &DistTensor, to: usize, keep: bool) -> Result<u64, DistError> {
+    let m = t.manifest(ctl)?;
+    let mut set = TransferSet::new();
+    for (b, r) in m.blocks.iter().enumerate() {
+        set.need(r, m.block_bytes(b), to);
+    }
+    let transfers = set.into_vec();
+    let bytes = transfers.iter().map(|t| t.bytes).sum();
+    let mut participants: Vec<usize> = transfers.iter().flat_map(|t| [t.from, t.to]).collect();
+    participants.sort_unstable();
+    participants.dedup();
+    if !participants.is_empty() {
+        ctl.submit::<ReplicateV1>(
+            &ReplicateDesc {
+                transfers,
+                release_after: !keep,
+            },
+            &participants,
+        )?;
+    }
+    Ok(bytes)
+}

@@ -1,0 +1,238 @@
+//! Explicit data movement between the root and the workers, which the user
+//! asks for by name: scatter a root-local tensor into blocks
+//! ([`DistTensor::from_local`], command `uni20.put_blocks.v1`) and gather a
+//! distributed tensor onto the root ([`DistTensor::to_local`],
+//! `uni20.get_blocks.v1`). These are the only paths on which block payloads
+//! pass through the root.
+
+use serde::{Deserialize, Serialize};
+use uni20_dispatch::LocalTensor;
+use uni20_persist::{ObjectId, PersistentPtr};
+use uni20_worker::{register_command, CommandSpec, Controller, HandlerError, WorkerContext, TAG_ROOT_DATA};
+
+use crate::error::DistError;
+use crate::layout::{c_strides, copy_box, Blocking};
+use crate::placement::Placement;
+use crate::tensor::{collect_refs, Block, BlockRef, DistTensor, Manifest};
+
+impl DistTensor {
+    /// Scatters a root-local tensor into blocks of at most `block` elements
+    /// per mode, owned round-robin by the compute workers. The payload passes
+    /// through the root because the user asked for it. Returns once every
+    /// block is committed.
+    ///
+    /// # Errors
+    /// As [`DistTensor::from_local_on`].
+    pub fn from_local(ctl: &Controller<'_>, local: &LocalTensor, block: usize) -> Result<DistTensor, DistError> {
+        DistTensor::from_local_on(ctl, local, block, &Placement::Workers)
+    }
+
+    /// Scatters a root-local tensor into blocks of at most `block` elements
+    /// per mode, owned round-robin by the ranks of `placement`.
+    ///
+    /// # Errors
+    /// [`DistError::Blocking`] for `block == 0` or too many blocks; the
+    /// errors of [`Placement::ranks`]; [`DistError::Job`] if an owner fails
+    /// to commit a block.
+    pub fn from_local_on(
+        ctl: &Controller<'_>,
+        local: &LocalTensor,
+        block: usize,
+        placement: &Placement,
+    ) -> Result<DistTensor, DistError> {
+        let blocking = Blocking::regular(local.shape(), block)?;
+        let owners = placement.owners(ctl, blocking.num_blocks())?;
+        let blocks: Vec<LocalTensor> = (0..blocking.num_blocks())
+            .map(|b| extract_block(local, &blocking, b))
+            .collect::<Result<_, _>>()?;
+        let refs = if owners.iter().all(|&o| o == 0) {
+            blocks
+                .into_iter()
+                .map(|blk| {
+                    Ok(BlockRef {
+                        owner: 0,
+                        id: ctl.store().commit(Block(blk))?.id(),
+                    })
+                })
+                .collect::<Result<Vec<_>, DistError>>()?
+        } else {
+            let mut participants = owners.clone();
+            participants.sort_unstable();
+            participants.dedup();
+            let desc = PutBlocksDesc { owners: owners.clone() };
+            let op = ctl.begin::<PutBlocksV1>(&desc, &participants)?;
+            for (blk, &owner) in blocks.iter().zip(&owners) {
+                ctl.send_data(owner, &blk.encode())?;
+            }
+            collect_refs(ctl.finish(op)?, owners.len())?
+        };
+        DistTensor::from_manifest(Manifest {
+            shape: local.shape().to_vec(),
+            dtype: local.dtype(),
+            blocking,
+            blocks: refs,
+        })
+    }
+
+    /// Gathers the whole tensor onto the root (explicit materialisation:
+    /// the payload passes through the root because the user asked for it),
+    /// waiting for the producing operation first.
+    ///
+    /// # Errors
+    /// As [`DistTensor::wait`]; [`DistError::Job`] if an owner cannot serve
+    /// a block; [`DistError::BadManifest`] if a block does not have the shape
+    /// and dtype the manifest says.
+    pub fn to_local(&self, ctl: &Controller<'_>) -> Result<LocalTensor, DistError> {
+        let m = self.manifest(ctl)?;
+        let elem = m.dtype.size_bytes();
+        let total: usize = m.shape.iter().product();
+        let mut bytes = vec![0u8; total * elem];
+        let gstrides = c_strides(&m.shape);
+        let mut place = |b: usize, blk: &LocalTensor| -> Result<(), DistError> {
+            let multi = m.blocking.multi(b);
+            let shape = m.blocking.block_shape(&multi);
+            if blk.shape() != shape.as_slice() || blk.dtype() != m.dtype {
+                return Err(DistError::BadManifest(format!(
+                    "block {b} has shape {:?} {}, the manifest says {shape:?} {}",
+                    blk.shape(),
+                    blk.dtype().name(),
+                    m.dtype.name()
+                )));
+            }
+            let off = m.blocking.block_offset(&multi);
+            let base: usize = off.iter().zip(&gstrides).map(|(o, s)| o * s).sum();
+            copy_box(
+                blk.as_bytes(),
+                &c_strides(&shape),
+                0,
+                &mut bytes,
+                &gstrides,
+                base,
+                &shape,
+                elem,
+            );
+            Ok(())
+        };
+        let owners: Vec<usize> = m.blocks.iter().map(|r| r.owner).collect();
+        if owners.iter().all(|&o| o == 0) {
+            for (b, r) in m.blocks.iter().enumerate() {
+                let v = ctl.store().load_wait(PersistentPtr::<Block>::from_id(r.id))?;
+                place(b, &v.0)?;
+            }
+        } else {
+            let mut participants: Vec<usize> = owners.clone();
+            participants.sort_unstable();
+            participants.dedup();
+            let desc = GetBlocksDesc {
+                blocks: m.blocks.clone(),
+            };
+            let op = ctl.begin::<GetBlocksV1>(&desc, &participants)?;
+            for (b, r) in m.blocks.iter().enumerate() {
+                let raw = ctl.recv_data(r.owner)?;
+                let blk = LocalTensor::decode(&raw)?;
+                place(b, &blk)?;
+            }
+            ctl.finish(op)?;
+        }
+        Ok(LocalTensor::from_bytes(m.dtype, &m.shape, &bytes)?)
+    }
+}
+
+/// Copies block `b` of `blocking` out of a dense local tensor.
+///
+/// # Errors
+/// [`DistError::Tensor`] if the block cannot be built (a caller bug: the
+/// tiling comes from the tensor's shape).
+pub(crate) fn extract_block(local: &LocalTensor, blocking: &Blocking, b: usize) -> Result<LocalTensor, DistError> {
+    let multi = blocking.multi(b);
+    let shape = blocking.block_shape(&multi);
+    let off = blocking.block_offset(&multi);
+    let gstrides = c_strides(local.shape());
+    let base: usize = off.iter().zip(&gstrides).map(|(o, s)| o * s).sum();
+    let elem = local.dtype().size_bytes();
+    let mut out = vec![0u8; shape.iter().product::<usize>() * elem];
+    copy_box(
+        local.as_bytes(),
+        &gstrides,
+        base,
+        &mut out,
+        &c_strides(&shape),
+        0,
+        &shape,
+        elem,
+    );
+    Ok(LocalTensor::from_bytes(local.dtype(), &shape, &out)?)
+}
+
+/// `uni20.put_blocks.v1`: the root streams blocks to their owners, which
+/// commit them. Each owner receives its blocks' encoded payloads from the
+/// root (`TAG_ROOT_DATA`, block order). Reply: `(block number, object id)`.
+pub struct PutBlocksV1;
+
+/// Descriptor of [`PutBlocksV1`].
+#[derive(Serialize, Deserialize)]
+pub struct PutBlocksDesc {
+    /// Owner rank of each block, in block order.
+    pub owners: Vec<usize>,
+}
+
+impl CommandSpec for PutBlocksV1 {
+    const WIRE_NAME: &'static str = "uni20.put_blocks.v1";
+    const DEBUG_NAME: &'static str = "put_blocks";
+    const SCHEMA_VERSION: u32 = 1;
+    type Descriptor = PutBlocksDesc;
+    type Reply = Vec<(usize, ObjectId)>;
+}
+
+fn handle_put_blocks(ctx: &mut WorkerContext<'_>, desc: PutBlocksDesc) -> Result<Vec<(usize, ObjectId)>, HandlerError> {
+    let me = ctx.rank();
+    let mut out = Vec::new();
+    for (b, &owner) in desc.owners.iter().enumerate() {
+        if owner != me {
+            continue;
+        }
+        let raw = ctx.transport().recv(0, TAG_ROOT_DATA)?;
+        let blk = LocalTensor::decode(&raw).map_err(|e| HandlerError::from(e).context(format!("block {b}")))?;
+        let p = ctx
+            .store()
+            .commit(Block(blk))
+            .map_err(|e| HandlerError::from(e).context(format!("committing block {b}")))?;
+        out.push((b, p.id()));
+    }
+    Ok(out)
+}
+
+register_command!(PutBlocksV1 => handle_put_blocks);
+
+/// `uni20.get_blocks.v1`: each owner sends its blocks' encoded payloads to
+/// the root (`TAG_ROOT_DATA`, block order). Descriptor: every block ref.
+pub struct GetBlocksV1;
+
+/// Descriptor of [`GetBlocksV1`].
+#[derive(Serialize, Deserialize)]
+pub struct GetBlocksDesc {
+    /// Every block, in block order.
+    pub blocks: Vec<BlockRef>,
+}
+
+impl CommandSpec for GetBlocksV1 {
+    const WIRE_NAME: &'static str = "uni20.get_blocks.v1";
+    const DEBUG_NAME: &'static str = "get_blocks";
+    const SCHEMA_VERSION: u32 = 1;
+    type Descriptor = GetBlocksDesc;
+    type Reply = ();
+}
+
+fn handle_get_blocks(ctx: &mut WorkerContext<'_>, desc: GetBlocksDesc) -> Result<(), HandlerError> {
+    let me = ctx.rank();
+    for r in desc.blocks.iter().filter(|r| r.owner == me) {
+        let (_, bytes) = ctx
+            .store()
+            .encoded(r.id)
+            .map_err(|e| HandlerError::from(e).with_object(r.id))?;
+        ctx.transport().send(0, TAG_ROOT_DATA, &bytes)?;
+    }
+    Ok(())
+}
+
+register_command!(GetBlocksV1 => handle_get_blocks);

@@ -1,0 +1,106 @@
+//! What a plan will do, in numbers: [`PlanSummary`] (work items, block
+//! products, transfers, bytes moved, bytes through the root, per-rank
+//! shares, notes such as reblocked operands). Every operation family fills
+//! one from its plan; the output tensor keeps it for the user
+//! ([`DistTensor::plan_summary`](crate::DistTensor::plan_summary)) and
+//! `UNI20_LOG=debug` prints it.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crate::transfer::Transfer;
+
+/// One rank's share of a plan.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RankShare {
+    /// Work items (output blocks) the rank computes.
+    pub items: usize,
+    /// Payload bytes the rank sends to other ranks.
+    pub bytes_sent: u64,
+    /// Payload bytes the rank receives from other ranks.
+    pub bytes_received: u64,
+}
+
+/// The numbers of a distributed operation's plan.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PlanSummary {
+    /// The operation, e.g. `contract`.
+    pub operation: String,
+    /// Work items (one per output block).
+    pub work_items: usize,
+    /// Block-level kernel calls (block products of a contraction).
+    pub block_products: usize,
+    /// Block transfers between ranks.
+    pub transfers: usize,
+    /// Payload bytes moved between ranks.
+    pub bytes_moved: u64,
+    /// Payload bytes sent to or from the root: zero whenever the root is not
+    /// the only rank.
+    pub bytes_through_root: u64,
+    /// Ranks that receive the command.
+    pub participants: Vec<usize>,
+    /// Per rank: items, bytes sent, bytes received.
+    pub per_rank: BTreeMap<usize, RankShare>,
+    /// Extra facts worth showing (for example an operand that was reblocked).
+    pub notes: Vec<String>,
+}
+
+impl PlanSummary {
+    /// A summary of `operation` with the transfer numbers filled in from
+    /// `transfers`, the work items from `item_ranks` (the rank of each item)
+    /// and the given participants and block products.
+    pub fn from_parts(
+        operation: &str,
+        item_ranks: impl IntoIterator<Item = usize>,
+        block_products: usize,
+        transfers: &[Transfer],
+        participants: &[usize],
+    ) -> PlanSummary {
+        let mut per_rank: BTreeMap<usize, RankShare> = BTreeMap::new();
+        let mut work_items = 0;
+        for r in item_ranks {
+            per_rank.entry(r).or_default().items += 1;
+            work_items += 1;
+        }
+        for t in transfers {
+            per_rank.entry(t.from).or_default().bytes_sent += t.bytes;
+            per_rank.entry(t.to).or_default().bytes_received += t.bytes;
+        }
+        PlanSummary {
+            operation: operation.to_string(),
+            work_items,
+            block_products,
+            transfers: transfers.len(),
+            bytes_moved: transfers.iter().map(|t| t.bytes).sum(),
+            bytes_through_root: transfers
+                .iter()
+                .filter(|t| t.from == 0 || t.to == 0)
+                .map(|t| t.bytes)
+                .sum(),
+            participants: participants.to_vec(),
+            per_rank,
+            notes: Vec::new(),
+        }
+    }
+}
+
+impl fmt::Display for PlanSummary {
+    /// One line: `contract: 4 work items, 8 block products, 6 transfers,
+    /// 1536 bytes moved, 0 bytes through the root`, then `; note` per note.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: {} work items, {} block products, {} transfers, {} bytes moved, {} bytes through the root",
+            self.operation,
+            self.work_items,
+            self.block_products,
+            self.transfers,
+            self.bytes_moved,
+            self.bytes_through_root
+        )?;
+        for n in &self.notes {
+            write!(f, "; {n}")?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,114 @@
+//! Worker-to-worker block transfers, shared by every operation family:
+//! the plan side ([`Transfer`], [`TransferSet`], which lists each
+//! (object, receiver) pair once) and the worker side ([`exchange_blocks`],
+//! which sends the blocks a rank owns straight from its store and inserts
+//! the ones it receives as verified replicas). Payloads never pass through
+//! the root.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+use uni20_persist::{ObjectId, ObjectMeta};
+use uni20_worker::{data_tag, HandlerError, Tag, WorkerContext};
+
+use crate::tensor::BlockRef;
+
+/// One block moving from its owner to the rank that needs it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Transfer {
+    /// The object.
+    pub id: ObjectId,
+    /// Sending rank (the owner).
+    pub from: usize,
+    /// Receiving rank.
+    pub to: usize,
+    /// Payload bytes.
+    pub bytes: u64,
+}
+
+/// Builds a plan's transfer list: each (object, receiver) pair at most
+/// once, in the order first requested; blocks already on the receiver
+/// are skipped.
+#[derive(Debug, Default)]
+pub struct TransferSet {
+    planned: BTreeSet<(ObjectId, usize)>,
+    transfers: Vec<Transfer>,
+}
+
+impl TransferSet {
+    /// An empty set.
+    pub fn new() -> TransferSet {
+        TransferSet::default()
+    }
+
+    /// Requests block `r` (of `bytes` payload bytes) on rank `to`.
+    pub fn need(&mut self, r: &BlockRef, bytes: u64, to: usize) {
+        if r.owner != to && self.planned.insert((r.id, to)) {
+            self.transfers.push(Transfer {
+                id: r.id,
+                from: r.owner,
+                to,
+                bytes,
+            });
+        }
+    }
+
+    /// The transfers, in request order; transfer `i` uses the tags of `i`.
+    pub fn into_vec(self) -> Vec<Transfer> {
+        self.transfers
+    }
+}
+
+/// Tags of transfer `i`: its metadata message and its payload message.
+fn transfer_tags(i: usize) -> (Tag, Tag) {
+    let base = data_tag(2 * (i % 15_000));
+    (base, base + 1)
+}
+
+/// Executes this rank's part of `transfers`: sends the objects it owns
+/// (metadata, then the payload straight from the store's bytes: no copy)
+/// and receives the ones it needs, inserting each as a replica after
+/// checking its size and checksum. Returns the ids of the new replicas
+/// (the caller releases them when it is done with them).
+///
+/// # Errors
+/// A [`HandlerError`] naming the object if a send, a receive or the
+/// replica check fails.
+pub fn exchange_blocks(ctx: &WorkerContext<'_>, transfers: &[Transfer]) -> Result<Vec<ObjectId>, HandlerError> {
+    let me = ctx.rank();
+    let store = ctx.store();
+    let mut outgoing_data = Vec::new();
+    for (i, t) in transfers.iter().enumerate().filter(|(_, t)| t.from == me) {
+        let (meta, bytes) = store
+            .encoded_for_transfer(t.id)
+            .map_err(|e| HandlerError::from(e).with_object(t.id))?;
+        let meta = postcard::to_stdvec(&meta).map_err(|e| HandlerError::msg(e.to_string()))?;
+        outgoing_data.push((t.to, transfer_tags(i), meta, bytes));
+    }
+    let mut outgoing: Vec<(usize, Tag, &[u8])> = Vec::with_capacity(2 * outgoing_data.len());
+    for (to, (tm, tp), meta, bytes) in &outgoing_data {
+        outgoing.push((*to, *tm, meta.as_slice()));
+        outgoing.push((*to, *tp, &bytes[..]));
+    }
+    let mut incoming = Vec::new();
+    for (i, t) in transfers.iter().enumerate().filter(|(_, t)| t.to == me) {
+        let (tm, tp) = transfer_tags(i);
+        incoming.push((t.from, tm));
+        incoming.push((t.from, tp));
+    }
+    let mut received = ctx.transport().exchange(&outgoing, &incoming)?.into_iter();
+    drop(outgoing);
+    drop(outgoing_data);
+    let mut replicas = Vec::new();
+    while let (Some(meta), Some(bytes)) = (received.next(), received.next()) {
+        let meta: ObjectMeta = uni20_worker::decode_exact(&meta, "object metadata")?;
+        let id = meta.id;
+        if !store.contains(id) {
+            store
+                .insert_replica(meta, bytes)
+                .map_err(|e| HandlerError::from(e).with_object(id))?;
+            replicas.push(id);
+        }
+    }
+    Ok(replicas)
+}
