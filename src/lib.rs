@@ -38,15 +38,19 @@ pub use uni20_worker as worker;
 
 pub use uni20_dispatch::{BackendList, DType, EinsumSpec, LocalTensor, TensorData, C32, C64};
 pub use uni20_dist::{
-    contract, contract_with, plan_contract, read_npy, write_npy, ContractOptions, ContractPlan, DistError, DistTensor,
+    checkpoint, contract, contract_with, flush_all, plan_contract, read_npy, restore, write_npy, Blocking, Checkpoint,
+    ContractOptions, ContractPlan, DistError, DistTensor, Manifest, Placement, PlanSummary, TensorMeta,
 };
-pub use uni20_worker::{Controller, JobError, TransportChoice, UniverseBuilder};
+pub use uni20_worker::{
+    register_command, CommandSpec, Controller, HandlerError, JobError, TransportChoice, TypedHandler, UniverseBuilder,
+    WorkerContext,
+};
 
 /// The names most programs need.
 pub mod prelude {
     pub use crate::{
         contract, contract_with, read_npy, write_npy, ContractOptions, Controller, DType, DistTensor, EinsumSpec,
-        LocalTensor, UniverseBuilder, C64,
+        LocalTensor, Placement, UniverseBuilder, C64,
     };
 }
 

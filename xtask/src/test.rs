@@ -16,11 +16,13 @@ pub const DEFAULT_RANKS: &[u32] = &[1, 2, 3];
 /// The marker comment declaring supported rank counts.
 pub const RANKS_MARKER: &str = "uni20-mpi-ranks:";
 
-/// Example run at 3 ranks as an end-to-end check, when it exists.
+/// Example run at 3 ranks as an end-to-end check, when it exists (also the
+/// program of the fault stage).
 pub const SMOKE_EXAMPLE: &str = "heisenberg";
 
-/// Ranks for [`SMOKE_EXAMPLE`].
-pub const SMOKE_EXAMPLE_RANKS: u32 = 3;
+/// Examples run under MPI as end-to-end checks, with their rank counts
+/// (each must exit 0).
+pub const MPI_EXAMPLES: &[(&str, u32)] = &[(SMOKE_EXAMPLE, 3), ("custom_command", 3)];
 
 /// Options of `cargo xtask test`.
 #[derive(Debug, Clone)]
@@ -90,12 +92,14 @@ pub fn run(opts: &TestOptions) -> Result<i32> {
             });
         }
     }
-    if meta.targets_of(TargetKind::Example).any(|t| t.name == SMOKE_EXAMPLE) {
-        jobs.push(Job {
-            kind: TargetKind::Example,
-            name: SMOKE_EXAMPLE.to_string(),
-            ranks: SMOKE_EXAMPLE_RANKS,
-        });
+    for &(name, ranks) in MPI_EXAMPLES {
+        if meta.targets_of(TargetKind::Example).any(|t| t.name == name) {
+            jobs.push(Job {
+                kind: TargetKind::Example,
+                name: name.to_string(),
+                ranks,
+            });
+        }
     }
     if jobs.is_empty() {
         eprintln!("xtask: no MPI integration tests (tests/mpi_*.rs) found");
