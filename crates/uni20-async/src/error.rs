@@ -17,8 +17,9 @@ pub type SharedError = Arc<dyn StdError + Send + Sync + 'static>;
 #[non_exhaustive]
 pub enum AsyncError {
     /// The epoch being accessed was poisoned by a failed writer (an explicit
-    /// [`WriteBuffer::fail`](crate::WriteBuffer::fail), or a writer dropped during a panic),
-    /// either in this epoch or in an earlier one: poison is sticky (see the crate docs).
+    /// [`WriteBuffer::fail`](crate::WriteBuffer::fail), a writer dropped during a panic, or
+    /// a writer dropped unwritten by a task that had been handed an error), either in this
+    /// epoch or in an earlier one: poison is sticky. See the crate docs, "Failures".
     #[error("{buffer}: poisoned by {origin}: {message}")]
     Poisoned {
         /// The buffer that observed the poison, e.g. ``read(`x`@3 #7)``.
@@ -54,9 +55,10 @@ pub enum AsyncError {
         /// The panic payload, if it was a string.
         message: String,
     },
-    /// A blocking wait was called from inside a [`LocalExecutor`](crate::LocalExecutor)
-    /// task on a buffer that is not ready: blocking there could never finish, because the
-    /// tasks that would make it ready run on the same thread.
+    /// A blocking wait inside a [`LocalExecutor`](crate::LocalExecutor) task ran the
+    /// executor's other tasks until none was runnable, and the buffer is still not ready:
+    /// blocking the thread could never finish, because the tasks that could make it ready
+    /// run on this thread (or are the waiting tasks themselves, further up the stack).
     #[error("blocking wait on {buffer} inside a LocalExecutor task would deadlock; await it instead")]
     WouldBlock {
         /// The buffer that was waited on.

@@ -49,6 +49,11 @@
 //!   poisons its epoch: its readers, **and the readers and writers of every later epoch**,
 //!   get [`AsyncError::Poisoned`](crate::AsyncError::Poisoned). To start afresh, make a new
 //!   `Async`.
+//! - Errors flow on through tasks: a task that got an error from a buffer (say
+//!   `r.get().await?` on a poisoned input) poisons every write buffer it then drops
+//!   unwritten, so its readers see the error rather than a stale value. Write a fallback
+//!   value if the task handles the error; call `fail` for errors that are not from a
+//!   buffer. The full rule is in the [crate docs](crate#failures-what-a-write-buffer-leaves-behind).
 //!
 //! ## The kernel shape: read, compute, release reads, then write
 //!
@@ -99,12 +104,15 @@
 //! The mirror image also deadlocks: holding the writer of epoch *n* while awaiting a reader
 //! of epoch *n* or later. Release (drop) the writer guard first.
 //!
-//! ## Blocking from plain code
+//! ## Blocking waits
 //!
 //! [`Async::get_wait`](crate::Async::get_wait), [`Async::wait`](crate::Async::wait),
 //! [`ReadBuffer::wait`](crate::ReadBuffer::wait) and
-//! [`WriteBuffer::wait`](crate::WriteBuffer::wait) block the calling thread. Use them
-//! outside tasks, with the tasks on a [`ThreadPoolExecutor`](crate::ThreadPoolExecutor) or
-//! other threads. Inside a `LocalExecutor` task they return
-//! [`AsyncError::WouldBlock`](crate::AsyncError::WouldBlock) rather than hang; use
-//! [`LocalExecutor::block_on`](crate::LocalExecutor::block_on) to wait deterministically.
+//! [`WriteBuffer::wait`](crate::WriteBuffer::wait) block the calling thread, parking it
+//! until the buffer is ready. They work on any thread, including inside
+//! [`ThreadPoolExecutor`](crate::ThreadPoolExecutor) tasks, where each one holds a pool
+//! thread while it waits (prefer `.await` there). Inside a `LocalExecutor` task they run
+//! the executor's other tasks until the buffer is ready, and return
+//! [`AsyncError::WouldBlock`](crate::AsyncError::WouldBlock) rather than hang when no task
+//! is left that could make it ready. From plain code,
+//! [`LocalExecutor::block_on`](crate::LocalExecutor::block_on) waits deterministically.

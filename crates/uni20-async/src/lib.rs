@@ -53,21 +53,58 @@
 //! - **"No value" is not an error in `maybe()`, and is a distinct variant elsewhere**
 //!   ([`AsyncError::NoValue`] vs [`AsyncError::Poisoned`]). There is no `or_cancel`
 //!   task-destruction: Rust tasks return `Err(NoValue)` and the caller decides.
-//! - **Failures are routed explicitly, or by panics.** Upstream routes an exception escaping
-//!   a coroutine to every `WriteBuffer` parameter. Here a task calls
-//!   [`WriteBuffer::fail`] / [`WriteGuard::fail`], and any write buffer dropped while its
-//!   thread panics poisons its epoch ([`PanicError`]; the executors fill in the panic
-//!   message). Returning `Err` from a task without calling `fail` releases its writers
-//!   unwritten, which readers see as the previous value.
+//! - **Failures reach a task's outputs by `fail`, by panics, and by errors the task was
+//!   handed** (upstream routes an exception escaping a coroutine to every `WriteBuffer`
+//!   parameter). See [Failures](#failures-what-a-write-buffer-leaves-behind) below.
 //! - **The deterministic executor is FIFO** (upstream's `DebugScheduler` is LIFO per batch
 //!   while its comment says FIFO, Q4). Tests here never depend on that order for
 //!   correctness, only for their logs.
 //! - **Deadlocks are errors, not aborts or hangs**: [`LocalExecutor::run`] and
 //!   [`LocalExecutor::block_on`] return [`AsyncError::Deadlock`] with a dump naming each
 //!   waiting task, the buffer it awaits, and the buffers blocking it. Blocking waits
-//!   inside a `LocalExecutor` task return [`AsyncError::WouldBlock`].
+//!   inside a `LocalExecutor` task run its other tasks until the value is ready (as
+//!   upstream's `DebugScheduler` does) and return [`AsyncError::WouldBlock`] when no
+//!   runnable task is left.
+//! - **Blocking waits work on any thread**, executor threads included: outside a
+//!   `LocalExecutor` task they park the thread until a waker unparks it.
+//! - **Each task panic is reported once** by the `LocalExecutor`: by `block_on` for its own
+//!   future, otherwise by `run`, one per call.
 //! - **Leaks**: dropping an executor drops its pending tasks and so releases their
 //!   buffers; nothing is leaked through parked tasks (upstream leaks parked coroutines).
+//!
+//! ## Failures: what a write buffer leaves behind
+//!
+//! Rust tasks return errors as values, which the runtime cannot see; what it sees is the
+//! errors it hands to a task. A [`WriteBuffer`] (or its [`WriteGuard`]) **poisons** its
+//! epoch, so that its readers and the readers and writers of every later epoch get
+//! [`AsyncError::Poisoned`], when it is released:
+//!
+//! 1. by [`WriteBuffer::fail`] / [`WriteGuard::fail`], with the error given;
+//! 2. while its thread panics, written or not, with a [`PanicError`] (the executors fill in
+//!    the panic message);
+//! 3. **unwritten, by a task that was handed an error**: once a buffer operation (an
+//!    await, `get`, `try_get`, a `wait`, `value_mut`, `take_wait`) has returned an
+//!    [`AsyncError`] to a task running on [`LocalExecutor`] or [`ThreadPoolExecutor`],
+//!    every write buffer that task drops afterwards without having written it is poisoned,
+//!    with the first such error as the source. A task that reads a poisoned input with `?`
+//!    therefore poisons its outputs instead of leaving their old values to its readers; so
+//!    does a task that swallows the error and returns without writing. The poison names
+//!    the dropped writer as `origin`; its `source` is the `AsyncError` the task got, whose
+//!    own source chain reaches the first failure.
+//!
+//! A buffer counts as **written** once its guard gave mutable access to the slot (`set`,
+//! `slot`, `get_mut`, `value_mut`, `take`, `get_or_insert_with`). Written buffers keep what
+//! was written (rule 3 does not apply to them), even if the task then returns an error.
+//!
+//! Otherwise an unwritten buffer passes the previous value, or emptiness, through: the
+//! cancellation path. In particular:
+//! - `maybe()` / `into_maybe()` on an empty slot give `Ok(None)`, which is not an error: a
+//!   task that then drops its outputs unwritten cascades "no value" (or old values), as
+//!   upstream's `or_cancel` does;
+//! - errors that do not come from a buffer (an I/O or parse error returned with `?`) are
+//!   invisible to the runtime: route them with `fail` before returning;
+//! - futures polled outside these two executors (a plain thread, another executor) get
+//!   rules 1 and 2 only.
 //!
 //! ## Thread safety
 //!
@@ -89,16 +126,21 @@
 //! workspace's normal build artefacts.)
 #![warn(missing_docs)]
 
+mod blocking;
 mod buffer;
 mod epoch;
 mod error;
 mod executor;
 pub mod guide;
+mod pool;
+mod read;
 mod sync;
 mod task_ctx;
+mod write;
 
-pub use buffer::{
-    Async, ReadBuffer, ReadGuard, ReadIntoMaybe, ReadMaybe, ReadOwned, ReadRef, WriteBuffer, WriteGuard, WriteOwned,
-};
+pub use buffer::Async;
 pub use error::{AsyncError, BlockedTask, DeadlockReport, PanicError, SharedError};
-pub use executor::{JoinHandle, LocalExecutor, LocalHandle, ThreadPoolExecutor};
+pub use executor::{LocalExecutor, LocalHandle};
+pub use pool::{JoinHandle, ThreadPoolExecutor};
+pub use read::{ReadBuffer, ReadGuard, ReadIntoMaybe, ReadMaybe, ReadOwned, ReadRef};
+pub use write::{WriteBuffer, WriteGuard, WriteOwned};

@@ -1,14 +1,17 @@
 //! Internal synchronisation shim.
 //!
-//! Under `cfg(loom)` every primitive the epoch queue uses comes from `loom`, so that the
-//! `tests/loom.rs` models explore every interleaving and check every access to the value
-//! slot. Otherwise the crate uses `std::sync::Arc`, `parking_lot::Mutex` and a thin wrapper
-//! over `std::cell::UnsafeCell` with the same API as loom's.
+//! Under `cfg(loom)` every primitive the epoch queue and the blocking waits use comes from
+//! `loom`, so that the `tests/loom.rs` models explore every interleaving, check every access
+//! to the value slot, and see every thread park and unpark. Otherwise the crate uses
+//! `std::sync::Arc`, `parking_lot::Mutex`, `std`'s atomics and thread parking, and a thin
+//! wrapper over `std::cell::UnsafeCell` with the same API as loom's.
 
 #[cfg(loom)]
 mod imp {
     pub(crate) use loom::cell::{ConstPtr, MutPtr, UnsafeCell};
+    pub(crate) use loom::sync::atomic::AtomicBool;
     pub(crate) use loom::sync::Arc;
+    pub(crate) use loom::thread::{current as current_thread, park, Thread};
 
     /// `loom::sync::Mutex` with a `parking_lot`-style infallible `lock`.
     #[derive(Debug)]
@@ -32,7 +35,9 @@ mod imp {
 #[cfg(not(loom))]
 mod imp {
     pub(crate) use parking_lot::Mutex;
+    pub(crate) use std::sync::atomic::AtomicBool;
     pub(crate) use std::sync::Arc;
+    pub(crate) use std::thread::{current as current_thread, park, Thread};
 
     /// `std::cell::UnsafeCell` with loom's pointer-handing API.
     #[derive(Debug)]

@@ -1,8 +1,11 @@
-//! Thread-local bookkeeping that lets [`LocalExecutor`](crate::LocalExecutor) say which
-//! task waits on which buffer. Outside a `LocalExecutor` poll this is all inert.
+//! Thread-local bookkeeping of the task being polled: which buffers a
+//! [`LocalExecutor`](crate::LocalExecutor) task waits on (for deadlock dumps), the panic a
+//! dropped write buffer must record, and the first error buffer operations handed to the
+//! task (which its unwritten write buffers inherit when dropped). Outside an executor's
+//! poll this is all inert.
 
 use crate::epoch::{Core, Kind};
-use crate::error::PanicError;
+use crate::error::{AsyncError, PanicError, SharedError};
 use crate::sync::Arc;
 use std::cell::{Cell, RefCell};
 
@@ -45,17 +48,30 @@ pub(crate) fn record_wait(core: &Arc<Core>, epoch: u64, kind: Kind, id: u64) {
     }
 }
 
+/// The number of waits recorded so far in this poll (see [`truncate_waits`]).
+pub(crate) fn waits_mark() -> usize {
+    WAITS.with(|w| w.borrow().len())
+}
+
+/// Forgets the waits recorded after `mark`: a blocking wait polls buffers on the task's
+/// behalf, and those polls are not what the task waits on when it returns `Pending`.
+pub(crate) fn truncate_waits(mark: usize) {
+    WAITS.with(|w| w.borrow_mut().truncate(mark));
+}
+
 /// Marks `tag` as the task being polled until the returned guard drops, and collects the
-/// waits it records.
+/// waits it records. Scopes nest (a blocking wait inside a task polls other tasks): the
+/// enclosing task's tag and recorded waits are restored on drop.
 pub(crate) struct PollScope {
     prev: Option<TaskTag>,
+    prev_waits: Vec<WaitRecord>,
 }
 
 impl PollScope {
     pub(crate) fn enter(tag: TaskTag) -> Self {
         let prev = CURRENT.with(|c| c.replace(Some(tag)));
-        WAITS.with(|w| w.borrow_mut().clear());
-        PollScope { prev }
+        let prev_waits = WAITS.with(|w| std::mem::take(&mut *w.borrow_mut()));
+        PollScope { prev, prev_waits }
     }
 
     /// Takes the waits recorded since `enter`.
@@ -67,7 +83,92 @@ impl PollScope {
 impl Drop for PollScope {
     fn drop(&mut self) {
         CURRENT.with(|c| c.set(self.prev));
+        let prev = std::mem::take(&mut self.prev_waits);
+        WAITS.with(|w| *w.borrow_mut() = prev);
     }
+}
+
+thread_local! {
+    /// `Some` while a task of one of this crate's executors is polled or dropped on this
+    /// thread; inside, the first error a buffer operation handed to that task.
+    static TASK_FAILURE: RefCell<Option<Option<SharedError>>> = const { RefCell::new(None) };
+}
+
+/// Installs a task's failure state for one poll (or its drop). Scopes nest; the enclosing
+/// state comes back on [`exit`](FailureScope::exit) or drop.
+pub(crate) struct FailureScope {
+    prev: Option<Option<SharedError>>,
+    active: bool,
+    /// The task's state, kept here when the thread-local is gone (thread teardown).
+    kept: Option<SharedError>,
+}
+
+impl FailureScope {
+    /// Enters the scope of a task whose first observed error so far is `state`.
+    pub(crate) fn enter(state: Option<SharedError>) -> Self {
+        let mut state = Some(state);
+        match TASK_FAILURE.try_with(|t| t.borrow_mut().replace(state.take().flatten())) {
+            Ok(prev) => FailureScope {
+                prev,
+                active: true,
+                kept: None,
+            },
+            Err(_) => FailureScope {
+                prev: None,
+                active: false,
+                kept: state.flatten(),
+            },
+        }
+    }
+
+    /// Leaves the scope, returning the task's (possibly updated) state.
+    pub(crate) fn exit(mut self) -> Option<SharedError> {
+        if !self.active {
+            return self.kept.take();
+        }
+        self.active = false;
+        let prev = self.prev.take();
+        TASK_FAILURE
+            .try_with(|t| std::mem::replace(&mut *t.borrow_mut(), prev))
+            .ok()
+            .flatten()
+            .flatten()
+    }
+}
+
+impl Drop for FailureScope {
+    fn drop(&mut self) {
+        if self.active {
+            let prev = self.prev.take();
+            let _ = TASK_FAILURE.try_with(|t| {
+                if let Ok(mut t) = t.try_borrow_mut() {
+                    *t = prev;
+                }
+            });
+        }
+    }
+}
+
+/// Records that a buffer operation is handing `err` to the task being polled (the first
+/// such error is kept), and returns it. Outside a task this only returns `err`.
+pub(crate) fn observed(err: AsyncError) -> AsyncError {
+    let _ = TASK_FAILURE.try_with(|t| {
+        if let Ok(mut t) = t.try_borrow_mut() {
+            if let Some(slot @ None) = t.as_mut() {
+                *slot = Some(std::sync::Arc::new(err.clone()));
+            }
+        }
+    });
+    err
+}
+
+/// The first error buffer operations handed to the task being polled, if any: what an
+/// unwritten write buffer dropped now must be poisoned with.
+pub(crate) fn task_failure() -> Option<SharedError> {
+    TASK_FAILURE
+        .try_with(|t| t.try_borrow().ok().and_then(|t| t.clone().flatten()))
+        .ok()
+        .flatten()
 }
 
 thread_local! {

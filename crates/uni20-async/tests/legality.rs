@@ -551,19 +551,25 @@ fn get_wait_blocks_until_another_thread_writes() {
 }
 
 #[test]
-fn blocking_inside_local_task_is_an_error_not_a_hang() {
+fn blocking_inside_local_task_runs_the_writer_or_is_an_error_not_a_hang() {
     let a = std::rc::Rc::new(Async::new(1));
     let w = a.write();
     let ex = LocalExecutor::new();
     let a2 = a.clone();
+    // The wait runs the writer task (spawned later) and then sees its value.
     let h = ex.spawn(async move { a2.get_wait() });
     ex.spawn(async move { w.set(2).await.unwrap() });
     ex.run().unwrap();
-    let e = h.try_take().unwrap().unwrap().unwrap_err();
-    assert!(matches!(e, AsyncError::WouldBlock { .. }), "{e}");
-    // Ready values are fine to "block" on inside a task.
+    assert_eq!(h.try_take().unwrap().unwrap().unwrap(), 2);
+    // A writer no task of the executor will release: an error, not a hang.
+    let w = a.write();
     let a3 = a.clone();
-    assert_eq!(ex.block_on(async move { a3.get_wait() }).unwrap().unwrap(), 2);
+    let e = ex.block_on(async move { a3.get_wait() }).unwrap().unwrap_err();
+    assert!(matches!(e, AsyncError::WouldBlock { .. }), "{e}");
+    drop(w);
+    // Ready values are fine to "block" on inside a task.
+    let a4 = a.clone();
+    assert_eq!(ex.block_on(async move { a4.get_wait() }).unwrap().unwrap(), 2);
 }
 
 #[test]

@@ -1,5 +1,7 @@
-//! Loom models of the epoch queue. Every interleaving of the threads below is explored,
-//! and every access to the value slot is checked for data races (loom's `UnsafeCell`).
+//! Loom models of the epoch queue and of the blocking waits. Every interleaving of the
+//! threads below is explored, every access to the value slot is checked for data races
+//! (loom's `UnsafeCell`), and a blocking wait whose wake-up is lost shows up as a deadlock
+//! (every thread parked).
 //!
 //! Run with:
 //!
@@ -83,5 +85,43 @@ fn dropped_unawaited_reader() {
         drop(g);
         td.join().unwrap();
         assert_eq!(tr.join().unwrap(), 5);
+    });
+}
+
+/// A thread blocked in `get_wait` (parked, not driving an executor) on an epoch whose writer
+/// runs on another thread: whatever the interleaving of the write, the release's wake-up
+/// and the park, the waiter wakes and sees the written value.
+#[test]
+fn blocking_read_wait_wakes_on_write() {
+    model(|| {
+        let a = Async::new(0usize);
+        let w = a.write();
+        let r = a.read();
+        let waiter = thread::spawn(move || r.get_wait().unwrap());
+        let mut g = block_on(w.into_future()).unwrap();
+        g.set(7);
+        drop(g);
+        assert_eq!(waiter.join().unwrap(), 7);
+    });
+}
+
+/// A thread blocked in `WriteBuffer::wait` wakes when the last reader of the previous epoch
+/// is dropped on another thread, and then has the slot to itself.
+#[test]
+fn blocking_write_wait_wakes_on_reader_drop() {
+    model(|| {
+        let a = Async::new(1usize);
+        let r0 = a.read();
+        let w = a.write();
+        let r1 = a.read();
+        let writer = thread::spawn(move || {
+            let mut g = w.wait().unwrap();
+            let old = *g.get().unwrap();
+            g.set(old + 1);
+        });
+        assert_eq!(*r0.try_get().unwrap().unwrap(), 1);
+        drop(r0);
+        writer.join().unwrap();
+        assert_eq!(*r1.try_get().unwrap().unwrap(), 2);
     });
 }
