@@ -88,7 +88,7 @@ fn lists(threads: usize) -> Vec<BackendList> {
 
 #[derive(Clone, Debug)]
 struct Case {
-    spec: EinsumSpec,
+    spec: ResolvedSpec,
     dims: Vec<(char, usize)>,
     seed: u64,
     conj: [bool; 3],
@@ -131,7 +131,7 @@ fn case() -> impl Strategy<Value = Case> {
             rng.shuffle(&mut b);
             rng.shuffle(&mut out);
             Case {
-                spec: EinsumSpec { a, b, out },
+                spec: ResolvedSpec::new(&[&a, &b], &out).unwrap(),
                 dims,
                 seed,
                 conj,
@@ -147,9 +147,9 @@ fn check<T: Element>(case: &Case) -> Result<(), TestCaseError> {
     let mut rng = Rng(case.seed);
     let spec = &case.spec;
     let dim = |l: &char| case.dims.iter().find(|(x, _)| x == l).map_or(0, |&(_, d)| d);
-    let a_shape: Vec<usize> = spec.a.iter().map(dim).collect();
-    let b_shape: Vec<usize> = spec.b.iter().map(dim).collect();
-    let out_shape: Vec<usize> = spec.out.iter().map(dim).collect();
+    let a_shape: Vec<usize> = spec.inputs()[0].iter().map(dim).collect();
+    let b_shape: Vec<usize> = spec.inputs()[1].iter().map(dim).collect();
+    let out_shape: Vec<usize> = spec.output().iter().map(dim).collect();
 
     let (na, sa, oa) = layout(&mut rng, &a_shape, true);
     let (nb, sb, ob) = layout(&mut rng, &b_shape, true);
@@ -191,7 +191,7 @@ fn check<T: Element>(case: &Case) -> Result<(), TestCaseError> {
     let inner: usize = case
         .dims
         .iter()
-        .filter(|(l, _)| !spec.out.contains(l))
+        .filter(|(l, _)| !spec.output().contains(l))
         .map(|&(_, d)| d)
         .product();
     let scale = 1.0 + alpha.norm() * maxabs(&ad) * maxabs(&bd) * inner as f64 + beta.norm() * maxabs(&cd);
