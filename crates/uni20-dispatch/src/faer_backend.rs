@@ -24,7 +24,7 @@ use crate::tensor::{with_dtype, LocalTensor};
 /// Thread budget: `threads <= 1` runs every GEMM sequentially (`Par::Seq`). Otherwise the
 /// output of a GEMM is bisected recursively into up to `threads` blocks: each piece is cut
 /// across its own longer side (edges on multiples of 16) while it still has at least
-/// [`SPLIT_MIN_MACS`] multiply-adds and 32 rows or columns, and each final block runs as one
+/// 2^18 multiply-adds (`SPLIT_MIN_MACS`) and 32 rows or columns, and each final block runs as one
 /// sequential faer GEMM, the halves in parallel through `rayon::join` on the global rayon
 /// pool (at most `threads` tasks). Each block packs its own operands, so the threads never
 /// wait for one another inside the GEMM; on the 2-core test machine this measured 0-16 %
@@ -51,7 +51,7 @@ impl FaerBackend {
 
 /// Smallest GEMM (m * n * k multiply-adds) that [`FaerBackend`] splits across threads; below
 /// it the fork/join costs more than it saves (faer's own threading threshold is 48*48*256).
-pub const SPLIT_MIN_MACS: usize = 1 << 18;
+pub(crate) const SPLIT_MIN_MACS: usize = 1 << 18;
 
 /// Panel edges are rounded to multiples of this many rows or columns (whole SIMD registers).
 const SPLIT_ALIGN: usize = 16;

@@ -264,6 +264,42 @@ fn front_end_errors() {
         contract("ij->ji", c(1., 0.), &a, &b, c(0., 0.), None, &list),
         Err(ContractError::Spec(SpecError::OperandCount { expected: 1, got: 2 }))
     );
+    assert_eq!(
+        contract_unary("ij,jk->ik", c(1., 0.), &a, c(0., 0.), None, &list),
+        Err(ContractError::Spec(SpecError::OperandCount { expected: 2, got: 1 }))
+    );
+    assert_eq!(
+        contract_unary("ii", c(1., 0.), &a, c(0., 0.), None, &list),
+        Err(ContractError::Spec(SpecError::DiagonalMismatch {
+            operand: 0,
+            label: 'i',
+            first: 2,
+            second: 3
+        }))
+    );
+    // Ellipsis dims (2) and (3) do not broadcast; a 3-operand spec names the limit.
+    let x = LocalTensor::zeros(DType::F64, &[2, 4]).unwrap();
+    let y = LocalTensor::zeros(DType::F64, &[3, 4]).unwrap();
+    assert_eq!(
+        contract("...i,...i", c(1., 0.), &x, &y, c(0., 0.), None, &list),
+        Err(ContractError::Spec(SpecError::BroadcastMismatch {
+            axis: 0,
+            first: 2,
+            second: 3
+        }))
+    );
+    let e = contract("ij,jk,kl", c(1., 0.), &a, &b, c(0., 0.), None, &list).unwrap_err();
+    assert!(e.to_string().contains("at most two"), "{e}");
+    // C's shape is checked against the resolved (broadcast) output shape.
+    let z = LocalTensor::zeros(DType::F64, &[1, 4]).unwrap();
+    let c_wrong = LocalTensor::zeros(DType::F64, &[1]).unwrap();
+    assert_eq!(
+        contract("...i,...i", c(1., 0.), &x, &z, c(1., 0.), Some(&c_wrong), &list),
+        Err(ContractError::Shape {
+            expected: vec![2],
+            got: vec![1]
+        })
+    );
 }
 
 #[test]
