@@ -14,7 +14,7 @@ use crate::dtype::{DType, C64};
 use crate::error::{check_scalars, ContractError};
 use crate::problem::ContractProblem;
 use crate::scalar::Element;
-use crate::spec::ResolveSpec;
+use crate::spec::{ResolveSpec, SpecError};
 use crate::tensor::{checked_len, LocalTensor, TensorError};
 use crate::view::{AnyView, StridedView, StridedViewMut};
 
@@ -50,10 +50,9 @@ pub fn contract_operands(
     let spec = spec.resolve_spec(&shapes)?;
     let out_shape = spec.output_shape(&shapes)?;
     // output_shape checked operands.len() == spec.num_inputs() >= 1.
-    let mut dtype = operands
-        .iter()
-        .map(|t| t.dtype())
-        .fold(operands[0].dtype(), DType::promote);
+    let Some(mut dtype) = operands.iter().map(|t| t.dtype()).reduce(DType::promote) else {
+        return Err(SpecError::NoOperands.into());
+    };
     if let Some(c) = c {
         if c.shape() != out_shape.as_slice() {
             return Err(ContractError::Shape {

@@ -6,7 +6,7 @@
 
 use crate::dtype::{DType, C64};
 use crate::error::{check_scalars, ContractError};
-use crate::spec::{ResolveSpec, ResolvedSpec};
+use crate::spec::{ResolveSpec, ResolvedSpec, SpecError};
 use crate::tensor::checked_len;
 use crate::view::AnyView;
 
@@ -128,7 +128,9 @@ impl<'a> ContractProblem<'a> {
         let out_shape: Vec<usize> = source.output().iter().map(dim).collect();
         let dtypes: Vec<DType> = operands.iter().chain(&c).map(AnyView::dtype).collect();
         // label_extents checked operands.len() == source.num_inputs() >= 1.
-        let dtype = dtypes[0];
+        let Some(&dtype) = dtypes.first() else {
+            return Err(SpecError::NoOperands.into());
+        };
         if dtypes.iter().any(|&d| d != dtype) {
             return Err(ContractError::MixedDTypes { dtypes });
         }
