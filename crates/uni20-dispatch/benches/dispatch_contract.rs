@@ -79,7 +79,7 @@ fn compare(c: &mut Criterion, label: &str, spec: &str, sa: &[usize], sb: &[usize
     let nb: usize = sb.iter().product();
     let a = LocalTensor::from_data(sa, TensorData::F64(fill(na, 1))).expect("A");
     let b = LocalTensor::from_data(sb, TensorData::F64(fill(nb, 2))).expect("B");
-    let out_shape = spec.output_shape(sa, sb).expect("shapes");
+    let out_shape = spec.output_shape(&[sa, sb]).expect("shapes");
     let mut c_buf = vec![0.0f64; out_shape.iter().product()];
     let fa = Mat::<f64>::from_fn(m, k, |i, j| ((i * 7 + j * 3) % 11) as f64 - 5.0);
     let fb = Mat::<f64>::from_fn(k, n, |i, j| ((i * 5 + j * 2) % 13) as f64 - 6.0);

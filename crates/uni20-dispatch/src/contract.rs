@@ -1,100 +1,58 @@
-//! The contraction front ends: validation, promotion, dispatch.
+//! The contraction front ends: spec resolution, dtype promotion, then one
+//! [`ContractProblem`] dispatched through a [`BackendList`].
 //!
-//! [`contract_into`] is the strided entry (views with arbitrary strides and conjugation
-//! flags, writing into a strided C); [`contract_views`] returns a new tensor from views;
-//! [`contract`] is the convenience wrapper over whole [`LocalTensor`]s with dtype promotion.
+//! [`contract_operands`] is the general tensor entry (one or two operands, any numpy einsum
+//! form); [`contract`], [`contract_with_attempts`] and [`contract_unary`] are its two- and
+//! one-operand wrappers. [`contract_views`] and [`contract_into`] take strided views (arbitrary
+//! strides and conjugation flags), the latter writing into a strided C. Any operand count on
+//! views goes through [`ContractProblem::new`] and [`BackendList::dispatch`] directly.
 
 use std::borrow::Cow;
 
-use crate::backend::{BackendList, ContractProblem, KernelAttempt, KernelDispatchError};
+use crate::backend::{BackendList, KernelAttempt, KernelDispatchError};
 use crate::dtype::{DType, C64};
+use crate::error::{check_scalars, ContractError};
+use crate::problem::ContractProblem;
 use crate::scalar::Element;
-use crate::spec::{EinsumSpec, SpecError};
+use crate::spec::{ResolveSpec, SpecError};
 use crate::tensor::{checked_len, LocalTensor, TensorError};
 use crate::view::{AnyView, StridedView, StridedViewMut};
 
-/// Error from [`contract`].
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
-pub enum ContractError {
-    /// The spec is invalid or does not match the operand shapes.
-    #[error(transparent)]
-    Spec(#[from] SpecError),
-    /// C's shape differs from the output shape.
-    #[error("accumulator C has shape {got:?}, output shape is {expected:?}")]
-    Shape {
-        /// The output shape implied by the spec and operands.
-        expected: Vec<usize>,
-        /// C's shape.
-        got: Vec<usize>,
-    },
-    /// `alpha` (or `beta`, when C is given) has a nonzero imaginary part but the output is real.
-    #[error("{which} = {value} has a nonzero imaginary part but the output dtype {dtype} is real")]
-    ComplexScalarForRealOutput {
-        /// `"alpha"` or `"beta"`.
-        which: &'static str,
-        /// The offending scalar.
-        value: C64,
-        /// The (real) output dtype.
-        dtype: DType,
-    },
-    /// The output would be too large to allocate (shape product overflows).
-    #[error(transparent)]
-    Tensor(#[from] TensorError),
-    /// No backend produced a result.
-    #[error(transparent)]
-    Dispatch(#[from] KernelDispatchError),
-    /// [`contract_into`]: the output view overlaps operand A or B in memory. (Safe Rust
-    /// cannot build such views, since C is borrowed mutably; the check guards views built
-    /// from raw parts.)
-    #[error("output C overlaps operand {0} in memory")]
-    Overlap(char),
-}
-
-/// `C = alpha * einsum(spec, A, B) + beta * C`, returned as a new tensor.
+/// `C = alpha * einsum(spec, operands...) + beta * C` over one or two tensors, returned as a
+/// new tensor with the dispatch log (every backend offered the problem, in order, the last
+/// being the one that ran with [`crate::AttemptOutcome::Accepted`]).
 ///
-/// Shapes: `a` has one extent per `spec.a` label, `b` per `spec.b` label; shared labels must
-/// agree; the result has `spec.out` extents (rank 0 for `"...->"`). `c`, if given, must have
-/// the output shape. Output dtype = `promote(a, b, c if given)`; operands are promoted (copied)
-/// only when their dtype differs. If `beta == 0`, `c` is never read (NaN in it cannot leak),
-/// though its shape and dtype still count. If `c` is `None`, `beta` is ignored. Labels only in
-/// one operand and not in the output are summed over; zero-size dimensions work (an empty
-/// contraction gives `beta * C` or zeros). Never panics on user input.
+/// `spec` is anything [`ResolveSpec`] accepts: a [`crate::EinsumSpec`] or `&str` gets numpy's
+/// einsum semantics against the operand shapes (diagonals and traces for repeated labels,
+/// ellipsis broadcasting, implicit output, extent-1 broadcasting), a [`crate::ResolvedSpec`]
+/// is taken literally. `c`, if given, must have the output shape. Output dtype =
+/// `promote(operands, c if given)`; operands are promoted (copied) only when their dtype
+/// differs. If `beta == 0`, `c` is never read (NaN in it cannot leak), though its shape and
+/// dtype still count. If `c` is `None`, `beta` is ignored. Labels absent from the output are
+/// summed over; zero-size dimensions work (an empty contraction gives `beta * C` or zeros).
+/// Never panics on user input.
 ///
 /// # Errors
-/// [`ContractError::Spec`] (invalid spec, rank or extent mismatch), [`ContractError::Shape`]
-/// (C's shape), [`ContractError::ComplexScalarForRealOutput`], [`ContractError::Tensor`]
-/// (output size overflow), [`ContractError::Dispatch`] (every backend declined, or the chosen
-/// one failed).
-pub fn contract(
-    spec: &EinsumSpec,
+/// [`ContractError::Spec`] (invalid or unresolvable spec, operand count, ranks, extents,
+/// broadcasting), [`ContractError::Shape`] (C's shape),
+/// [`ContractError::ComplexScalarForRealOutput`] (see [`check_scalars`]),
+/// [`ContractError::Tensor`] (output size overflow), [`ContractError::Dispatch`] (every
+/// backend declined, or the chosen one failed).
+pub fn contract_operands(
+    spec: impl ResolveSpec,
     alpha: C64,
-    a: &LocalTensor,
-    b: &LocalTensor,
-    beta: C64,
-    c: Option<&LocalTensor>,
-    backends: &BackendList,
-) -> Result<LocalTensor, ContractError> {
-    contract_with_attempts(spec, alpha, a, b, beta, c, backends).map(|(t, _)| t)
-}
-
-/// Like [`contract`], also returning the dispatch log (every backend offered the problem, in
-/// order, the last being the one that ran with [`crate::AttemptOutcome::Accepted`]).
-///
-/// # Errors
-/// As [`contract`].
-pub fn contract_with_attempts(
-    spec: &EinsumSpec,
-    alpha: C64,
-    a: &LocalTensor,
-    b: &LocalTensor,
+    operands: &[&LocalTensor],
     beta: C64,
     c: Option<&LocalTensor>,
     backends: &BackendList,
 ) -> Result<(LocalTensor, Vec<KernelAttempt>), ContractError> {
-    spec.validate()?;
-    let label_dims = spec.label_dims(a.shape(), b.shape())?;
-    let out_shape = spec.output_shape(a.shape(), b.shape())?;
-    let mut dtype = a.dtype().promote(b.dtype());
+    let shapes: Vec<&[usize]> = operands.iter().map(|t| t.shape()).collect();
+    let spec = spec.resolve_spec(&shapes)?;
+    let out_shape = spec.output_shape(&shapes)?;
+    // output_shape checked operands.len() == spec.num_inputs() >= 1.
+    let Some(mut dtype) = operands.iter().map(|t| t.dtype()).reduce(DType::promote) else {
+        return Err(SpecError::NoOperands.into());
+    };
     if let Some(c) = c {
         if c.shape() != out_shape.as_slice() {
             return Err(ContractError::Shape {
@@ -105,109 +63,86 @@ pub fn contract_with_attempts(
         dtype = dtype.promote(c.dtype());
     }
     checked_len(&out_shape, dtype.size_bytes())?;
+    check_scalars(dtype, alpha, c.map(|_| beta))?;
     let use_c = c.filter(|_| beta != C64::new(0.0, 0.0));
-    let beta = if use_c.is_some() { beta } else { C64::new(0.0, 0.0) };
-    if !dtype.is_complex() {
-        if alpha.im != 0.0 {
-            return Err(ContractError::ComplexScalarForRealOutput {
-                which: "alpha",
-                value: alpha,
-                dtype,
-            });
-        }
-        if beta.im != 0.0 {
-            return Err(ContractError::ComplexScalarForRealOutput {
-                which: "beta",
-                value: beta,
-                dtype,
-            });
-        }
-    }
-    let a = promote(a, dtype)?;
-    let b = promote(b, dtype)?;
+    let promoted = operands
+        .iter()
+        .map(|t| promote(t, dtype))
+        .collect::<Result<Vec<_>, _>>()?;
     let c = use_c.map(|c| promote(c, dtype)).transpose()?;
-    let problem = ContractProblem {
-        spec,
-        classes: spec.classes(),
-        label_dims,
-        alpha,
-        beta,
-        a: AnyView::of_tensor(&a),
-        b: AnyView::of_tensor(&b),
-        c: c.as_deref().map(AnyView::of_tensor),
-        dtype,
-        out_shape,
-    };
+    let views: Vec<AnyView<'_>> = promoted.iter().map(|t| AnyView::of_tensor(t)).collect();
+    let problem = ContractProblem::new(&*spec, alpha, &views, beta, c.as_deref().map(AnyView::of_tensor))?;
     Ok(backends.dispatch(&problem)?)
 }
 
-/// Checks spec, shapes, output size and scalars for a same-dtype view problem and builds
-/// the [`ContractProblem`] (with `c` dropped when `beta == 0`).
-fn view_problem<'a, T: Element>(
-    spec: &'a EinsumSpec,
+/// `C = alpha * einsum(spec, A, B) + beta * C`, returned as a new tensor: the two-operand
+/// [`contract_operands`].
+///
+/// # Errors
+/// As [`contract_operands`].
+pub fn contract(
+    spec: impl ResolveSpec,
     alpha: C64,
-    a: &StridedView<'a, T>,
-    b: &StridedView<'a, T>,
+    a: &LocalTensor,
+    b: &LocalTensor,
     beta: C64,
-    c: Option<StridedView<'a, T>>,
-) -> Result<ContractProblem<'a>, ContractError> {
-    spec.validate()?;
-    let label_dims = spec.label_dims(a.shape(), b.shape())?;
-    let out_shape = spec.output_shape(a.shape(), b.shape())?;
-    checked_len(&out_shape, T::DTYPE.size_bytes())?;
-    if let Some(c) = &c {
-        if c.shape() != out_shape.as_slice() {
-            return Err(ContractError::Shape {
-                expected: out_shape,
-                got: c.shape().to_vec(),
-            });
-        }
-    }
-    let zero = C64::new(0.0, 0.0);
-    let c = c.filter(|_| beta != zero);
-    let beta = if c.is_some() { beta } else { zero };
-    if !T::DTYPE.is_complex() {
-        for (which, value) in [("alpha", alpha), ("beta", beta)] {
-            if value.im != 0.0 {
-                return Err(ContractError::ComplexScalarForRealOutput {
-                    which,
-                    value,
-                    dtype: T::DTYPE,
-                });
-            }
-        }
-    }
-    Ok(ContractProblem {
-        spec,
-        classes: spec.classes(),
-        label_dims,
-        alpha,
-        beta,
-        a: a.clone().into(),
-        b: b.clone().into(),
-        c: c.map(Into::into),
-        dtype: T::DTYPE,
-        out_shape,
-    })
+    c: Option<&LocalTensor>,
+    backends: &BackendList,
+) -> Result<LocalTensor, ContractError> {
+    contract_operands(spec, alpha, &[a, b], beta, c, backends).map(|(t, _)| t)
+}
+
+/// Like [`contract`], also returning the dispatch log.
+///
+/// # Errors
+/// As [`contract_operands`].
+pub fn contract_with_attempts(
+    spec: impl ResolveSpec,
+    alpha: C64,
+    a: &LocalTensor,
+    b: &LocalTensor,
+    beta: C64,
+    c: Option<&LocalTensor>,
+    backends: &BackendList,
+) -> Result<(LocalTensor, Vec<KernelAttempt>), ContractError> {
+    contract_operands(spec, alpha, &[a, b], beta, c, backends)
+}
+
+/// `C = alpha * einsum(spec, A) + beta * C` for a one-operand spec (`"ii->"` trace, `"ii->i"`
+/// diagonal, `"ij->ji"` permutation, `"ijk->k"` sums, `"...ii->..."`), returned as a new
+/// tensor: the one-operand [`contract_operands`]. It runs through the same backend list: the
+/// problem becomes `"<spec A>,-><out>"` with a rank-0 second operand equal to 1 (see
+/// [`ContractProblem::new`]).
+///
+/// # Errors
+/// As [`contract_operands`]; a two-operand spec is [`crate::SpecError::OperandCount`].
+pub fn contract_unary(
+    spec: impl ResolveSpec,
+    alpha: C64,
+    a: &LocalTensor,
+    beta: C64,
+    c: Option<&LocalTensor>,
+    backends: &BackendList,
+) -> Result<LocalTensor, ContractError> {
+    contract_operands(spec, alpha, &[a], beta, c, backends).map(|(t, _)| t)
 }
 
 /// `alpha * einsum(spec, A, B) + beta * C` on strided views of one element type, returned
 /// as a new row-major tensor, with the dispatch log.
 ///
-/// Shapes: `a` has one extent per `spec.a` label, `b` per `spec.b` label (shared labels
-/// agree); `c`, if given, has the output shape (`spec.out` extents). Views may have any
-/// strides (negative, zero, size-1 modes) and each carries its own conjugation flag, which
-/// is applied on read (`conj(A)`, `conj(B)`, `conj(C)`). `beta == 0` never reads `c`; an
-/// empty contracted dimension gives `beta * C` (or zeros). `alpha == 0` does not read A or B
-/// (BLAS convention). For a real `T`, `alpha` and `beta` must be real. Never panics on user
-/// input.
+/// Views may have any strides (negative, zero, size-1 modes) and each carries its own
+/// conjugation flag, which is applied on read (`conj(A)`, `conj(B)`, `conj(C)`). `c`, if
+/// given, has the output shape. `beta == 0` never reads `c`; an empty contracted dimension
+/// gives `beta * C` (or zeros). `alpha == 0` does not read A or B (BLAS convention). For a
+/// real `T`, `alpha` and `beta` must be real. The spec is as for [`contract_operands`].
+/// Never panics on user input.
 ///
 /// # Errors
 /// [`ContractError::Spec`], [`ContractError::Shape`] (C's shape),
 /// [`ContractError::ComplexScalarForRealOutput`], [`ContractError::Tensor`] (output size
 /// overflow), [`ContractError::Dispatch`].
 pub fn contract_views<T: Element>(
-    spec: &EinsumSpec,
+    spec: impl ResolveSpec,
     alpha: C64,
     a: &StridedView<'_, T>,
     b: &StridedView<'_, T>,
@@ -215,7 +150,8 @@ pub fn contract_views<T: Element>(
     c: Option<&StridedView<'_, T>>,
     backends: &BackendList,
 ) -> Result<(LocalTensor, Vec<KernelAttempt>), ContractError> {
-    let problem = view_problem(spec, alpha, a, b, beta, c.cloned())?;
+    let operands = [a.clone().into(), b.clone().into()];
+    let problem = ContractProblem::new(spec, alpha, &operands, beta, c.cloned().map(Into::into))?;
     Ok(backends.dispatch(&problem)?)
 }
 
@@ -231,7 +167,7 @@ pub fn contract_views<T: Element>(
 /// # Errors
 /// As [`contract_views`], plus [`ContractError::Overlap`] if C shares memory with A or B.
 pub fn contract_into<T: Element>(
-    spec: &EinsumSpec,
+    spec: impl ResolveSpec,
     alpha: C64,
     a: &StridedView<'_, T>,
     b: &StridedView<'_, T>,
@@ -239,20 +175,22 @@ pub fn contract_into<T: Element>(
     c: &mut StridedViewMut<'_, T>,
     backends: &BackendList,
 ) -> Result<Vec<KernelAttempt>, ContractError> {
-    let (out, attempts) = {
+    let (out, attempts, operation) = {
         let cv = c.as_view();
-        if cv.overlaps(a) {
-            return Err(ContractError::Overlap('A'));
+        for (operand, v) in [a, b].into_iter().enumerate() {
+            if cv.overlaps(v) {
+                return Err(ContractError::Overlap { operand });
+            }
         }
-        if cv.overlaps(b) {
-            return Err(ContractError::Overlap('B'));
-        }
-        let problem = view_problem(spec, alpha, a, b, beta, Some(cv))?;
-        backends.dispatch(&problem)?
+        let operands = [a.clone().into(), b.clone().into()];
+        let problem = ContractProblem::new(spec, alpha, &operands, beta, Some(cv.into()))?;
+        let (out, attempts) = backends.dispatch(&problem)?;
+        (out, attempts, problem.describe())
     };
+    // `dispatch` checked the result's dtype, so this only fails for a broken invariant.
     let data = out.typed::<T>().ok_or_else(|| {
         ContractError::Dispatch(KernelDispatchError {
-            operation: format!("contract {spec} ({})", T::DTYPE),
+            operation,
             attempts: attempts.clone(),
         })
     })?;

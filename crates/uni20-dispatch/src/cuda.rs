@@ -13,9 +13,10 @@ use cudarc::cublas::sys as cb;
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 
-use crate::backend::{ContractBackend, ContractProblem, KernelError};
+use crate::backend::{ContractBackend, KernelError};
 use crate::dtype::{DType, C32, C64};
-use crate::faer_backend::Packed;
+use crate::lower::Packed;
+use crate::problem::ContractProblem;
 use crate::scalar::Element;
 use crate::tensor::{with_dtype, LocalTensor};
 
@@ -303,7 +304,7 @@ fn run_typed<T: CuGemm>(g: &Gpu, p: &ContractProblem<'_>) -> Result<LocalTensor,
     let pk = Packed::<T>::new(p)?;
     let out_len = pk.batch * pk.m * pk.n;
     let zero = C64::new(0.0, 0.0);
-    let gemm = pk.k > 0 && out_len > 0 && p.alpha != zero;
+    let gemm = pk.k > 0 && out_len > 0 && p.alpha() != zero;
     let fail = |e: String| KernelError::Failed(e);
     let work: Vec<T> = if !gemm {
         pk.c.clone().unwrap_or_else(|| vec![T::zero(); out_len])
@@ -317,7 +318,7 @@ fn run_typed<T: CuGemm>(g: &Gpu, p: &ContractProblem<'_>) -> Result<LocalTensor,
                 .alloc_zeros(out_len * T::WIDTH)
                 .map_err(|e| fail(e.to_string()))?,
         };
-        let alpha = T::from_c64(p.alpha);
+        let alpha = T::from_c64(p.alpha());
         gemm_batch::<T>(g, &a, &b, &mut c, pk.batch, pk.m, pk.n, pk.k, alpha, pk.c.is_some()).map_err(fail)?;
         let host: Vec<T::Dev> = g
             .stream
@@ -348,7 +349,7 @@ impl ContractBackend for CudaBackend {
                 self.min_macs
             ));
         }
-        let cls = &p.classes;
+        let cls = p.classes();
         let prod = |ls: &[char]| {
             ls.iter()
                 .try_fold(1usize, |acc, &l| acc.checked_mul(p.dim(l).unwrap_or(1)))
@@ -366,11 +367,10 @@ impl ContractBackend for CudaBackend {
         Ok(())
     }
     fn run(&self, p: &ContractProblem<'_>) -> Result<LocalTensor, KernelError> {
-        p.validate().map_err(KernelError::Failed)?;
         let g = self.gpu().map_err(KernelError::Failed)?;
         let g = g
             .lock()
             .map_err(|_| KernelError::Failed("CUDA backend mutex poisoned".into()))?;
-        with_dtype!(p.dtype, T => run_typed::<T>(&g, p))
+        with_dtype!(p.dtype(), T => run_typed::<T>(&g, p))
     }
 }

@@ -12,6 +12,7 @@ pub type C64 = num_complex::Complex<f64>;
 
 /// Error from parsing or converting a dtype description.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum DTypeError {
     /// The description names a type (or byte order) that uni20 does not support.
     #[error("unsupported dtype `{0}` (supported: <f4, <f8, <c8, <c16: little-endian float32, float64, complex64, complex128)")]

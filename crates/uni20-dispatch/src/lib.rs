@@ -3,27 +3,56 @@
 //! Local kernel selection for contractions.
 //!
 //! - [`LocalTensor`]: dense, owned, row-major tensors with a runtime [`DType`].
-//! - [`EinsumSpec`]: two-operand einsum specs with explicit output (`"abc,bcd->ad"`).
+//! - [`EinsumSpec`]: a numpy einsum spec with one or two operands, parsed once: explicit or
+//!   implicit output (`"ij,jk->ik"`, `"ij,jk"`), repeated labels (`"ii->"` trace, `"ii->i"`
+//!   diagonal, `"iij,jk->ik"`), ellipsis with broadcasting (`"...ij,...jk->...ik"`).
+//!   [`EinsumSpec::resolve`] turns it, for given operand shapes, into a [`ResolvedSpec`]
+//!   (ordinary labels only), the form kernels consume and command descriptors carry. Both
+//!   serialize as their canonical string and validate when deserialized.
+//! - [`ContractProblem`]: a contraction checked once by [`ContractProblem::new`] (spec, shapes,
+//!   dtypes, accumulator, [`check_scalars`]) and lowered to the two-operand form backends run.
 //! - [`BackendList`]: an ordered list of [`ContractBackend`]s, most specific first. Each
 //!   backend accepts or declines (with a reason); the first acceptance commits, and a failure
-//!   after commitment is terminal. [`KernelDispatchError`] lists every attempt in order.
-//! - Backends: [`FaerBackend`] (GEMM per batch element via faer) and [`ReferenceBackend`]
-//!   (naive strided loops, the test oracle).
-//! - [`contract`]: `C = alpha * einsum(spec, A, B) + beta * C` with dtype promotion.
+//!   after commitment is terminal. [`KernelDispatchError`] lists every attempt in order. The
+//!   default lists ([`BackendList::default_cpu`], [`BackendList::default_gpu_first`],
+//!   [`BackendList::reference_only`]) are defined together.
+//! - Backends: [`FaerBackend`] (batched GEMM via faer over the shared GEMM lowering),
+//!   [`ReferenceBackend`] (naive strided loops, the test oracle), `CudaBackend` (feature
+//!   `cuda`).
+//! - Entry points: [`contract`] (`C = alpha * einsum(spec, A, B) + beta * C` with dtype
+//!   promotion), [`contract_unary`] (one operand), [`contract_operands`] (either),
+//!   [`contract_views`] and [`contract_into`] (strided views).
 //!
 //! The chosen backend is recorded as a `tracing` debug event with target `uni20_dispatch`.
 //!
 //! ```
-//! use uni20_dispatch::{contract, BackendList, EinsumSpec, LocalTensor, C64, DType};
+//! use uni20_dispatch::{contract, contract_unary, BackendList, EinsumSpec, LocalTensor, C64, DType};
 //!
-//! let spec = EinsumSpec::parse("ij,jk->ik")?;
+//! let one = C64::new(1.0, 0.0);
+//! let zero = C64::new(0.0, 0.0);
+//! let cpu = BackendList::default_cpu(1);
 //! let a = LocalTensor::from_f64(&[2, 2], vec![1.0, 2.0, 3.0, 4.0])?;
 //! let b = LocalTensor::from_c64(&[2, 1], vec![C64::new(1.0, 1.0), C64::new(0.0, -1.0)])?;
-//! let out = contract(&spec, C64::new(1.0, 0.0), &a, &b, C64::new(0.0, 0.0), None,
-//!                    &BackendList::default_cpu(1))?;
+//! let out = contract("ij,jk->ik", one, &a, &b, zero, None, &cpu)?;
 //! assert_eq!(out.dtype(), DType::C64); // f64 x c64 promotes to c64
 //! assert_eq!(out.shape(), &[2, 1]);
 //! assert_eq!(out.to_c64_vec(), vec![C64::new(1.0, -1.0), C64::new(3.0, -1.0)]);
+//!
+//! // One operand: the trace, and the diagonal.
+//! let tr = contract_unary("ii", one, &a, zero, None, &cpu)?;
+//! assert_eq!(tr.to_c64_vec(), vec![C64::new(5.0, 0.0)]);
+//! let diag = contract_unary("ii->i", one, &a, zero, None, &cpu)?;
+//! assert_eq!(diag.to_c64_vec(), vec![C64::new(1.0, 0.0), C64::new(4.0, 0.0)]);
+//!
+//! // Ellipsis with broadcasting: a batch of 3 matrices times one matrix (batch extent 1).
+//! let x = LocalTensor::from_f64(&[3, 2, 2], (0..12).map(f64::from).collect())?;
+//! let y = LocalTensor::from_f64(&[1, 2, 2], vec![1.0, 0.0, 0.0, 2.0])?;
+//! let spec = EinsumSpec::parse("...ij,...jk->...ik")?;
+//! let r = spec.resolve(&[x.shape(), y.shape()])?; // concrete: what a descriptor carries
+//! assert_eq!(r.to_string(), "Aij,Bjk->Aik");
+//! let z = contract(&spec, one, &x, &y, zero, None, &cpu)?;
+//! assert_eq!(z.shape(), &[3, 2, 2]);
+//! assert_eq!(z.to_c64_vec()[..4], [0.0, 2.0, 2.0, 6.0].map(|v| C64::new(v, 0.0)));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
@@ -34,26 +63,32 @@ mod backend;
 mod contract;
 #[cfg(feature = "cuda")]
 mod cuda;
+mod defaults;
 mod dtype;
+mod error;
 mod faer_backend;
+mod lower;
 mod permute;
+mod problem;
 mod reference;
 mod scalar;
 mod spec;
 mod tensor;
 mod view;
 
-pub use backend::{
-    available_backends, AttemptOutcome, BackendList, ContractBackend, ContractProblem, KernelAttempt,
-    KernelDispatchError, KernelError,
+pub use backend::{AttemptOutcome, BackendList, ContractBackend, KernelAttempt, KernelDispatchError, KernelError};
+pub use contract::{
+    contract, contract_into, contract_operands, contract_unary, contract_views, contract_with_attempts,
 };
-pub use contract::{contract, contract_into, contract_views, contract_with_attempts, ContractError};
 #[cfg(feature = "cuda")]
 pub use cuda::CudaBackend;
+pub use defaults::{available_backends, GPU_MIN_MACS};
 pub use dtype::{DType, DTypeError, C32, C64};
+pub use error::{check_scalars, ContractError, ScalarRole};
 pub use faer_backend::FaerBackend;
+pub use problem::{ContractProblem, IndexClasses};
 pub use reference::{reference_contract, ReferenceBackend};
 pub use scalar::Element;
-pub use spec::{EinsumSpec, IndexClasses, SpecError};
+pub use spec::{EinsumSpec, ResolveSpec, ResolvedSpec, SpecError};
 pub use tensor::{LocalTensor, TensorData, TensorError};
 pub use view::{AnyView, StridedView, StridedViewMut, ViewError};

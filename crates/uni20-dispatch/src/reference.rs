@@ -1,10 +1,12 @@
-//! The reference backend: naive loops over arbitrary strides, accumulating in `C64`.
+//! The reference backend and [`reference_contract`]: naive loops over arbitrary strides and
+//! repeated labels, accumulating in `C64` (the test oracle).
 
-use crate::backend::{ContractBackend, ContractProblem, KernelError};
-use crate::contract::ContractError;
+use crate::backend::{ContractBackend, KernelError};
 use crate::dtype::C64;
+use crate::error::ContractError;
+use crate::problem::ContractProblem;
 use crate::scalar::Element;
-use crate::spec::EinsumSpec;
+use crate::spec::ResolvedSpec;
 use crate::tensor::{checked_len, with_dtype, LocalTensor};
 use crate::view::{AnyView, StridedView};
 
@@ -18,14 +20,13 @@ impl ContractBackend for ReferenceBackend {
         "reference"
     }
     fn run(&self, p: &ContractProblem<'_>) -> Result<LocalTensor, KernelError> {
-        p.validate().map_err(KernelError::Failed)?;
-        with_dtype!(p.dtype, T => {
-            let a = view::<T>(&p.a)?;
-            let b = view::<T>(&p.b)?;
-            let c = p.c.as_ref().map(view::<T>).transpose()?;
-            let out = reference_contract(p.spec, p.alpha, a, b, p.beta, c)
+        with_dtype!(p.dtype(), T => {
+            let a = view::<T>(p.a())?;
+            let b = view::<T>(p.b())?;
+            let c = p.c().map(view::<T>).transpose()?;
+            let out = reference_contract(p.spec(), p.alpha(), &[a, b], p.beta(), c)
                 .map_err(|e| KernelError::Failed(e.to_string()))?;
-            Ok(LocalTensor::from_data(&p.out_shape, T::wrap(out))?)
+            Ok(LocalTensor::from_data(p.out_shape(), T::wrap(out))?)
         })
     }
 }
@@ -35,7 +36,7 @@ fn view<'v, 'a, T: Element>(v: &'v AnyView<'a>) -> Result<&'v StridedView<'a, T>
         .ok_or_else(|| KernelError::Failed(format!("operand dtype {} is not {}", v.dtype(), T::DTYPE)))
 }
 
-/// Row-major offset iterator state over `dims`, tracking one linear offset per stride set.
+/// Linear offset of the multi-index `idx` under `strides`.
 fn offsets(idx: &[usize], strides: &[isize]) -> isize {
     idx.iter().zip(strides).map(|(&i, &s)| i as isize * s).sum()
 }
@@ -52,61 +53,81 @@ fn step(idx: &mut [usize], dims: &[usize]) -> bool {
     false
 }
 
-/// `alpha * einsum(spec, a, b) + beta * c` on strided views, returned row-major with shape
-/// `spec.out` extents. Views may have any strides (negative, zero, size-1) and conjugation.
-/// `c` is read only if `beta != 0`; `a` and `b` are read only if `alpha != 0`. Labels only
-/// in one operand and absent from the output are summed over. Arithmetic is in `C64`; the result is rounded to `T` once (taking the real
-/// part for real `T`).
+/// Stride of `label` in an operand with these labels and strides: the sum over every
+/// dimension carrying it (a repeated label walks the diagonal), 0 if absent.
+fn label_stride(labels: &[char], strides: &[isize], label: char) -> isize {
+    labels
+        .iter()
+        .zip(strides)
+        .filter(|(l, _)| **l == label)
+        .map(|(_, &s)| s)
+        .sum()
+}
+
+/// `alpha * einsum(spec, operands...) + beta * c` on strided views, returned row-major with
+/// the output's extents. One or two operands (`operands.len() == spec.num_inputs()`); labels
+/// may repeat within an operand (diagonals and traces, read directly through the summed
+/// strides, independently of the backends' diagonal views). Views may have any strides
+/// (negative, zero, size-1) and conjugation. `c` is read only if `beta != 0`; the operands
+/// only if `alpha != 0`. Labels absent from the output are summed over. Arithmetic is in
+/// `C64`; the result is rounded to `T` once (taking the real part for real `T`). The spec is
+/// taken literally (strict extents, no broadcasting).
 ///
 /// # Errors
-/// [`ContractError::Spec`] if the spec is invalid or ranks/extents mismatch,
+/// [`ContractError::Spec`] if the operand count, ranks or extents do not match the spec,
 /// [`ContractError::Shape`] if `c` (read only when `beta != 0`) does not have the output
 /// shape, [`ContractError::Tensor`] if the output size overflows.
 pub fn reference_contract<T: Element>(
-    spec: &EinsumSpec,
+    spec: &ResolvedSpec,
     alpha: C64,
-    a: &StridedView<'_, T>,
-    b: &StridedView<'_, T>,
+    operands: &[&StridedView<'_, T>],
     beta: C64,
     c: Option<&StridedView<'_, T>>,
 ) -> Result<Vec<T>, ContractError> {
-    let out_shape = spec.output_shape(a.shape(), b.shape())?;
-    checked_len(&out_shape, T::DTYPE.size_bytes())?;
+    let shapes: Vec<&[usize]> = operands.iter().map(|v| v.shape()).collect();
+    let dims = spec.label_extents(&shapes)?;
+    let dim = |l: char| dims.iter().find(|(x, _)| *x == l).map_or(0, |&(_, d)| d);
+    let out = spec.output();
+    let out_dims: Vec<usize> = out.iter().map(|&l| dim(l)).collect();
+    checked_len(&out_dims, T::DTYPE.size_bytes())?;
     let c = c.filter(|_| beta != C64::new(0.0, 0.0));
     if let Some(c) = c {
-        if c.shape() != out_shape.as_slice() {
+        if c.shape() != out_dims.as_slice() {
             return Err(ContractError::Shape {
-                expected: out_shape,
+                expected: out_dims,
                 got: c.shape().to_vec(),
             });
         }
     }
-    let dims = spec.label_dims(a.shape(), b.shape())?;
-    let dim = |l: char| dims.iter().find(|(x, _)| *x == l).map_or(0, |&(_, d)| d);
-    let stride_in =
-        |labels: &[char], strides: &[isize], l: char| labels.iter().position(|&x| x == l).map_or(0, |p| strides[p]);
-    let inner: Vec<char> = dims.iter().map(|&(l, _)| l).filter(|l| !spec.out.contains(l)).collect();
-    let out_dims: Vec<usize> = spec.out.iter().map(|&l| dim(l)).collect();
+    let inner: Vec<char> = dims.iter().map(|&(l, _)| l).filter(|l| !out.contains(l)).collect();
     let in_dims: Vec<usize> = inner.iter().map(|&l| dim(l)).collect();
-    let sa_o: Vec<isize> = spec.out.iter().map(|&l| stride_in(&spec.a, a.strides(), l)).collect();
-    let sb_o: Vec<isize> = spec.out.iter().map(|&l| stride_in(&spec.b, b.strides(), l)).collect();
-    let sa_i: Vec<isize> = inner.iter().map(|&l| stride_in(&spec.a, a.strides(), l)).collect();
-    let sb_i: Vec<isize> = inner.iter().map(|&l| stride_in(&spec.b, b.strides(), l)).collect();
+    // Per operand: strides of the output labels and of the inner labels.
+    let per_op: Vec<(Vec<isize>, Vec<isize>)> = operands
+        .iter()
+        .zip(spec.inputs())
+        .map(|(v, labels)| {
+            let s = |l: &char| label_stride(labels, v.strides(), *l);
+            (out.iter().map(s).collect(), inner.iter().map(s).collect())
+        })
+        .collect();
     let n_out: usize = out_dims.iter().product();
     let inner_empty = in_dims.contains(&0) || alpha == C64::new(0.0, 0.0);
-    let mut out = Vec::with_capacity(n_out);
+    let mut result = Vec::with_capacity(n_out);
     if n_out == 0 {
-        return Ok(out);
+        return Ok(result);
     }
     let mut oi = vec![0usize; out_dims.len()];
     let mut ii = vec![0usize; in_dims.len()];
     loop {
-        let oa = offsets(&oi, &sa_o);
-        let ob = offsets(&oi, &sb_o);
+        let base: Vec<isize> = per_op.iter().map(|(so, _)| offsets(&oi, so)).collect();
         let mut acc = C64::new(0.0, 0.0);
         if !inner_empty {
             loop {
-                acc += a.get_c64(oa + offsets(&ii, &sa_i)) * b.get_c64(ob + offsets(&ii, &sb_i));
+                let mut term = C64::new(1.0, 0.0);
+                for ((v, (_, si)), &b) in operands.iter().zip(&per_op).zip(&base) {
+                    term *= v.get_c64(b + offsets(&ii, si));
+                }
+                acc += term;
                 if !step(&mut ii, &in_dims) {
                     break;
                 }
@@ -116,10 +137,10 @@ pub fn reference_contract<T: Element>(
         if let Some(c) = c {
             v += beta * c.get_c64(offsets(&oi, c.strides()));
         }
-        out.push(T::from_c64(v));
+        result.push(T::from_c64(v));
         if !step(&mut oi, &out_dims) {
             break;
         }
     }
-    Ok(out)
+    Ok(result)
 }

@@ -8,6 +8,7 @@ compile_error!("uni20-dispatch stores raw little-endian element bytes and suppor
 
 /// Error constructing, converting or decoding a [`LocalTensor`].
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum TensorError {
     /// The product of the shape (or the byte size) does not fit in `usize`/`isize`.
     #[error("tensor shape {shape:?} overflows the addressable size")]
@@ -323,11 +324,8 @@ impl LocalTensor {
                 got: bytes.len(),
             });
         }
-        let data = with_dtype!(dtype, T => {
-            let mut v: Vec<T> = vec![T::zero(); n];
-            bytemuck::cast_slice_mut::<T, u8>(&mut v).copy_from_slice(bytes);
-            T::wrap(v)
-        });
+        // One copy into a fresh, aligned vector (bytes may be unaligned).
+        let data = with_dtype!(dtype, T => T::wrap(bytemuck::pod_collect_to_vec::<u8, T>(bytes)));
         Ok(LocalTensor {
             shape: shape.to_vec(),
             data,
@@ -354,9 +352,8 @@ impl LocalTensor {
         // is bounded by memory; saturate defensively.
         let rank = u32::try_from(self.shape.len()).unwrap_or(u32::MAX);
         out.extend_from_slice(&rank.to_le_bytes());
-        for &d in &self.shape {
-            out.extend_from_slice(&(d as u64).to_le_bytes());
-        }
+        let extents: Vec<u64> = self.shape.iter().map(|&d| d as u64).collect();
+        out.extend_from_slice(bytemuck::cast_slice(&extents));
         out.extend_from_slice(payload);
         out
     }
@@ -401,11 +398,10 @@ impl LocalTensor {
         if bytes.len() < header {
             return Err(truncated(header));
         }
+        // The header is present, so this allocation is bounded by `bytes.len()`.
+        let extents: Vec<u64> = bytemuck::pod_collect_to_vec(&bytes[FIXED_HEADER..header]);
         let mut shape = Vec::with_capacity(rank);
-        for chunk in bytes[FIXED_HEADER..header].chunks_exact(8) {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(chunk);
-            let d = u64::from_le_bytes(b);
+        for d in extents {
             let d = usize::try_from(d).map_err(|_| TensorError::Overflow { shape: shape.clone() })?;
             shape.push(d);
         }

@@ -6,6 +6,7 @@ use crate::tensor::LocalTensor;
 
 /// Error constructing a [`StridedView`].
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ViewError {
     /// `shape` and `strides` have different lengths.
     #[error("shape has {shape} dimensions but strides has {strides}")]
@@ -256,6 +257,22 @@ impl<'a, T: Element> StridedView<'a, T> {
         Some((base + min as usize * size, base + (max as usize + 1) * size))
     }
 
+    /// The view with dimensions merged: new dimension `k` stands for the old dimensions
+    /// `groups[k]` (all of one extent, checked by the caller) and walks their diagonal, its
+    /// stride being the sum of theirs. Used for labels repeated within one operand.
+    ///
+    /// # Errors
+    /// [`ViewError`] if the merged layout is invalid (it reaches a subset of this view's
+    /// elements, so only for a caller that mixed extents).
+    pub(crate) fn diagonal(&self, groups: &[Vec<usize>]) -> Result<StridedView<'a, T>, ViewError> {
+        let shape: Vec<usize> = groups.iter().map(|g| g.first().map_or(1, |&d| self.shape[d])).collect();
+        let strides: Vec<isize> = groups
+            .iter()
+            .map(|g| g.iter().fold(0isize, |acc, &d| acc.saturating_add(self.strides[d])))
+            .collect();
+        StridedView::new(self.data, &shape, &strides, self.offset, self.conj)
+    }
+
     /// The underlying slice.
     pub(crate) fn data(&self) -> &'a [T] {
         self.data
@@ -472,6 +489,40 @@ impl<'a> AnyView<'a> {
     /// The typed view, or `None` if `T` is not this view's element type.
     pub fn typed<T: Element>(&self) -> Option<&StridedView<'a, T>> {
         T::unwrap_view(self)
+    }
+
+    /// [`StridedView::diagonal`] of the typed view.
+    pub(crate) fn diagonal(&self, groups: &[Vec<usize>]) -> Result<AnyView<'a>, ViewError> {
+        Ok(match self {
+            AnyView::F32(x) => AnyView::F32(x.diagonal(groups)?),
+            AnyView::F64(x) => AnyView::F64(x.diagonal(groups)?),
+            AnyView::C32(x) => AnyView::C32(x.diagonal(groups)?),
+            AnyView::C64(x) => AnyView::C64(x.diagonal(groups)?),
+        })
+    }
+
+    /// A rank-0 view of the scalar 1 of `dtype` (the second operand a one-operand
+    /// contraction is lowered with).
+    pub(crate) fn unit(dtype: crate::DType) -> AnyView<'static> {
+        static F32: [f32; 1] = [1.0];
+        static F64: [f64; 1] = [1.0];
+        static C32: [crate::C32; 1] = [crate::C32::new(1.0, 0.0)];
+        static C64: [crate::C64; 1] = [crate::C64::new(1.0, 0.0)];
+        fn scalar<T: Element>(data: &'static [T]) -> StridedView<'static, T> {
+            StridedView {
+                data,
+                shape: Vec::new(),
+                strides: Vec::new(),
+                offset: 0,
+                conj: false,
+            }
+        }
+        match dtype {
+            crate::DType::F32 => AnyView::F32(scalar(&F32)),
+            crate::DType::F64 => AnyView::F64(scalar(&F64)),
+            crate::DType::C32 => AnyView::C32(scalar(&C32)),
+            crate::DType::C64 => AnyView::C64(scalar(&C64)),
+        }
     }
 }
 

@@ -126,7 +126,7 @@ fn cuda_matches_reference() {
             let spec = EinsumSpec::parse(s).unwrap();
             let a = tensor(d, sa, 2 * k as u64 + 1);
             let b = tensor(d, sb, 2 * k as u64 + 2);
-            let out_shape = spec.output_shape(sa, sb).unwrap();
+            let out_shape = spec.output_shape(&[sa, sb]).unwrap();
             let c = tensor(d, &out_shape, 99);
             let alpha = if d.is_complex() {
                 C64::new(2.5, -0.5)

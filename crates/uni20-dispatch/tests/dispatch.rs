@@ -168,7 +168,7 @@ impl ContractBackend for WrongShape {
         Ok(())
     }
     fn run(&self, p: &ContractProblem<'_>) -> Result<LocalTensor, KernelError> {
-        Ok(LocalTensor::zeros(p.dtype, &[1])?)
+        Ok(LocalTensor::zeros(p.dtype(), &[1])?)
     }
 }
 
@@ -214,7 +214,11 @@ fn front_end_errors() {
     let bad_b = LocalTensor::from_f64(&[4, 2], vec![0.; 8]).unwrap();
     assert_eq!(
         contract(&spec, c(1., 0.), &a, &bad_b, c(0., 0.), None, &list),
-        Err(ContractError::Spec(SpecError::DimMismatch { label: 'j', a: 3, b: 4 }))
+        Err(ContractError::Spec(SpecError::ExtentMismatch {
+            label: 'j',
+            first: 3,
+            second: 4
+        }))
     );
     let bad_c = LocalTensor::zeros(DType::F64, &[2, 3]).unwrap();
     assert!(matches!(
@@ -223,12 +227,18 @@ fn front_end_errors() {
     ));
     assert!(matches!(
         contract(&spec, c(1., 1.), &a, &b, c(0., 0.), None, &list),
-        Err(ContractError::ComplexScalarForRealOutput { which: "alpha", .. })
+        Err(ContractError::ComplexScalarForRealOutput {
+            which: ScalarRole::Alpha,
+            ..
+        })
     ));
     let c_ok = LocalTensor::zeros(DType::F64, &[2, 2]).unwrap();
     assert!(matches!(
         contract(&spec, c(1., 0.), &a, &b, c(0., 2.), Some(&c_ok), &list),
-        Err(ContractError::ComplexScalarForRealOutput { which: "beta", .. })
+        Err(ContractError::ComplexScalarForRealOutput {
+            which: ScalarRole::Beta,
+            ..
+        })
     ));
     // beta is ignored without C, even if complex.
     assert!(contract(&spec, c(1., 0.), &a, &b, c(0., 2.), None, &list).is_ok());
@@ -236,15 +246,60 @@ fn front_end_errors() {
     let c_cplx = LocalTensor::zeros(DType::C32, &[2, 2]).unwrap();
     let r = contract(&spec, c(1., 1.), &a, &b, c(0., 2.), Some(&c_cplx), &list).unwrap();
     assert_eq!(r.dtype(), DType::C64);
-    let invalid = EinsumSpec {
-        a: vec!['i', 'i'],
-        b: vec!['j', 'k'],
-        out: vec![],
-    };
-    assert!(matches!(
-        contract(&invalid, c(1., 0.), &a, &b, c(0., 0.), None, &list),
-        Err(ContractError::Spec(SpecError::RepeatedLabel { .. }))
-    ));
+    // A diagonal of a non-square operand; a spec refused by the parser.
+    assert_eq!(
+        contract("ii,jk->", c(1., 0.), &a, &b, c(0., 0.), None, &list),
+        Err(ContractError::Spec(SpecError::DiagonalMismatch {
+            operand: 0,
+            label: 'i',
+            first: 2,
+            second: 3
+        }))
+    );
+    assert_eq!(
+        contract("ij,jk,kl->il", c(1., 0.), &a, &b, c(0., 0.), None, &list),
+        Err(ContractError::Spec(SpecError::TooManyOperands { count: 3 }))
+    );
+    assert_eq!(
+        contract("ij->ji", c(1., 0.), &a, &b, c(0., 0.), None, &list),
+        Err(ContractError::Spec(SpecError::OperandCount { expected: 1, got: 2 }))
+    );
+    assert_eq!(
+        contract_unary("ij,jk->ik", c(1., 0.), &a, c(0., 0.), None, &list),
+        Err(ContractError::Spec(SpecError::OperandCount { expected: 2, got: 1 }))
+    );
+    assert_eq!(
+        contract_unary("ii", c(1., 0.), &a, c(0., 0.), None, &list),
+        Err(ContractError::Spec(SpecError::DiagonalMismatch {
+            operand: 0,
+            label: 'i',
+            first: 2,
+            second: 3
+        }))
+    );
+    // Ellipsis dims (2) and (3) do not broadcast; a 3-operand spec names the limit.
+    let x = LocalTensor::zeros(DType::F64, &[2, 4]).unwrap();
+    let y = LocalTensor::zeros(DType::F64, &[3, 4]).unwrap();
+    assert_eq!(
+        contract("...i,...i", c(1., 0.), &x, &y, c(0., 0.), None, &list),
+        Err(ContractError::Spec(SpecError::BroadcastMismatch {
+            axis: 0,
+            first: 2,
+            second: 3
+        }))
+    );
+    let e = contract("ij,jk,kl", c(1., 0.), &a, &b, c(0., 0.), None, &list).unwrap_err();
+    assert!(e.to_string().contains("at most two"), "{e}");
+    // C's shape is checked against the resolved (broadcast) output shape.
+    let z = LocalTensor::zeros(DType::F64, &[1, 4]).unwrap();
+    let c_wrong = LocalTensor::zeros(DType::F64, &[1]).unwrap();
+    assert_eq!(
+        contract("...i,...i", c(1., 0.), &x, &z, c(1., 0.), Some(&c_wrong), &list),
+        Err(ContractError::Shape {
+            expected: vec![2],
+            got: vec![1]
+        })
+    );
 }
 
 #[test]
@@ -311,16 +366,24 @@ fn reference_on_strided_views() {
     let a = StridedView::new(&storage, &[2, 2], &[-1, -2], 3, false).unwrap();
     let id = [1.0f64, 0.0, 0.0, 1.0];
     let b = StridedView::new(&id, &[2, 2], &[2, 1], 0, false).unwrap();
-    let s = EinsumSpec::parse("ij,jk->ik").unwrap();
-    let r = reference_contract(&s, c(1., 0.), &a, &b, c(0., 0.), None).unwrap();
+    let s = ResolvedSpec::parse("ij,jk->ik").unwrap();
+    let r = reference_contract(&s, c(1., 0.), &[&a, &b], c(0., 0.), None).unwrap();
     assert_eq!(r, vec![1., 2., 3., 4.]);
     // Zero stride broadcasts; conjugation applies.
     let z = [C64::new(1., 2.)];
     let v = StridedView::new(&z, &[3], &[0], 0, true).unwrap();
     let w = StridedView::new(&z, &[3], &[0], 0, false).unwrap();
-    let s = EinsumSpec::parse("i,i->").unwrap();
-    let r = reference_contract(&s, c(1., 0.), &v, &w, c(0., 0.), None).unwrap();
+    let s = ResolvedSpec::parse("i,i->").unwrap();
+    let r = reference_contract(&s, c(1., 0.), &[&v, &w], c(0., 0.), None).unwrap();
     assert_eq!(r, vec![C64::new(15., 0.)]);
+    // One operand with a repeated label: the trace of A, read through the summed strides.
+    let s = ResolvedSpec::parse("ii->").unwrap();
+    let r = reference_contract(&s, c(1., 0.), &[&a], c(0., 0.), None).unwrap();
+    assert_eq!(r, vec![5.]);
+    assert!(matches!(
+        reference_contract(&s, c(1., 0.), &[&a, &b], c(0., 0.), None),
+        Err(ContractError::Spec(SpecError::OperandCount { expected: 1, got: 2 }))
+    ));
     assert!(matches!(
         StridedView::new(&storage, &[2, 2], &[-1, -2], 2, false),
         Err(ViewError::OutOfBounds { .. })
@@ -329,65 +392,73 @@ fn reference_on_strided_views() {
 }
 
 #[test]
-fn hand_built_inconsistent_problem_is_an_error_not_a_panic() {
+fn contract_problem_is_checked_once_at_construction() {
     let (spec, a, b) = mats();
-    let wrong_b = LocalTensor::from_f64(&[2, 2], vec![0.; 4]).unwrap();
-    let good = ContractProblem {
-        spec: &spec,
-        classes: spec.classes(),
-        label_dims: vec![('i', 2), ('j', 3), ('k', 2)],
-        alpha: c(1., 0.),
-        beta: c(0., 0.),
-        a: AnyView::of_tensor(&a),
-        b: AnyView::of_tensor(&b),
-        c: None,
-        dtype: DType::F64,
-        out_shape: vec![2, 2],
-    };
-    assert_eq!(good.validate(), Ok(()));
+    let views = [AnyView::of_tensor(&a), AnyView::of_tensor(&b)];
+    let good = ContractProblem::new(&spec, c(1., 0.), &views, c(0., 0.), None).unwrap();
     assert_eq!(good.dim('j'), Some(3));
-    let faer = FaerBackend::new(1);
+    assert_eq!(good.label_dims(), &[('i', 2), ('j', 3), ('k', 2)]);
+    assert_eq!(good.out_shape(), &[2, 2]);
+    assert_eq!(good.dtype(), DType::F64);
+    assert_eq!(good.classes().contracted, vec!['j']);
     assert_eq!(
-        faer.run(&good).unwrap().to_c64_vec(),
-        vec![c(4., 0.), c(5., 0.), c(10., 0.), c(11., 0.)]
+        (good.a_labels(), good.b_labels(), good.out_labels()),
+        (&['i', 'j'][..], &['j', 'k'][..], &['i', 'k'][..])
     );
-    let a32 = a.cast(DType::C64).unwrap();
+    assert_eq!(good.macs(), 12);
+    assert!(good.c().is_none());
+    assert!(good.describe().contains("ij,jk->ik"), "{}", good.describe());
+    let want = vec![c(4., 0.), c(5., 0.), c(10., 0.), c(11., 0.)];
+    assert_eq!(FaerBackend::new(1).run(&good).unwrap().to_c64_vec(), want);
+    assert_eq!(ReferenceBackend.run(&good).unwrap().to_c64_vec(), want);
+
+    // beta == 0 drops C (its shape still checked); without C, beta is reported as 0.
+    let c_ok = LocalTensor::zeros(DType::F64, &[2, 2]).unwrap();
+    let p = ContractProblem::new(&spec, c(1., 0.), &views, c(0., 0.), Some(AnyView::of_tensor(&c_ok))).unwrap();
+    assert!(p.c().is_none());
+    let p = ContractProblem::new(&spec, c(1., 0.), &views, c(3., 0.), None).unwrap();
+    assert_eq!(p.beta(), c(0., 0.));
+
+    let wrong_b = LocalTensor::from_f64(&[2, 2], vec![0.; 4]).unwrap();
+    let a64 = a.cast(DType::C64).unwrap();
     let c_bad = LocalTensor::zeros(DType::F64, &[3]).unwrap();
-    let bad: Vec<ContractProblem<'_>> = vec![
-        ContractProblem {
-            b: AnyView::of_tensor(&wrong_b),
-            ..good.clone()
-        },
-        ContractProblem {
-            a: AnyView::of_tensor(&a32),
-            ..good.clone()
-        },
-        ContractProblem {
-            out_shape: vec![9, 9],
-            ..good.clone()
-        },
-        ContractProblem {
-            label_dims: vec![('i', 2)],
-            ..good.clone()
-        },
-        ContractProblem {
-            c: Some(AnyView::of_tensor(&c_bad)),
-            beta: c(1., 0.),
-            ..good.clone()
-        },
-        ContractProblem {
-            alpha: c(0., 1.),
-            ..good.clone()
-        },
-    ];
-    for (k, p) in bad.iter().enumerate() {
-        assert!(p.validate().is_err(), "case {k}");
-        assert!(matches!(faer.run(p), Err(KernelError::Failed(_))), "faer case {k}");
-        assert!(
-            matches!(ReferenceBackend.run(p), Err(KernelError::Failed(_))),
-            "ref case {k}"
-        );
-    }
+    let err = |ops: &[AnyView<'_>], alpha: C64, cc: Option<&LocalTensor>| {
+        ContractProblem::new(&spec, alpha, ops, c(1., 0.), cc.map(AnyView::of_tensor)).unwrap_err()
+    };
+    assert!(matches!(
+        err(&[AnyView::of_tensor(&a), AnyView::of_tensor(&wrong_b)], c(1., 0.), None),
+        ContractError::Spec(SpecError::ExtentMismatch { label: 'j', .. })
+    ));
+    assert_eq!(
+        err(&[AnyView::of_tensor(&a64), AnyView::of_tensor(&b)], c(1., 0.), None),
+        ContractError::MixedDTypes {
+            dtypes: vec![DType::C64, DType::F64]
+        }
+    );
+    assert!(matches!(
+        err(&views, c(1., 0.), Some(&c_bad)),
+        ContractError::Shape { .. }
+    ));
+    assert!(matches!(
+        err(&views, c(0., 1.), None),
+        ContractError::ComplexScalarForRealOutput { .. }
+    ));
+    assert!(matches!(
+        err(&views[..1], c(1., 0.), None),
+        ContractError::Spec(SpecError::OperandCount { expected: 2, got: 1 })
+    ));
+
+    // One operand with a repeated label: the kernel spec is the two-operand diagonal form.
+    let sq = LocalTensor::from_f64(&[3, 3], (0..9).map(f64::from).collect()).unwrap();
+    let p = ContractProblem::new("ii->i", c(1., 0.), &[AnyView::of_tensor(&sq)], c(0., 0.), None).unwrap();
+    assert_eq!(p.spec().to_string(), "i,->i");
+    assert_eq!(p.source_spec().to_string(), "ii->i");
+    assert_eq!(p.a().strides(), &[4]);
+    assert_eq!(p.b().shape(), &[] as &[usize]);
+    assert_eq!(
+        FaerBackend::new(1).run(&p).unwrap().to_c64_vec(),
+        vec![c(0., 0.), c(4., 0.), c(8., 0.)]
+    );
 }
 
 #[test]

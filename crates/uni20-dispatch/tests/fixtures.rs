@@ -1,12 +1,88 @@
 //! Checks the reference and faer backends against numpy-generated fixtures
-//! (`scripts/gen_fixtures.py` -> `tests/fixtures/contract/<case>/`).
+//! (`scripts/gen_fixtures.py`): the two-operand contractions of `tests/fixtures/contract/` and
+//! the other numpy einsum forms of `tests/fixtures/einsum/` (traces, diagonals, one-operand
+//! specs, implicit output, ellipsis with broadcasting, broadcast extent-1 labels).
 
 use std::path::{Path, PathBuf};
 
 use uni20_dispatch::*;
 
-fn fixture_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/contract")
+fn fixture_root(set: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures")
+        .join(set)
+}
+
+/// The case directories of a fixture set, sorted.
+fn case_dirs(set: &str) -> Vec<PathBuf> {
+    let root = fixture_root(set);
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    cases.sort();
+    cases
+}
+
+/// One fixture case: spec, operands, alpha, beta, optional C, numpy's result.
+struct Case {
+    name: String,
+    spec: String,
+    operands: Vec<LocalTensor>,
+    alpha: C64,
+    beta: C64,
+    c: Option<LocalTensor>,
+    expected: LocalTensor,
+}
+
+fn load(dir: &Path) -> Case {
+    let operands = ["a.npy", "b.npy"]
+        .iter()
+        .map(|f| dir.join(f))
+        .filter(|p| p.exists())
+        .map(|p| read_npy(&p))
+        .collect();
+    Case {
+        name: dir.file_name().unwrap().to_string_lossy().to_string(),
+        spec: std::fs::read_to_string(dir.join("spec.txt"))
+            .unwrap()
+            .trim()
+            .to_string(),
+        operands,
+        alpha: std::fs::read_to_string(dir.join("alpha.txt"))
+            .map(|s| parse_scalar(&s))
+            .unwrap_or(C64::new(1.0, 0.0)),
+        beta: std::fs::read_to_string(dir.join("beta.txt"))
+            .map(|s| parse_scalar(&s))
+            .unwrap_or(C64::new(0.0, 0.0)),
+        c: dir.join("c.npy").exists().then(|| read_npy(&dir.join("c.npy"))),
+        expected: read_npy(&dir.join("out.npy")),
+    }
+}
+
+fn lists() -> [(&'static str, BackendList); 3] {
+    [
+        ("reference", BackendList::reference_only()),
+        ("faer-seq", BackendList::default_cpu(1)),
+        ("faer-par", BackendList::default_cpu(2)),
+    ]
+}
+
+/// Asserts dtype, shape and values (relative to the largest |expected|) and that the first
+/// backend of the list ran.
+fn check(case: &Case, lname: &str, list: &BackendList, got: &LocalTensor, attempts: &[KernelAttempt]) {
+    let name = &case.name;
+    let expected = &case.expected;
+    assert_eq!(attempts.last().unwrap().backend, list.names()[0], "{name}/{lname}");
+    assert_eq!(got.dtype(), expected.dtype(), "{name}/{lname}: dtype");
+    assert_eq!(got.shape(), expected.shape(), "{name}/{lname}: shape");
+    let scale = expected.to_c64_vec().iter().map(|z| z.norm()).fold(1.0f64, f64::max);
+    let diff = got.max_abs_diff(expected).unwrap();
+    assert!(
+        diff <= tolerance(got.dtype()) * scale,
+        "{name}/{lname}: max abs diff {diff} (scale {scale})"
+    );
 }
 
 /// Minimal `.npy` reader: versions 1-3, C order, dtypes supported by [`DType::from_npy_descr`].
@@ -78,50 +154,56 @@ fn scalar_parser() {
 
 #[test]
 fn backends_match_numpy_fixtures() {
-    let root = fixture_root();
-    let mut cases: Vec<PathBuf> = std::fs::read_dir(&root)
-        .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir())
-        .collect();
-    cases.sort();
+    let cases = case_dirs("contract");
     assert!(
         cases.len() >= 15,
         "expected the generated fixture set, found {}",
         cases.len()
     );
-    let lists = [
-        ("reference", BackendList::reference_only()),
-        ("faer-seq", BackendList::default_cpu(1)),
-        ("faer-par", BackendList::default_cpu(2)),
-    ];
     for dir in &cases {
-        let name = dir.file_name().unwrap().to_string_lossy().to_string();
-        let spec_s = std::fs::read_to_string(dir.join("spec.txt")).unwrap();
-        let spec = EinsumSpec::parse(spec_s.trim()).unwrap();
-        let a = read_npy(&dir.join("a.npy"));
-        let b = read_npy(&dir.join("b.npy"));
-        let expected = read_npy(&dir.join("out.npy"));
-        let alpha = std::fs::read_to_string(dir.join("alpha.txt"))
-            .map(|s| parse_scalar(&s))
-            .unwrap_or(C64::new(1.0, 0.0));
-        let c = dir.join("c.npy").exists().then(|| read_npy(&dir.join("c.npy")));
-        let beta = std::fs::read_to_string(dir.join("beta.txt"))
-            .map(|s| parse_scalar(&s))
-            .unwrap_or(C64::new(0.0, 0.0));
-        let scale = expected.to_c64_vec().iter().map(|z| z.norm()).fold(1.0f64, f64::max);
-        for (lname, list) in &lists {
-            let (got, attempts) = contract_with_attempts(&spec, alpha, &a, &b, beta, c.as_ref(), list)
-                .unwrap_or_else(|e| panic!("{name}/{lname}: {e}"));
-            let chosen = &attempts.last().unwrap().backend;
-            assert_eq!(chosen, list.names()[0], "{name}/{lname}");
-            assert_eq!(got.dtype(), expected.dtype(), "{name}/{lname}: dtype");
-            assert_eq!(got.shape(), expected.shape(), "{name}/{lname}: shape");
-            let diff = got.max_abs_diff(&expected).unwrap();
-            assert!(
-                diff <= tolerance(got.dtype()) * scale,
-                "{name}/{lname}: max abs diff {diff} (scale {scale})"
-            );
+        let case = load(dir);
+        let spec = EinsumSpec::parse(&case.spec).unwrap();
+        let [a, b] = &case.operands[..] else {
+            panic!("{}: two operands expected", case.name)
+        };
+        for (lname, list) in &lists() {
+            let (got, attempts) = contract_with_attempts(&spec, case.alpha, a, b, case.beta, case.c.as_ref(), list)
+                .unwrap_or_else(|e| panic!("{}/{lname}: {e}", case.name));
+            check(&case, lname, list, &got, &attempts);
         }
     }
+}
+
+#[test]
+fn einsum_forms_match_numpy_fixtures() {
+    let cases = case_dirs("einsum");
+    assert!(
+        cases.len() >= 30,
+        "expected the generated fixture set, found {}",
+        cases.len()
+    );
+    let mut unary = 0;
+    for dir in &cases {
+        let case = load(dir);
+        let spec = EinsumSpec::parse(&case.spec).unwrap_or_else(|e| panic!("{}: {e}", case.name));
+        assert_eq!(spec.num_inputs(), case.operands.len(), "{}", case.name);
+        let ops: Vec<&LocalTensor> = case.operands.iter().collect();
+        for (lname, list) in &lists() {
+            let (got, attempts) = contract_operands(&spec, case.alpha, &ops, case.beta, case.c.as_ref(), list)
+                .unwrap_or_else(|e| panic!("{}/{lname}: {e}", case.name));
+            check(&case, lname, list, &got, &attempts);
+            // The resolved spec (what a descriptor carries) gives the same result, taken literally.
+            let shapes: Vec<&[usize]> = ops.iter().map(|t| t.shape()).collect();
+            let resolved = spec.resolve(&shapes).unwrap();
+            let (again, attempts) = contract_operands(&resolved, case.alpha, &ops, case.beta, case.c.as_ref(), list)
+                .unwrap_or_else(|e| panic!("{}/{lname} resolved {resolved}: {e}", case.name));
+            check(&case, lname, list, &again, &attempts);
+            if let [a] = &ops[..] {
+                let t = contract_unary(case.spec.as_str(), case.alpha, a, case.beta, case.c.as_ref(), list).unwrap();
+                assert_eq!(t, again, "{}/{lname}: contract_unary", case.name);
+                unary += 1;
+            }
+        }
+    }
+    assert!(unary >= 10 * 3, "one-operand cases missing: {unary}");
 }

@@ -73,12 +73,12 @@ proptest! {
         rng.shuffle(&mut a_l);
         rng.shuffle(&mut b_l);
         rng.shuffle(&mut out_l);
-        let spec = EinsumSpec { a: a_l, b: b_l, out: out_l };
-        let spec = EinsumSpec::parse(&spec.to_string()).unwrap();
+        let spec = ResolvedSpec::new(&[&a_l, &b_l], &out_l).unwrap();
+        let spec = ResolvedSpec::parse(&spec.to_string()).unwrap();
         let dim = |l: &char| labels[names.iter().position(|x| x == l).unwrap()].0;
-        let a_shape: Vec<usize> = spec.a.iter().map(dim).collect();
-        let b_shape: Vec<usize> = spec.b.iter().map(dim).collect();
-        let out_shape = spec.output_shape(&a_shape, &b_shape).unwrap();
+        let a_shape: Vec<usize> = a_l.iter().map(dim).collect();
+        let b_shape: Vec<usize> = b_l.iter().map(dim).collect();
+        let out_shape = spec.output_shape(&[&a_shape, &b_shape]).unwrap();
         let a = random_tensor(&mut rng, a_dt, &a_shape);
         let b = random_tensor(&mut rng, b_dt, &b_shape);
         let c = c_dt.map(|d| random_tensor(&mut rng, d, &out_shape));
@@ -101,8 +101,8 @@ proptest! {
 
         // Error scale: |alpha| * sum |a||b| bound + |beta| * max |c|.
         let maxabs = |t: &LocalTensor| t.to_c64_vec().iter().map(|z| z.norm()).fold(0.0f64, f64::max);
-        let inner: usize = spec.a.iter().chain(&spec.b)
-            .filter(|l| !spec.out.contains(l))
+        let inner: usize = a_l.iter().chain(&b_l)
+            .filter(|l| !out_l.contains(l))
             .collect::<std::collections::BTreeSet<_>>()
             .into_iter().map(dim).product();
         let scale = 1.0 + alpha.norm() * maxabs(&a) * maxabs(&b) * inner as f64
@@ -130,19 +130,25 @@ proptest! {
     fn spec_display_round_trip(labels in labels(), seed in any::<u64>()) {
         let mut rng = Rng(seed);
         let names: Vec<char> = "aBcDeF".chars().collect();
-        let mut s = EinsumSpec { a: vec![], b: vec![], out: vec![] };
+        let (mut a, mut b, mut out) = (vec![], vec![], vec![]);
         for (k, &(_, m, o)) in labels.iter().enumerate() {
-            if m & 1 != 0 { s.a.push(names[k]); }
-            if m & 2 != 0 { s.b.push(names[k]); }
-            if o { s.out.push(names[k]); }
+            if m & 1 != 0 { a.push(names[k]); }
+            if m & 2 != 0 { b.push(names[k]); }
+            if o { out.push(names[k]); }
         }
-        rng.shuffle(&mut s.out);
+        rng.shuffle(&mut out);
+        let s = ResolvedSpec::new(&[&a, &b], &out).unwrap();
         let text = s.to_string();
-        prop_assert_eq!(EinsumSpec::parse(&text).unwrap(), s.clone());
+        prop_assert_eq!(ResolvedSpec::parse(&text).unwrap(), s.clone());
         let spaced: String = text.chars().flat_map(|c| [c, ' ']).collect();
         // "- >" is not an arrow, so spacing must avoid splitting "->".
         let spaced = spaced.replace("- >", "->");
-        prop_assert_eq!(EinsumSpec::parse(&spaced).unwrap(), s);
+        prop_assert_eq!(ResolvedSpec::parse(&spaced).unwrap(), s.clone());
+        // The parsed (unresolved) form prints the same text and resolves back to it.
+        let parsed = EinsumSpec::parse(&spaced).unwrap();
+        prop_assert_eq!(parsed.to_string(), text);
+        let shapes: Vec<Vec<usize>> = [&a, &b].iter().map(|l| vec![2; l.len()]).collect();
+        prop_assert_eq!(parsed.resolve(&[&shapes[0], &shapes[1]]).unwrap(), s);
     }
 }
 
@@ -165,16 +171,18 @@ proptest! {
         let TensorData::C64(bd) = b.data() else { unreachable!() };
         let labels: Vec<char> = "ijk".chars().take(r).collect();
         // out: all of A's labels except the first, plus B's free label 'z'.
-        let spec = EinsumSpec { a: labels.clone(), b: vec![labels[0], 'z'], out: labels[1..].iter().copied().chain(['z']).collect() };
+        let out: Vec<char> = labels[1..].iter().copied().chain(['z']).collect();
+        let spec = ResolvedSpec::new(&[&labels, &[labels[0], 'z']], &out).unwrap();
         let expected = contract(&spec, C64::new(1.0, 0.0), &a, &b, C64::new(0.0, 0.0), None, &BackendList::reference_only()).unwrap();
 
         // Permuted view of A with the spec's A labels permuted the same way.
         let mut perm: Vec<usize> = (0..r).collect();
         rng.shuffle(&mut perm);
         let av = StridedView::<C64>::of_tensor(&a).unwrap().permuted(&perm).unwrap();
-        let spec_p = EinsumSpec { a: perm.iter().map(|&p| labels[p]).collect(), ..spec.clone() };
+        let a_p: Vec<char> = perm.iter().map(|&p| labels[p]).collect();
+        let spec_p = ResolvedSpec::new(&[&a_p, &[labels[0], 'z']], &out).unwrap();
         let bv = StridedView::<C64>::of_tensor(&b).unwrap();
-        let got = reference_contract(&spec_p, C64::new(1.0, 0.0), &av, &bv, C64::new(0.0, 0.0), None).unwrap();
+        let got = reference_contract(&spec_p, C64::new(1.0, 0.0), &[&av, &bv], C64::new(0.0, 0.0), None).unwrap();
         prop_assert_eq!(&got, &expected.to_c64_vec());
 
         // B stored with its first axis reversed and conjugated, read through a negative stride
@@ -184,7 +192,7 @@ proptest! {
         for i in 0..m { for j in 0..n { rev[(m - 1 - i) * n + j] = bd[i * n + j].conj(); } }
         let bv = StridedView::new(&rev, &[m, n], &[-(n as isize), 1], (m - 1) * n, true).unwrap();
         let av = StridedView::new(ad, a.shape(), StridedView::<C64>::of_tensor(&a).unwrap().strides(), 0, false).unwrap();
-        let got = reference_contract(&spec, C64::new(1.0, 0.0), &av, &bv, C64::new(0.0, 0.0), None).unwrap();
+        let got = reference_contract(&spec, C64::new(1.0, 0.0), &[&av, &bv], C64::new(0.0, 0.0), None).unwrap();
         let exp = expected.to_c64_vec();
         for (g, e) in got.iter().zip(&exp) {
             prop_assert!((g - e).norm() <= 1e-12 * (1.0 + e.norm()));

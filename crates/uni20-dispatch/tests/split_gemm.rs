@@ -76,16 +76,15 @@ fn check<T: Element>() {
     };
     let mut rng = Rng(1000 + T::DTYPE as u64);
     for case in cases() {
-        let spec = EinsumSpec::parse(case.spec).unwrap();
-        let out_shape = spec.output_shape(&case.a, &case.b).unwrap();
+        let spec = ResolvedSpec::parse(case.spec).unwrap();
+        let out_shape = spec.output_shape(&[&case.a, &case.b]).unwrap();
         let a_data = random::<T>(&mut rng, case.a.iter().product());
         let b_data = random::<T>(&mut rng, case.b.iter().product());
         let c_data = random::<T>(&mut rng, out_shape.iter().product());
-        let inner: usize = spec
-            .a
+        let inner: usize = spec.inputs()[0]
             .iter()
             .zip(&case.a)
-            .filter(|(l, _)| !spec.out.contains(l))
+            .filter(|(l, _)| !spec.output().contains(l))
             .map(|(_, &d)| d)
             .product();
         let c_view = StridedView::row_major(&c_data, &out_shape).unwrap();

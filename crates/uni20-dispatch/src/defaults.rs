@@ -1,0 +1,66 @@
+//! The default backend lists, in one place: [`BackendList::default_cpu`],
+//! [`BackendList::default_gpu_first`], [`BackendList::reference_only`], and
+//! [`available_backends`] (what `uni20 info` reports). A new backend (BLAS, ...) is added to
+//! the lists here.
+
+use std::sync::Arc;
+
+use crate::backend::{BackendList, ContractBackend};
+use crate::faer_backend::FaerBackend;
+use crate::reference::ReferenceBackend;
+
+/// Problems below this many multiply-adds stay on the CPU in
+/// [`BackendList::default_gpu_first`] (transfers dominate below it).
+pub const GPU_MIN_MACS: u128 = 1 << 24;
+
+/// The CPU backends in preference order.
+fn cpu_backends(threads: usize) -> Vec<Arc<dyn ContractBackend>> {
+    vec![Arc::new(FaerBackend::new(threads)), Arc::new(ReferenceBackend)]
+}
+
+impl BackendList {
+    /// `[faer(threads), reference]`; see [`FaerBackend::new`] for `threads`.
+    pub fn default_cpu(threads: usize) -> BackendList {
+        BackendList::new(cpu_backends(threads))
+    }
+
+    /// `[cuda, faer(threads), reference]` with the `cuda` feature, where cuda takes problems of
+    /// at least [`GPU_MIN_MACS`] multiply-adds (smaller ones, and all problems when no device
+    /// is present, fall through to faer with the reason logged); without the feature, the same
+    /// as [`BackendList::default_cpu`].
+    pub fn default_gpu_first(threads: usize) -> BackendList {
+        #[cfg_attr(not(feature = "cuda"), allow(unused_mut))]
+        let mut v = cpu_backends(threads);
+        #[cfg(feature = "cuda")]
+        v.insert(0, Arc::new(crate::cuda::CudaBackend::new().with_min_macs(GPU_MIN_MACS)));
+        BackendList::new(v)
+    }
+
+    /// `[reference]` only (the test oracle).
+    pub fn reference_only() -> BackendList {
+        BackendList::new(vec![Arc::new(ReferenceBackend)])
+    }
+}
+
+/// Name and availability of every backend this build knows, for `uni20 info`: `cuda` first
+/// (unavailable with a reason when built without the `cuda` feature or when no driver,
+/// cuBLAS or device is present), then the backends of [`BackendList::default_cpu`]`(threads)`.
+pub fn available_backends(threads: usize) -> Vec<(String, Result<(), String>)> {
+    let mut v = vec![("cuda".to_string(), cuda_availability())];
+    v.extend(
+        cpu_backends(threads)
+            .iter()
+            .map(|b| (b.name().to_string(), b.availability())),
+    );
+    v
+}
+
+#[cfg(feature = "cuda")]
+fn cuda_availability() -> Result<(), String> {
+    crate::cuda::CudaBackend::new().availability()
+}
+
+#[cfg(not(feature = "cuda"))]
+fn cuda_availability() -> Result<(), String> {
+    Err("not built: enable the cargo feature `cuda` of uni20-dispatch".to_string())
+}
