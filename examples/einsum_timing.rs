@@ -74,32 +74,52 @@ fn prepare(words: &[&str]) -> Result<(Case, String)> {
     let spec = EinsumSpec::parse(spec)?;
     let (da, db) = (parse_dims(da)?, parse_dims(db)?);
     // Validates the spec, ranks and extents.
-    spec.output_shape(&da, &db)?;
-    let dims: Vec<(char, usize)> = spec
-        .a
+    let resolved = spec.resolve(&[&da, &db])?;
+    let [la, lb] = resolved.inputs() else {
+        bail!("the gemm baseline needs two operands");
+    };
+    let out = resolved.output();
+    let dims: Vec<(char, usize)> = la
         .iter()
         .copied()
         .zip(da.iter().copied())
-        .chain(spec.b.iter().copied().zip(db.iter().copied()))
+        .chain(lb.iter().copied().zip(db.iter().copied()))
         .collect();
     let extent = |ls: &[char]| -> Option<usize> {
         ls.iter()
             .map(|l| dims.iter().find(|(x, _)| x == l).map_or(1, |&(_, d)| d))
             .try_fold(1usize, |acc, d| acc.checked_mul(d))
     };
-    let cls = spec.classes();
-    if !cls.batch.is_empty() {
+    let only = |ls: &[char], not: &[char], out_too: bool| -> Vec<char> {
+        ls.iter()
+            .copied()
+            .filter(|l| !not.contains(l) && out.contains(l) == out_too)
+            .collect()
+    };
+    let batch: Vec<char> = la
+        .iter()
+        .copied()
+        .filter(|l| lb.contains(l) && out.contains(l))
+        .collect();
+    let (free_a, free_b) = (only(la, lb, true), only(lb, la, true));
+    let contracted: Vec<char> = la
+        .iter()
+        .copied()
+        .filter(|l| lb.contains(l) && !out.contains(l))
+        .collect();
+    let cls = (batch, free_a, contracted, free_b);
+    if !cls.0.is_empty() {
         bail!("batch labels are not supported by the gemm baseline");
     }
     // A, B, the result and the GEMM's A, B and C (f64): refuse cases that cannot fit.
     let too_big = || anyhow!("case needs more than {} GiB of operands", MAX_CASE_BYTES >> 30);
-    let (m, k, n) = match (extent(&cls.free_a), extent(&cls.contracted), extent(&cls.free_b)) {
+    let (m, k, n) = match (extent(&cls.1), extent(&cls.2), extent(&cls.3)) {
         (Some(m), Some(k), Some(n)) => (m, k, n),
         _ => return Err(too_big()),
     };
     let elements = [
-        extent(&spec.a),
-        extent(&spec.b),
+        extent(la),
+        extent(lb),
         m.checked_mul(k),
         k.checked_mul(n),
         m.checked_mul(n),

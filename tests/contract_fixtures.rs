@@ -27,6 +27,26 @@ fn every_fixture_matches_numpy_across_ranks_and_blocks() {
     }
 }
 
+/// The einsum forms numpy users expect (traces, diagonals, one operand,
+/// implicit output, ellipsis with broadcasting), distributed.
+#[test]
+fn every_einsum_form_matches_numpy_across_ranks_and_blocks() {
+    let cases = common::einsum_cases();
+    assert!(cases.len() >= 30, "einsum fixtures missing: found {}", cases.len());
+    for ranks in [1, 2, 4] {
+        uni20::universe()
+            .ranks(ranks)
+            .run(|ctl| {
+                for case in &cases {
+                    for block in [1, 2, 3, 64] {
+                        common::run_case(ctl, case, block);
+                    }
+                }
+            })
+            .unwrap();
+    }
+}
+
 #[test]
 fn write_npy_round_trips_every_fixture_output() {
     let dir = tempfile::tempdir().unwrap();

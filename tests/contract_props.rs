@@ -118,6 +118,7 @@ fn check(ctl: &Controller<'_>, p: &Problem) -> Result<(), TestCaseError> {
         alpha,
         beta,
         c: dc.as_ref(),
+        ..Default::default()
     };
     let out = contract_with(ctl, &spec, &da, &db, &opts).unwrap();
     out.wait(ctl).unwrap();

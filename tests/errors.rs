@@ -22,8 +22,10 @@ fn validation_errors_are_typed_and_leave_the_job_usable() {
         .run(|ctl| {
             let a = tensor(ctl, &[2, 3], 2);
             let b = tensor(ctl, &[3, 4], 2);
-            let e = contract(ctl, "ij,jk", &a, &b).unwrap_err();
+            let e = contract(ctl, "ij,jk->ik->", &a, &b).unwrap_err();
             assert!(matches!(e, DistError::Spec(_)), "{e}");
+            let e = contract(ctl, "ij,jk,kl->il", &a, &b).unwrap_err();
+            assert!(matches!(e, DistError::Spec(SpecError::TooManyOperands { .. })), "{e:?}");
             let e = contract(ctl, "ij,jk->iz", &a, &b).unwrap_err();
             assert!(
                 matches!(e, DistError::Spec(SpecError::UnknownOutputLabel { .. })),
@@ -32,7 +34,7 @@ fn validation_errors_are_typed_and_leave_the_job_usable() {
             let e = contract(ctl, "ijk,jk->ik", &a, &b).unwrap_err();
             assert!(matches!(e, DistError::Spec(SpecError::RankMismatch { .. })), "{e:?}");
             let e = contract(ctl, "ij,ik->jk", &a, &b).unwrap_err();
-            assert!(matches!(e, DistError::Spec(SpecError::DimMismatch { .. })), "{e:?}");
+            assert!(matches!(e, DistError::Spec(SpecError::ExtentMismatch { .. })), "{e:?}");
             let e = contract(ctl, "i1,jk->ik", &a, &b).unwrap_err();
             assert!(matches!(e, DistError::Spec(_)), "{e:?}");
             // Same extents, different blocking.

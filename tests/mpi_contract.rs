@@ -1,5 +1,7 @@
 //! MPI integration test (run by `cargo xtask test` under `mpirun -n 1..3`):
-//! every numpy fixture through distributed `read_npy`, `contract`,
+//! every numpy fixture (two-operand contractions and the einsum forms:
+//! traces, diagonals, one operand, implicit output, ellipsis) through
+//! distributed `read_npy`, `einsum`,
 //! `to_local` and `write_npy`, with no payload through the root.
 //! A failure panics on the root, which aborts the communicator: non-zero exit.
 
@@ -14,7 +16,7 @@ fn main() {
         .run(|ctl| {
             assert_eq!(ctl.transport_kind(), "mpi", "not launched by mpirun");
             let mut checked = 0;
-            for case in common::cases() {
+            for case in common::cases().into_iter().chain(common::einsum_cases()) {
                 for block in [1, 2, 3] {
                     let (out, want) = common::run_case(ctl, &case, block);
                     let path = dir.join(format!("{}-{block}.npy", case.name));
@@ -32,5 +34,5 @@ fn main() {
         })
         .unwrap();
     std::fs::remove_dir_all(&dir).ok();
-    assert!(checked >= 42);
+    assert!(checked >= 42 + 90, "{checked} fixture runs");
 }

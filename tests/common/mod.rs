@@ -40,9 +40,24 @@ pub fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/contract")
 }
 
-/// Every fixture case, sorted by name.
+/// The numpy einsum forms (traces, diagonals, one operand, implicit output,
+/// ellipsis with broadcasting): `tests/fixtures/einsum`.
+pub fn einsum_fixtures_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/einsum")
+}
+
+/// Every two-operand contraction fixture case, sorted by name.
 pub fn cases() -> Vec<Case> {
-    let mut v: Vec<Case> = std::fs::read_dir(fixtures_dir())
+    cases_in(&fixtures_dir())
+}
+
+/// Every einsum-form fixture case (one or two operands), sorted by name.
+pub fn einsum_cases() -> Vec<Case> {
+    cases_in(&einsum_fixtures_dir())
+}
+
+fn cases_in(root: &Path) -> Vec<Case> {
+    let mut v: Vec<Case> = std::fs::read_dir(root)
         .expect("fixtures directory")
         .map(|e| e.unwrap().path())
         .filter(|p| p.is_dir())
@@ -83,20 +98,25 @@ pub fn assert_close(got: &LocalTensor, want: &LocalTensor, what: &str) {
     );
 }
 
-/// Runs one fixture case through distributed `read_npy`, `contract_with`
-/// and `to_local`, checks the result against numpy's and that no payload
-/// went through the root; returns the result tensor and numpy's values.
+/// Runs one fixture case through distributed `read_npy`, `einsum` (one or
+/// two operands: `b.npy` is optional) and `to_local`, checks the result
+/// against numpy's and that no payload went through the root; returns the
+/// result tensor and numpy's values.
 pub fn run_case(ctl: &Controller<'_>, case: &Case, block: usize) -> (DistTensor, LocalTensor) {
     let read = |f: &str| read_npy(ctl, case.dir.join(f), block).unwrap();
-    let (a, b) = (read("a.npy"), read("b.npy"));
+    let a = read("a.npy");
+    let b = case.dir.join("b.npy").exists().then(|| read("b.npy"));
+    let operands: Vec<&DistTensor> = std::iter::once(&a).chain(b.as_ref()).collect();
     let c = case.dir.join("c.npy").exists().then(|| read("c.npy"));
     let want = read("out.npy").to_local(ctl).unwrap();
     let opts = ContractOptions {
         alpha: case.alpha,
         beta: case.beta.unwrap_or_default(),
         c: c.as_ref(),
+        ..Default::default()
     };
-    let out = contract_with(ctl, &case.spec, &a, &b, &opts).unwrap();
+    let out = uni20::dist::einsum(ctl, &case.spec, &operands, &opts)
+        .unwrap_or_else(|e| panic!("{} ({}): {e}", case.name, case.spec));
     out.wait(ctl).unwrap();
     let plan = out.plan_summary().expect("plan of an executed contraction");
     if ctl.size() > 1 {

@@ -102,6 +102,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                         alpha: C64::new(*alpha, 0.0),
                         beta: C64::new(*beta, 0.0),
                         c: tc.as_ref(),
+                        ..Default::default()
                     };
                     let c = contract_with(ctl, spec, &ta, &tb, &opts)?;
                     write_npy(ctl, &c, output)?;

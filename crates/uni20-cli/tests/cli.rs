@@ -90,7 +90,7 @@ fn bad_input_fails_with_one_line_and_no_output() {
     std::fs::write(&garbage, b"hello, this is not numpy").unwrap();
     let s = |p: &Path| p.to_str().unwrap().to_string();
     let cases: Vec<(Vec<String>, &str)> = vec![
-        (vec!["ij,jk".into(), s(&a), s(&b)], "spec"),
+        (vec!["ij,jk->->".into(), s(&a), s(&b)], "spec"),
         (vec!["ij,jk->iq".into(), s(&a), s(&b)], "spec"),
         (vec!["i j,jk->ik,".into(), s(&a), s(&b)], "spec"),
         (vec!["ijk,jk->ik".into(), s(&a), s(&b)], "spec"),

@@ -12,6 +12,7 @@ use std::borrow::Cow;
 use crate::backend::{BackendList, KernelAttempt, KernelDispatchError};
 use crate::dtype::{DType, C64};
 use crate::error::{check_scalars, ContractError};
+use crate::options::ContractOptions;
 use crate::problem::ContractProblem;
 use crate::scalar::Element;
 use crate::spec::{ResolveSpec, SpecError};
@@ -46,6 +47,35 @@ pub fn contract_operands(
     c: Option<&LocalTensor>,
     backends: &BackendList,
 ) -> Result<(LocalTensor, Vec<KernelAttempt>), ContractError> {
+    contract_conj(spec, alpha, operands, [false; 2], beta, c, backends)
+}
+
+/// `C = alpha * einsum(spec, op(A)[, op(B)]) + beta * C_in` over one or two
+/// local tensors with [`ContractOptions`] (the options type the distributed
+/// contraction uses too), returned as a new tensor with the dispatch log.
+/// `op(X)` conjugates X when its `conj` flag is set (free: a flag of the
+/// strided view). `opts.strict_blocking` is ignored.
+///
+/// # Errors
+/// As [`contract_operands`].
+pub fn einsum(
+    spec: impl ResolveSpec,
+    operands: &[&LocalTensor],
+    opts: &ContractOptions<'_, LocalTensor>,
+    backends: &BackendList,
+) -> Result<(LocalTensor, Vec<KernelAttempt>), ContractError> {
+    contract_conj(spec, opts.alpha, operands, opts.conj, opts.beta, opts.c, backends)
+}
+
+fn contract_conj(
+    spec: impl ResolveSpec,
+    alpha: C64,
+    operands: &[&LocalTensor],
+    conj: [bool; 2],
+    beta: C64,
+    c: Option<&LocalTensor>,
+    backends: &BackendList,
+) -> Result<(LocalTensor, Vec<KernelAttempt>), ContractError> {
     let shapes: Vec<&[usize]> = operands.iter().map(|t| t.shape()).collect();
     let spec = spec.resolve_spec(&shapes)?;
     let out_shape = spec.output_shape(&shapes)?;
@@ -70,7 +100,17 @@ pub fn contract_operands(
         .map(|t| promote(t, dtype))
         .collect::<Result<Vec<_>, _>>()?;
     let c = use_c.map(|c| promote(c, dtype)).transpose()?;
-    let views: Vec<AnyView<'_>> = promoted.iter().map(|t| AnyView::of_tensor(t)).collect();
+    let views: Vec<AnyView<'_>> = promoted
+        .iter()
+        .zip(conj.iter().chain(std::iter::repeat(&false)))
+        .map(|(t, &cj)| {
+            if cj {
+                AnyView::of_tensor(t).conj()
+            } else {
+                AnyView::of_tensor(t)
+            }
+        })
+        .collect();
     let problem = ContractProblem::new(&*spec, alpha, &views, beta, c.as_deref().map(AnyView::of_tensor))?;
     Ok(backends.dispatch(&problem)?)
 }

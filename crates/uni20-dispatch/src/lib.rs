@@ -68,6 +68,7 @@ mod dtype;
 mod error;
 mod faer_backend;
 mod lower;
+mod options;
 mod permute;
 mod problem;
 mod reference;
@@ -78,7 +79,7 @@ mod view;
 
 pub use backend::{AttemptOutcome, BackendList, ContractBackend, KernelAttempt, KernelDispatchError, KernelError};
 pub use contract::{
-    contract, contract_into, contract_operands, contract_unary, contract_views, contract_with_attempts,
+    contract, contract_into, contract_operands, contract_unary, contract_views, contract_with_attempts, einsum,
 };
 #[cfg(feature = "cuda")]
 pub use cuda::CudaBackend;
@@ -86,6 +87,7 @@ pub use defaults::{available_backends, GPU_MIN_MACS};
 pub use dtype::{DType, DTypeError, C32, C64};
 pub use error::{check_scalars, ContractError, ScalarRole};
 pub use faer_backend::FaerBackend;
+pub use options::ContractOptions;
 pub use problem::{ContractProblem, IndexClasses};
 pub use reference::{reference_contract, ReferenceBackend};
 pub use scalar::Element;

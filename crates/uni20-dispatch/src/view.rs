@@ -486,6 +486,17 @@ impl<'a> AnyView<'a> {
         any_view!(self, x => x.is_conj())
     }
 
+    /// The same view with its conjugation flag toggled (a no-op on the
+    /// values of real element types).
+    pub fn conj(self) -> AnyView<'a> {
+        match self {
+            AnyView::F32(x) => AnyView::F32(x.conj()),
+            AnyView::F64(x) => AnyView::F64(x.conj()),
+            AnyView::C32(x) => AnyView::C32(x.conj()),
+            AnyView::C64(x) => AnyView::C64(x.conj()),
+        }
+    }
+
     /// The typed view, or `None` if `T` is not this view's element type.
     pub fn typed<T: Element>(&self) -> Option<&StridedView<'a, T>> {
         T::unwrap_view(self)

@@ -44,8 +44,8 @@ pub use npy::{
     npy_header_bytes, read_npy, read_npy_header, write_npy, NpyLayout, NpyReadDesc, NpyReadV1, NpyWriteDesc, NpyWriteV1,
 };
 pub use ops::contract::{
-    contract, contract_with, plan_contract, ContractDescriptorV1, ContractOptions, ContractPlan, ContractV1, WorkItem,
-    MAX_BLOCK_BYTES, MAX_BLOCK_PRODUCTS,
+    contract, contract_with, einsum, plan_contract, ContractDescriptorV1, ContractOptions, ContractPlan, ContractV1,
+    WorkItem, MAX_BLOCK_BYTES, MAX_BLOCK_PRODUCTS,
 };
 pub use ops::replicate::{replicate, ReplicateDesc, ReplicateV1};
 pub use placement::Placement;

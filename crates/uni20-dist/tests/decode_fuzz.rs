@@ -12,7 +12,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use uni20_dispatch::{DType, C64};
+use uni20_dispatch::{ContractOptions, DType};
 use uni20_dist::{plan_contract, Blocking, ContractDescriptorV1, Manifest};
 use uni20_persist::ObjectId;
 use uni20_worker::{decode_exact, Envelope};
@@ -71,7 +71,7 @@ fn make_seeds() -> Vec<(String, Vec<u8>)> {
     for (i, (spec, sa, sb)) in plans.iter().enumerate() {
         let a = manifest(sa, 2, 1);
         let b = manifest(sb, 2, 2);
-        let plan = plan_contract(&[1, 2, 3], spec, &a, &b, C64::new(1.0, 0.0), C64::new(0.0, 0.0), None).unwrap();
+        let plan = plan_contract(&[1, 2, 3], *spec, &[&a, &b], &ContractOptions::default()).unwrap();
         let desc = postcard::to_stdvec(&plan.descriptor).unwrap();
         let env = Envelope {
             op_id: 7 + i as u64,

@@ -5,14 +5,17 @@
 //! output blocks and replies with their object ids.
 
 use serde::{Deserialize, Serialize};
-use uni20_dispatch::{contract as local_contract, ContractError, DType, EinsumSpec, LocalTensor, C64};
+use uni20_dispatch::{
+    contract as local_contract, einsum as local_einsum, ContractError, ContractOptions, DType, EinsumSpec, LocalTensor,
+    ResolvedSpec, C64,
+};
 use uni20_persist::{ObjectId, PersistentPtr};
 use uni20_worker::{register_command, CommandSpec, HandlerError, WorkerContext};
 
 use crate::tensor::{Block, BlockRef};
 use crate::transfer::{exchange_blocks, Transfer};
 
-/// One output block's work: `out = alpha * sum_k A_k * B_k + beta * C_in`.
+/// One output block's work: `out = alpha * sum_k einsum(A_k, B_k) + beta * C_in`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WorkItem {
     /// Rank that computes the item.
@@ -21,8 +24,9 @@ pub struct WorkItem {
     pub out_block: usize,
     /// Output block shape.
     pub out_shape: Vec<usize>,
-    /// The block pairs to contract and sum.
-    pub terms: Vec<(BlockRef, BlockRef)>,
+    /// The block products to sum: per term, one block of each input operand
+    /// (one or two), in operand order.
+    pub terms: Vec<Vec<BlockRef>>,
     /// The existing output block, when `beta != 0`.
     pub c_in: Option<BlockRef>,
 }
@@ -31,12 +35,15 @@ pub struct WorkItem {
 /// participant. Holds ids, shapes and scalars only.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ContractDescriptorV1 {
-    /// The einsum spec.
-    pub spec: EinsumSpec,
+    /// The einsum spec, resolved once on the root against the global
+    /// shapes; blocks are contracted with it literally.
+    pub spec: ResolvedSpec,
     /// Scale of the product.
     pub alpha: C64,
     /// Scale of the existing output.
     pub beta: C64,
+    /// Per operand (A, B): read conjugated.
+    pub conj: [bool; 2],
     /// Output element type.
     pub out_dtype: DType,
     /// One item per output block.
@@ -52,7 +59,7 @@ pub struct ContractV1;
 impl CommandSpec for ContractV1 {
     const WIRE_NAME: &'static str = "uni20.contract.v1";
     const DEBUG_NAME: &'static str = "contract";
-    const SCHEMA_VERSION: u32 = 1;
+    const SCHEMA_VERSION: u32 = 2;
     type Descriptor = ContractDescriptorV1;
     type Reply = Vec<(usize, ObjectId)>;
 }
@@ -111,14 +118,22 @@ fn handle_contract(
         let c_in = item.c_in.as_ref().map(load).transpose()?;
         let c_in_ref = c_in.as_ref();
         let mut acc: Option<LocalTensor> = None;
-        for (k, (ra, rb)) in item.terms.iter().enumerate() {
-            let (a, b) = (load(ra)?, load(rb)?);
+        for (k, term) in item.terms.iter().enumerate() {
+            let blocks = term.iter().map(load).collect::<Result<Vec<_>, _>>()?;
+            let operands: Vec<&LocalTensor> = blocks.iter().map(|b| &b.0).collect();
             let (beta, c) = if k == 0 {
                 (d.beta, c_in_ref.map(|v| &v.0))
             } else {
                 (one, acc.as_ref())
             };
-            let r = local_contract(&d.spec, d.alpha, &a.0, &b.0, beta, c, ctx.backends()).map_err(kernel_error)?;
+            let opts = ContractOptions {
+                alpha: d.alpha,
+                beta,
+                c,
+                conj: d.conj,
+                strict_blocking: true,
+            };
+            let (r, _) = local_einsum(&d.spec, &operands, &opts, ctx.backends()).map_err(kernel_error)?;
             acc = Some(r);
         }
         let acc = match (acc, c_in) {

@@ -11,17 +11,17 @@ use crate::error::DistError;
 use crate::ops::deferred::{submit_filling, Input, OpJob, Output};
 use crate::tensor::{collect_refs, DistTensor, Manifest};
 
-/// Queues the contraction `v` of `a` and `b` (and `c` when `v.use_c`) and
+/// Queues the contraction `v` of `operands` (and `c` when `v.use_c`) and
 /// returns its pending output.
 pub(crate) fn submit_contraction(
     ctl: &Controller<'_>,
     v: Validated,
-    a: &DistTensor,
-    b: &DistTensor,
+    operands: &[&DistTensor],
     c: Option<&DistTensor>,
 ) -> DistTensor {
     let (out, write) = DistTensor::pending(v.out.clone());
-    let mut inputs = vec![Input::of(a), Input::of(b)];
+    let n_inputs = operands.len();
+    let mut inputs: Vec<Input> = operands.iter().map(|t| Input::of(t)).collect();
     if let Some(c) = c.filter(|_| v.use_c) {
         inputs.push(Input::of(c));
     }
@@ -33,8 +33,8 @@ pub(crate) fn submit_contraction(
         inputs,
         vec![output],
         Box::new(move |ctl, manifests: Vec<Manifest>, outputs, keep| {
-            let cm = manifests.get(2);
-            let p = plan(&v, &ctl.worker_ranks(), &manifests[0], &manifests[1], cm);
+            let refs: Vec<&Manifest> = manifests.iter().take(n_inputs).collect();
+            let p = plan(&v, &ctl.worker_ranks(), &refs, manifests.get(n_inputs));
             let n = p.out_blocking.num_blocks();
             let items: Vec<usize> = p.descriptor.items.iter().map(|i| i.out_block).collect();
             submit_filling::<ContractV1>(

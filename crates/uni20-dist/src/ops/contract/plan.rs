@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use uni20_dispatch::{ContractError, DType, EinsumSpec, C64};
+use uni20_dispatch::{check_scalars, ContractError, ContractOptions, DType, ResolveSpec, ResolvedSpec, SpecError, C64};
 
 use super::command::{ContractDescriptorV1, WorkItem};
 use crate::error::DistError;
@@ -69,14 +69,15 @@ impl ContractPlan {
 /// A contraction validated against its operands' static descriptions.
 #[derive(Clone, Debug)]
 pub(crate) struct Validated {
-    pub(crate) spec: EinsumSpec,
+    pub(crate) spec: ResolvedSpec,
     pub(crate) out: TensorMeta,
     reduce: Vec<char>,
     reduce_blocking: Blocking,
     alpha: C64,
     beta: C64,
+    conj: [bool; 2],
     pub(crate) use_c: bool,
-    /// A or B has no elements: the product is zero and items have no terms.
+    /// An operand has no elements: the product is zero and items have no terms.
     empty_product: bool,
 }
 
@@ -112,20 +113,27 @@ fn checked_blocking(labels: &[char], ext: &BTreeMap<char, Vec<usize>>, what: &st
     })
 }
 
-/// Checks a contraction using only shapes, dtypes and tilings (known before
-/// the operands' producing operations complete), including the size limits
-/// of the plan it will build.
+/// Checks a contraction of one or two operands using only shapes, dtypes
+/// and tilings (known before the operands' producing operations complete),
+/// including the size limits of the plan it will build. The spec is
+/// resolved here, once, against the global shapes (numpy rules for
+/// strings and `EinsumSpec`s; a `ResolvedSpec` is taken literally).
 pub(crate) fn validate(
-    spec: &EinsumSpec,
-    a: &TensorMeta,
-    b: &TensorMeta,
+    spec: impl ResolveSpec,
+    inputs: &[&TensorMeta],
     c: Option<&TensorMeta>,
     alpha: C64,
     beta: C64,
+    conj: [bool; 2],
 ) -> Result<Validated, DistError> {
-    let spec = spec.clone();
-    let out_shape = spec.output_shape(&a.shape, &b.shape)?;
-    let mut out_dtype: DType = a.dtype.promote(b.dtype);
+    let shapes: Vec<&[usize]> = inputs.iter().map(|m| m.shape.as_slice()).collect();
+    let spec = spec.resolve_spec(&shapes)?.into_owned();
+    let out_shape = spec.output_shape(&shapes)?;
+    let mut out_dtype: DType = inputs
+        .iter()
+        .map(|m| m.dtype)
+        .reduce(DType::promote)
+        .ok_or(SpecError::NoOperands)?;
     if let Some(c) = c {
         out_dtype = out_dtype.promote(c.dtype);
         if c.shape != out_shape {
@@ -136,51 +144,33 @@ pub(crate) fn validate(
             .into());
         }
     }
-    if !out_dtype.is_complex() {
-        if alpha.im != 0.0 {
-            return Err(ContractError::ComplexScalarForRealOutput {
-                which: "alpha",
-                value: alpha,
-                dtype: out_dtype,
-            }
-            .into());
-        }
-        if c.is_some() && beta.im != 0.0 {
-            return Err(ContractError::ComplexScalarForRealOutput {
-                which: "beta",
-                value: beta,
-                dtype: out_dtype,
-            }
-            .into());
-        }
-    }
+    check_scalars(out_dtype, alpha, c.map(|_| beta))?;
     // A tensor with no elements contributes nothing but its shape: its
     // tiling (one block) does not constrain the others' (see `Blocking`).
-    let empty_product = a.is_empty() || b.is_empty();
+    let empty_product = inputs.iter().any(|m| m.is_empty());
     let c = c.filter(|c| !c.is_empty());
     let mut ext = BTreeMap::new();
-    if !a.is_empty() {
-        label_extents(&spec.a, &a.blocking, &mut ext)?;
-    }
-    if !b.is_empty() {
-        label_extents(&spec.b, &b.blocking, &mut ext)?;
+    for (labels, m) in spec.inputs().iter().zip(inputs) {
+        if !m.is_empty() {
+            label_extents(labels, &m.blocking, &mut ext)?;
+        }
     }
     if let Some(c) = c {
-        label_extents(&spec.out, &c.blocking, &mut ext)?;
+        label_extents(spec.output(), &c.blocking, &mut ext)?;
     }
-    for (labels, shape) in [(&spec.a, &a.shape), (&spec.b, &b.shape)] {
-        for (l, &n) in labels.iter().zip(shape) {
+    for (labels, m) in spec.inputs().iter().zip(inputs) {
+        for (l, &n) in labels.iter().zip(&m.shape) {
             ext.entry(*l).or_insert_with(|| vec![n]);
         }
     }
     if out_shape.contains(&0) {
-        for l in &spec.out {
+        for l in spec.output() {
             let n = ext[l].iter().sum();
             ext.insert(*l, vec![n]);
         }
     }
-    let out_blocking = checked_blocking(&spec.out, &ext, "output")?;
-    let reduce: Vec<char> = ext.keys().copied().filter(|l| !spec.out.contains(l)).collect();
+    let out_blocking = checked_blocking(spec.output(), &ext, "output")?;
+    let reduce: Vec<char> = ext.keys().copied().filter(|l| !spec.output().contains(l)).collect();
     let reduce_blocking = checked_blocking(&reduce, &ext, "reduction")?;
     let products = if empty_product {
         0
@@ -196,7 +186,7 @@ pub(crate) fn validate(
         });
     }
     let largest_block: u128 = spec
-        .out
+        .output()
         .iter()
         .map(|l| ext[l].iter().copied().max().unwrap_or(0) as u128)
         .fold(1u128, |acc, n| acc.saturating_mul(n))
@@ -222,25 +212,21 @@ pub(crate) fn validate(
         reduce_blocking,
         alpha,
         beta,
+        conj,
         use_c,
     })
 }
 
-/// Builds the plan of a validated contraction from the operands' manifests.
-/// `workers` is not empty (callers check).
-pub(crate) fn plan(
-    v: &Validated,
-    workers: &[usize],
-    am: &Manifest,
-    bm: &Manifest,
-    cm: Option<&Manifest>,
-) -> ContractPlan {
+/// Builds the plan of a validated contraction from the operands' manifests
+/// (`inputs` in operand order). `workers` is not empty (callers check).
+pub(crate) fn plan(v: &Validated, workers: &[usize], inputs: &[&Manifest], cm: Option<&Manifest>) -> ContractPlan {
     let spec = &v.spec;
+    let out_labels = spec.output();
     let out_blocking = &v.out.blocking;
     let block_index = |labels: &[char], m: &Manifest, o: &[usize], r: &[usize]| -> (BlockRef, u64) {
         let multi: Vec<usize> = labels
             .iter()
-            .map(|l| match spec.out.iter().position(|x| x == l) {
+            .map(|l| match out_labels.iter().position(|x| x == l) {
                 Some(p) => o[p],
                 None => r[v.reduce.iter().position(|x| x == l).unwrap_or(0)],
             })
@@ -264,11 +250,17 @@ pub(crate) fn plan(
         let mut terms = Vec::with_capacity(n_terms);
         for r_lin in 0..n_terms {
             let r = v.reduce_blocking.multi(r_lin);
-            let (ra, sa) = block_index(&spec.a, am, &o, &r);
-            let (rb, sb) = block_index(&spec.b, bm, &o, &r);
-            sizes.insert(ra.id, sa);
-            sizes.insert(rb.id, sb);
-            terms.push((ra, rb));
+            let term: Vec<BlockRef> = spec
+                .inputs()
+                .iter()
+                .zip(inputs)
+                .map(|(labels, m)| {
+                    let (br, bytes) = block_index(labels, m, &o, &r);
+                    sizes.insert(br.id, bytes);
+                    br
+                })
+                .collect();
+            terms.push(term);
         }
         let c_in = cm.map(|c| {
             sizes.insert(c.blocks[o_lin].id, c.block_bytes(o_lin));
@@ -277,7 +269,7 @@ pub(crate) fn plan(
         // Locality: bytes of this item's inputs already on each rank.
         let mut local: BTreeMap<usize, u64> = BTreeMap::new();
         let mut seen = BTreeSet::new();
-        for r in terms.iter().flat_map(|(x, y)| [x, y]).chain(c_in.iter()) {
+        for r in terms.iter().flatten().chain(c_in.iter()) {
             if seen.insert(r.id) {
                 *local.entry(r.owner).or_default() += sizes[&r.id];
             }
@@ -305,7 +297,7 @@ pub(crate) fn plan(
     }
     let mut transfers = TransferSet::new();
     for it in &items {
-        for r in it.terms.iter().flat_map(|(x, y)| [x, y]).chain(it.c_in.iter()) {
+        for r in it.terms.iter().flatten().chain(it.c_in.iter()) {
             transfers.need(r, sizes[&r.id], it.rank);
         }
     }
@@ -316,6 +308,7 @@ pub(crate) fn plan(
         spec: spec.clone(),
         alpha: v.alpha,
         beta: if v.use_c { v.beta } else { C64::new(0.0, 0.0) },
+        conj: v.conj,
         out_dtype: v.out.dtype,
         items,
         transfers,
@@ -328,10 +321,10 @@ pub(crate) fn plan(
     }
 }
 
-/// Validates a contraction of two manifests and builds its plan, without
-/// submitting anything. `workers` are the ranks that may compute (see
-/// [`Controller::worker_ranks`](uni20_worker::Controller::worker_ranks));
-/// `c` is the existing output for `beta`.
+/// Validates a contraction of one or two manifests and builds its plan,
+/// without submitting anything. `workers` are the ranks that may compute
+/// (see [`Controller::worker_ranks`](uni20_worker::Controller::worker_ranks));
+/// `opts.c` is the existing output for `beta`.
 ///
 /// # Errors
 /// [`DistError::Spec`] for a malformed spec or a shape that does not fit it;
@@ -341,18 +334,16 @@ pub(crate) fn plan(
 /// the plan limits; [`DistError::NoRanks`] for no workers.
 pub fn plan_contract(
     workers: &[usize],
-    spec: &str,
-    a: &Manifest,
-    b: &Manifest,
-    alpha: C64,
-    beta: C64,
-    c: Option<&Manifest>,
+    spec: impl ResolveSpec,
+    inputs: &[&Manifest],
+    opts: &ContractOptions<'_, Manifest>,
 ) -> Result<ContractPlan, DistError> {
     if workers.is_empty() {
         return Err(DistError::NoRanks("the contraction's worker list".into()));
     }
-    let spec = EinsumSpec::parse(spec)?;
-    let cmeta = c.map(Manifest::meta);
-    let v = validate(&spec, &a.meta(), &b.meta(), cmeta.as_ref(), alpha, beta)?;
-    Ok(plan(&v, workers, a, b, c))
+    let metas: Vec<TensorMeta> = inputs.iter().map(|m| m.meta()).collect();
+    let meta_refs: Vec<&TensorMeta> = metas.iter().collect();
+    let cmeta = opts.c.map(Manifest::meta);
+    let v = validate(spec, &meta_refs, cmeta.as_ref(), opts.alpha, opts.beta, opts.conj)?;
+    Ok(plan(&v, workers, inputs, opts.c))
 }
