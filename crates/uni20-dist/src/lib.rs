@@ -27,7 +27,8 @@ pub use contract::{
 pub use error::DistError;
 pub use layout::Grid;
 pub use npy::{
-    npy_header_bytes, read_npy, read_npy_header, write_npy, NpyLayout, NpyReadDesc, NpyReadV1, NpyWriteDesc, NpyWriteV1,
+    npy_header_bytes, read_npy, read_npy_header, resolve_npy_output, write_npy, NpyLayout, NpyReadDesc, NpyReadV1,
+    NpyWriteDesc, NpyWriteV1,
 };
 pub use tensor::{
     Block, BlockRef, DistTensor, GetBlocksDesc, GetBlocksV1, Manifest, Placement, PutBlocksDesc, PutBlocksV1,
