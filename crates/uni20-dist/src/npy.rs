@@ -113,7 +113,15 @@ pub fn read_npy_header(path: &Path) -> Result<NpyLayout, DistError> {
         Some(rest) => (true, format!("<{rest}")),
         None => (false, descr.clone()),
     };
-    let dtype = DType::from_npy_descr(&le_descr).map_err(|e| npy_err(path, e.to_string()))?;
+    let dtype = DType::from_npy_descr(&le_descr).map_err(|_| {
+        npy_err(
+            path,
+            format!(
+                "unsupported dtype `{descr}` (supported: f4, f8, c8, c16 as float32, float64, complex64, \
+                 complex128, little- `<` or big-endian `>`)"
+            ),
+        )
+    })?;
     let shape: Vec<usize> = header
         .shape()
         .iter()
