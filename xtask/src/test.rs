@@ -357,7 +357,8 @@ fn fault_stage(launcher: &Launcher, opts: &TestOptions) -> Result<Vec<(Job, Outc
         } else {
             (&ex_exe, Vec::new())
         };
-        eprintln!("\nxtask: ---- fault {fault} in {target} @ 3 ranks ----");
+        let label = if fault.is_empty() { "(none injected)" } else { fault };
+        eprintln!("\nxtask: ---- fault {label} in {target} @ 3 ranks ----");
         let log_path = scratch.join(format!("log{i}.txt"));
         let log = std::fs::File::create(&log_path)?;
         let mut cmd = launcher.command(3, exe, &args);
@@ -409,7 +410,7 @@ fn fault_stage(launcher: &Launcher, opts: &TestOptions) -> Result<Vec<(Job, Outc
         };
         let job = Job {
             kind: TargetKind::Bin,
-            name: format!("fault {fault} ({target})"),
+            name: format!("fault {label} ({target})"),
             ranks: 3,
         };
         let stop = matches!(outcome, Outcome::Interrupted(_));
