@@ -18,6 +18,13 @@ rounded once to the result dtype (np.result_type(operands, c)), so single-precis
 have an accurate oracle. Deterministic: seeded RNGs (one per directory, so adding cases to
 one set leaves the other's files unchanged); rerunning rewrites identical files.
 
+Also writes tests/fixtures/npy_endian/<case>/ (byte-order cases for the .npy reader):
+  spec.txt
+  a.npy, b.npy        big-endian ('>f8', '>c16', '>f4', '>c8'), some in Fortran order
+  a_le.npy, b_le.npy  the same values little-endian, C order
+  out.npy             np.einsum(spec, a, b), little-endian
+with their own seeded RNG, so the contract fixtures above do not change.
+
 Usage: python3 scripts/gen_fixtures.py   (from the repository root; needs numpy)
 """
 
@@ -165,6 +172,41 @@ def einsum_cases():
     # Labels of extent 1 broadcast against the same label elsewhere (numpy does this too).
     einsum_case("label_broadcast", "ij,ij->ij", [(2, 1), (2, 3)])
     einsum_case("label_broadcast_contracted", "ij,jk->ik", [(2, 1), (3, 4)])
+ENDIAN_ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures", "npy_endian")
+ENDIAN_RNG = np.random.default_rng(20250101)
+
+
+def endian_case(name, spec, a_shape, b_shape, a_dt, b_dt, a_fortran, b_fortran):
+    def make(shape, dt):
+        x = ENDIAN_RNG.standard_normal(shape)
+        if np.dtype(dt).kind == "c":
+            x = x + 1j * ENDIAN_RNG.standard_normal(shape)
+        return x.astype("<" + dt)
+
+    a = make(a_shape, a_dt)
+    b = make(b_shape, b_dt)
+    d = os.path.join(ENDIAN_ROOT, name)
+    os.makedirs(d)
+    with open(os.path.join(d, "spec.txt"), "w") as f:
+        f.write(spec + "\n")
+    order = lambda fortran: np.asfortranarray if fortran else np.ascontiguousarray
+    np.save(os.path.join(d, "a.npy"), order(a_fortran)(a.astype(">" + a_dt)))
+    np.save(os.path.join(d, "b.npy"), order(b_fortran)(b.astype(">" + b_dt)))
+    np.save(os.path.join(d, "a_le.npy"), np.ascontiguousarray(a))
+    np.save(os.path.join(d, "b_le.npy"), np.ascontiguousarray(b))
+    wide = lambda x: x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
+    out = np.einsum(spec, wide(a), wide(b)).astype(np.result_type(a, b))
+    np.save(os.path.join(d, "out.npy"), np.ascontiguousarray(out))
+    for fn in ("a.npy", "b.npy"):
+        assert np.load(os.path.join(d, fn)).dtype.byteorder == ">", (name, fn)
+
+
+def endian_fixtures():
+    if os.path.isdir(ENDIAN_ROOT):
+        shutil.rmtree(ENDIAN_ROOT)
+    os.makedirs(ENDIAN_ROOT)
+    endian_case("f64_c128", "ijk,kl->lji", (2, 3, 4), (4, 3), "f8", "c16", False, True)
+    endian_case("f32_c64", "ij,jk->ik", (3, 4), (4, 5), "f4", "c8", True, False)
 
 
 def main():
@@ -192,6 +234,7 @@ def main():
     case("alpha_beta_f64", "ij,jk->ik", (3, 4), (4, 2), alpha=1.5, beta=-0.75)
     case("alpha_beta_c128", "ab,bc->ca", (2, 3), (3, 4), "c16", "c16", alpha=2.5 - 0.5j, beta=1.0)
     case("beta_c_promotes", "ij,jk->ik", (2, 3), (3, 2), "f4", "f4", beta=1.0, c_dt="c16")
+    endian_fixtures()
 
 
 if __name__ == "__main__":

@@ -144,11 +144,21 @@ pub fn run(opts: &TestOptions) -> Result<i32> {
     Ok(if failed == 0 { 0 } else { 1 })
 }
 
-/// Fixture cases (under `tests/fixtures/contract`) used for the CLI parity runs.
-const PARITY_CASES: &[&str] = &["permuted_contracted", "mixed_f64_c128", "batch_permuted"];
+/// Fixture cases (under `tests/fixtures`) used for the CLI parity runs: the
+/// MPI runs read `a.npy` and `b.npy`, the in-process reference run reads
+/// the two named operands (the little-endian copies of the big-endian
+/// `npy_endian` operands, which must give the same result).
+const PARITY_CASES: &[(&str, [&str; 2])] = &[
+    ("contract/permuted_contracted", ["a.npy", "b.npy"]),
+    ("contract/mixed_f64_c128", ["a.npy", "b.npy"]),
+    ("contract/batch_permuted", ["a.npy", "b.npy"]),
+    ("npy_endian/f64_c128", ["a_le.npy", "b_le.npy"]),
+    ("npy_endian/f32_c64", ["a_le.npy", "b_le.npy"]),
+];
 
 /// `uni20 contract` under 1, 2 and 3 MPI ranks must write the same file (to
-/// 1e-12 relative) as the in-process run of the same binary.
+/// 1e-12 relative; 1e-6 for single precision, whose sums may be taken in
+/// another order) as the in-process run of the same binary.
 fn cli_parity(launcher: &Launcher, opts: &TestOptions) -> Result<Vec<(Job, Outcome, Duration)>> {
     let target = (TargetKind::Bin, "uni20".to_string());
     let exes = cargo::build_mpi("uni20-cli", std::slice::from_ref(&target), opts.release, &[])
@@ -158,24 +168,26 @@ fn cli_parity(launcher: &Launcher, opts: &TestOptions) -> Result<Vec<(Job, Outco
     let scratch = std::env::temp_dir().join(format!("uni20-cli-parity-{}", std::process::id()));
     std::fs::create_dir_all(&scratch)?;
     let mut results = Vec::new();
-    for case in PARITY_CASES {
-        let dir = root.join("tests/fixtures/contract").join(case);
+    for (case_dir, reference_operands) in PARITY_CASES {
+        let dir = root.join("tests/fixtures").join(case_dir);
+        let case = case_dir.replace('/', "-");
         let spec = std::fs::read_to_string(dir.join("spec.txt"))?.trim().to_string();
-        let args = |out: &Path| -> Vec<std::ffi::OsString> {
+        let args_with = |a: &str, b: &str, out: &Path| -> Vec<std::ffi::OsString> {
             vec![
                 "contract".into(),
                 spec.clone().into(),
-                dir.join("a.npy").into(),
-                dir.join("b.npy").into(),
+                dir.join(a).into(),
+                dir.join(b).into(),
                 "-o".into(),
                 out.into(),
                 "--block".into(),
                 "2".into(),
             ]
         };
+        let args = |out: &Path| args_with("a.npy", "b.npy", out);
         let reference = scratch.join(format!("{case}-inprocess.npy"));
         let status = std::process::Command::new(exe)
-            .args(args(&reference))
+            .args(args_with(reference_operands[0], reference_operands[1], &reference))
             .env("UNI20_RANKS", "3")
             .stdin(std::process::Stdio::null())
             .status()?;
@@ -183,14 +195,19 @@ fn cli_parity(launcher: &Launcher, opts: &TestOptions) -> Result<Vec<(Job, Outco
             bail!("in-process `uni20 contract` failed for {case}: {status}");
         }
         for ranks in DEFAULT_RANKS {
-            eprintln!("\nxtask: ---- uni20 contract {case} ({spec}) @ {ranks} rank(s) vs in-process ----");
+            eprintln!(
+                "\nxtask: ---- uni20 contract {case} ({spec}) @ {ranks} rank(s) vs in-process ({} {}) ----",
+                reference_operands[0], reference_operands[1]
+            );
             let out = scratch.join(format!("{case}-mpi{ranks}.npy"));
             let (mut outcome, elapsed) = launcher.run(*ranks, exe, &args(&out), opts.timeout, false)?;
             if outcome.success() {
                 match npy_max_rel_diff(&out, &reference) {
-                    Ok(d) if d <= 1e-12 => eprintln!("xtask: identical to the in-process output (max rel diff {d:e})"),
-                    Ok(d) => {
-                        eprintln!("xtask: MISMATCH: max relative difference {d:e} > 1e-12");
+                    Ok((d, tol)) if d <= tol => {
+                        eprintln!("xtask: identical to the in-process output (max rel diff {d:e})")
+                    }
+                    Ok((d, tol)) => {
+                        eprintln!("xtask: MISMATCH: max relative difference {d:e} > {tol:e}");
                         outcome = Outcome::Exited(1);
                     }
                     Err(e) => {
@@ -211,9 +228,16 @@ fn cli_parity(launcher: &Launcher, opts: &TestOptions) -> Result<Vec<(Job, Outco
     Ok(results)
 }
 
+/// Example of `uni20-cli` whose root panics outside any handler while
+/// `write_npy` writes (a fault stage case without `UNI20_INJECT_FAULT`).
+const ROOT_PANIC_EXAMPLE: &str = "root_panic_in_write";
+
 /// Injected failures under `mpirun -n 3` (see `UNI20_INJECT_FAULT` in the
 /// README): each must end the whole job with a non-zero status within
-/// [`FAULT_DEADLINE`], and the job's output must name what failed.
+/// [`FAULT_DEADLINE`], the job's output must name what failed, and neither
+/// the output file nor its temporary `.NAME.uni20-tmp-*` file may remain
+/// (fail-stop on the root: the transport's abort; a failure on a worker:
+/// the root's SIGTERM handler; a root panic: the panic hook).
 const FAULT_CASES: &[(&str, &str, &[&str])] = &[
     (
         "contract",
@@ -278,6 +302,24 @@ const FAULT_CASES: &[(&str, &str, &[&str])] = &[
     ),
     ("contract", "noarrive@rank=2", &["rank(s) 2 did not arrive"]),
     (
+        "contract",
+        "exit@rank=2,op=4",
+        &["rank 2", "op_id 4", "uni20.npy_write.v1", "injected exit"],
+    ),
+    (
+        "contract",
+        "error@rank=1,op=4",
+        &["rank 1", "op_id 4", "uni20.npy_write.v1", "injected error"],
+    ),
+    (
+        ROOT_PANIC_EXAMPLE,
+        "",
+        &[
+            "deliberate root panic during write_npy",
+            "panic outside a command handler",
+        ],
+    ),
+    (
         "heisenberg",
         "panic@rank=1,op=1",
         &["rank 1", "op_id 1", "uni20.put_blocks.v1", "injected panic"],
@@ -290,7 +332,9 @@ const FAULT_DEADLINE: Duration = Duration::from_secs(10);
 /// Runs every [`FAULT_CASES`] entry under `mpirun -n 3` and checks the outcome.
 fn fault_stage(launcher: &Launcher, opts: &TestOptions) -> Result<Vec<(Job, Outcome, Duration)>> {
     let cli = (TargetKind::Bin, "uni20".to_string());
-    let cli_exe = cargo::build_mpi("uni20-cli", std::slice::from_ref(&cli), opts.release, &[])?[&cli].clone();
+    let panic_ex = (TargetKind::Example, ROOT_PANIC_EXAMPLE.to_string());
+    let cli_exes = cargo::build_mpi("uni20-cli", &[cli.clone(), panic_ex.clone()], opts.release, &[])?;
+    let (cli_exe, panic_exe) = (cli_exes[&cli].clone(), cli_exes[&panic_ex].clone());
     let ex = (TargetKind::Example, SMOKE_EXAMPLE.to_string());
     let ex_exe = cargo::build_mpi(ROOT_PACKAGE, std::slice::from_ref(&ex), opts.release, &[])?[&ex].clone();
     let root = cargo::workspace_root();
@@ -300,7 +344,9 @@ fn fault_stage(launcher: &Launcher, opts: &TestOptions) -> Result<Vec<(Job, Outc
     let mut results = Vec::new();
     for (i, (target, fault, needles)) in FAULT_CASES.iter().enumerate() {
         let out = scratch.join(format!("out{i}.npy"));
-        let (exe, args): (&Path, Vec<std::ffi::OsString>) = if *target == "contract" {
+        let (exe, args): (&Path, Vec<std::ffi::OsString>) = if *target == ROOT_PANIC_EXAMPLE {
+            (&panic_exe, vec![out.clone().into()])
+        } else if *target == "contract" {
             let args = vec![
                 "contract".into(),
                 "abcd,dbef->acef".into(),
@@ -315,7 +361,8 @@ fn fault_stage(launcher: &Launcher, opts: &TestOptions) -> Result<Vec<(Job, Outc
         } else {
             (&ex_exe, Vec::new())
         };
-        eprintln!("\nxtask: ---- fault {fault} in {target} @ 3 ranks ----");
+        let label = if fault.is_empty() { "(none injected)" } else { fault };
+        eprintln!("\nxtask: ---- fault {label} in {target} @ 3 ranks ----");
         let log_path = scratch.join(format!("log{i}.txt"));
         let log = std::fs::File::create(&log_path)?;
         let mut cmd = launcher.command(3, exe, &args);
@@ -334,6 +381,11 @@ fn fault_stage(launcher: &Launcher, opts: &TestOptions) -> Result<Vec<(Job, Outc
             eprintln!("    | {line}");
         }
         let missing: Vec<&str> = needles.iter().copied().filter(|n| !text.contains(n)).collect();
+        let temp_prefix = format!(".out{i}.npy.uni20-tmp-");
+        let debris: Vec<String> = std::fs::read_dir(&scratch)?
+            .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+            .filter(|n| n.starts_with(&temp_prefix))
+            .collect();
         outcome = match outcome {
             Outcome::Exited(0) => {
                 eprintln!("xtask: FAIL: the job exited 0 despite the injected fault");
@@ -348,6 +400,10 @@ fn fault_stage(launcher: &Launcher, opts: &TestOptions) -> Result<Vec<(Job, Outc
                 eprintln!("xtask: FAIL: output file written despite the fault");
                 Outcome::Exited(1)
             }
+            _ if !debris.is_empty() => {
+                eprintln!("xtask: FAIL: temporary file(s) left behind: {debris:?}");
+                Outcome::Exited(1)
+            }
             _ => {
                 eprintln!(
                     "xtask: stopped non-zero in {:.1} s with the expected diagnostic",
@@ -358,7 +414,7 @@ fn fault_stage(launcher: &Launcher, opts: &TestOptions) -> Result<Vec<(Job, Outc
         };
         let job = Job {
             kind: TargetKind::Bin,
-            name: format!("fault {fault} ({target})"),
+            name: format!("fault {label} ({target})"),
             ranks: 3,
         };
         let stop = matches!(outcome, Outcome::Interrupted(_));
@@ -437,8 +493,9 @@ fn checkpoint_restart(launcher: &Launcher, opts: &TestOptions) -> Result<(Job, O
 }
 
 /// Largest |a - b| / max|b| over two npy files with identical headers
-/// (dtypes `<f4 <f8 <c8 <c16`, complex compared per component).
-fn npy_max_rel_diff(a: &Path, b: &Path) -> Result<f64> {
+/// (dtypes `<f4 <f8 <c8 <c16`, complex compared per component), and the
+/// tolerance for their precision (1e-6 single, 1e-12 double).
+fn npy_max_rel_diff(a: &Path, b: &Path) -> Result<(f64, f64)> {
     let (x, y) = (std::fs::read(a)?, std::fs::read(b)?);
     let header = |v: &[u8]| -> Result<usize> {
         if v.len() < 10 || &v[..6] != b"\x93NUMPY" {
@@ -451,8 +508,9 @@ fn npy_max_rel_diff(a: &Path, b: &Path) -> Result<f64> {
         bail!("headers differ");
     }
     let text = String::from_utf8_lossy(&x[..hx]);
+    let single = text.contains("<f4") || text.contains("<c8");
     let values = |v: &[u8]| -> Vec<f64> {
-        if text.contains("<f4") || text.contains("<c8") {
+        if single {
             v.chunks_exact(4)
                 .map(|c| f32::from_le_bytes(c.try_into().unwrap_or_default()) as f64)
                 .collect()
@@ -467,7 +525,8 @@ fn npy_max_rel_diff(a: &Path, b: &Path) -> Result<f64> {
         bail!("payload sizes differ");
     }
     let scale = vy.iter().fold(f64::MIN_POSITIVE, |m, v| m.max(v.abs()));
-    Ok(vx.iter().zip(&vy).map(|(p, q)| (p - q).abs()).fold(0.0, f64::max) / scale)
+    let diff = vx.iter().zip(&vy).map(|(p, q)| (p - q).abs()).fold(0.0, f64::max) / scale;
+    Ok((diff, if single { 1e-6 } else { 1e-12 }))
 }
 
 /// Prints the per-run table and the final `N passed, M failed` line.

@@ -8,6 +8,9 @@
 //!
 //! Exit status: 0 on success, 1 with a one-line reason on bad input or a
 //! failed job; no output file is written on failure.
+//!
+//! The output path rule, the temporary file and what a failure leaves are
+//! in [`OUTPUT_HELP`] (printed by `uni20 contract --help`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -25,17 +28,36 @@ struct Cli {
     command: Command,
 }
 
+/// How `-o` is written, shown by `uni20 contract --help`.
+const OUTPUT_HELP: &str = "\
+Output (-o): the result goes to a temporary file .NAME.uni20-tmp-PID-N beside
+the file to replace and is renamed over it only when complete, so the name
+never holds a partial file.
+  - a regular file is replaced (its permission bits kept);
+  - a new path is created (its directory must exist);
+  - a symlink is followed: its final target is replaced (a dangling link's
+    target is created) and the link itself stays;
+  - a directory, character or block device (e.g. /dev/null), FIFO or socket
+    is refused with exit status 1 before any work.
+
+On failure (bad input, a failed or aborted job, a panic, SIGTERM, SIGINT or
+SIGHUP, including the launcher's SIGTERM after another MPI rank aborted)
+neither the output nor the temporary file remains. Only SIGKILL of the root
+rank cannot be handled: it leaves the temporary file, never a file under the
+output's name.";
+
 #[derive(Subcommand)]
 enum Command {
     /// C = alpha * einsum(SPEC, A, B) [+ beta * C_IN], written to OUTPUT.
+    #[command(after_help = OUTPUT_HELP)]
     Contract {
         /// Einsum spec with explicit output, e.g. "ij,jk->ik".
         spec: String,
-        /// First operand (.npy: <f4 <f8 <c8 <c16, C or Fortran order).
+        /// First operand (.npy: f4 f8 c8 c16, little- or big-endian, C or Fortran order).
         a: PathBuf,
         /// Second operand (.npy).
         b: PathBuf,
-        /// Output file (.npy, C order); written only on success.
+        /// Output file (.npy, little-endian, C order); written only on success (see below).
         #[arg(short, long)]
         output: PathBuf,
         /// Block size per mode of the distributed tensors.
@@ -88,10 +110,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                         *beta == 0.0 || c_in.is_some(),
                         "--beta needs --c-in (the output to accumulate into)"
                     );
-                    // Validate the spec before touching any file.
+                    // Validate the spec and the output path before touching any file.
                     uni20::EinsumSpec::parse(spec).map_err(|e| {
                         anyhow::anyhow!("invalid einsum spec {:?}: {}", clip(spec), clip(&e.to_string()))
                     })?;
+                    uni20::dist::resolve_npy_output(output)?;
+                    // On the root: SIGTERM/SIGINT/SIGHUP remove the temporary output file.
+                    uni20::worker::cleanup::install_signal_handlers().map_err(anyhow::Error::msg)?;
                     let ta = read_npy(ctl, a, *block)?;
                     let tb = read_npy(ctl, b, *block)?;
                     let tc = match c_in {

@@ -79,9 +79,9 @@ fn bad_input_fails_with_one_line_and_no_output() {
     // Unsupported dtype: int32.
     let ints = d.join("ints.npy");
     std::fs::write(&ints, npy("<i4", "(2, 2)", &[0u8; 16])).unwrap();
-    // Big-endian float64.
+    // Big-endian int64 (big-endian floats are supported).
     let big = d.join("big.npy");
-    std::fs::write(&big, npy(">f8", "(2, 2)", &[0u8; 32])).unwrap();
+    std::fs::write(&big, npy(">i8", "(2, 2)", &[0u8; 32])).unwrap();
     // Truncated: header promises 4 doubles, file holds 3.
     let short = d.join("short.npy");
     std::fs::write(&short, npy("<f8", "(2, 2)", &[0u8; 24])).unwrap();
@@ -96,7 +96,7 @@ fn bad_input_fails_with_one_line_and_no_output() {
         (vec!["ijk,jk->ik".into(), s(&a), s(&b)], "spec"),
         (vec!["ij,ik->jk".into(), s(&a), s(&b)], "extent"),
         (vec!["ij,jk->ik".into(), s(&ints), s(&b)], "<i4"),
-        (vec!["ij,jk->ik".into(), s(&big), s(&b)], ">f8"),
+        (vec!["ij,jk->ik".into(), s(&big), s(&b)], ">i8"),
         (vec!["ij,jk->ik".into(), s(&short), s(&b)], "truncated"),
         (vec!["ij,jk->ik".into(), s(&garbage), s(&b)], "header"),
         (

@@ -41,7 +41,8 @@ pub use checkpoint::{checkpoint, flush_all, restore, Checkpoint};
 pub use error::DistError;
 pub use layout::{Blocking, BlockingError, MAX_BLOCKS};
 pub use npy::{
-    npy_header_bytes, read_npy, read_npy_header, write_npy, NpyLayout, NpyReadDesc, NpyReadV1, NpyWriteDesc, NpyWriteV1,
+    npy_header_bytes, read_npy, read_npy_header, resolve_npy_output, write_npy, NpyLayout, NpyReadDesc, NpyReadV1,
+    NpyWriteDesc, NpyWriteV1,
 };
 pub use ops::contract::{
     contract, contract_with, einsum, plan_contract, ContractDescriptorV1, ContractOptions, ContractPlan, ContractV1,

@@ -2,15 +2,23 @@
 //! reads or writes only its own blocks, at their offsets in the file.
 //!
 //! Supported: format versions 1.0-3.0 (header parsed with `npyz`), C and
-//! Fortran order, dtypes `<f4 <f8 <c8 <c16`. Anything else (another dtype,
-//! big-endian data, a bad header, a file shorter than its header promises)
-//! is a [`DistError::Npy`] before any command is submitted. Writing goes to a
-//! temporary file beside the target, renamed into place only after every
-//! block was written and synced, so a failed write never leaves a partial
-//! file under the requested name. All ranks must see the same filesystem.
+//! Fortran order, dtypes `f4 f8 c8 c16` in either byte order (`<` or `>`;
+//! big-endian data is converted by the owners as they read). Anything
+//! else (another dtype, a bad header, a file shorter than its header
+//! promises) is a [`DistError::Npy`] before any command is submitted.
+//! Output is always little-endian C order. Writing goes to a registered
+//! temporary file beside the file to replace ([`resolve_npy_output`] says
+//! which paths may be written), renamed into place only after every block
+//! was written and synced, so a failed write never leaves a partial file
+//! under the requested name, nor a temporary file on any failure path that
+//! runs (see `uni20_worker::cleanup`). All ranks must see the same filesystem.
+
+mod output;
+
+pub use output::resolve_npy_output;
 
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::{Read, Write as _};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -33,6 +41,9 @@ pub struct NpyLayout {
     pub data_offset: u64,
     /// Element type.
     pub dtype: DType,
+    /// True if the file stores the elements big-endian (`>` in the descr);
+    /// owners convert them to native order as they read.
+    pub big_endian: bool,
     /// Array shape.
     pub shape: Vec<usize>,
     /// True for Fortran (column-major) order.
@@ -63,8 +74,9 @@ fn npy_err(path: &Path, reason: impl Into<String>) -> DistError {
 ///
 /// # Errors
 /// [`DistError::Io`] if the file cannot be opened; [`DistError::Npy`] for a
-/// malformed header, an unsupported dtype, or a file shorter than the header
-/// promises (truncated).
+/// malformed header, an unsupported dtype (anything but `f4 f8 c8 c16`, in
+/// `<` or `>` byte order), or a file shorter or longer than the header
+/// promises.
 pub fn read_npy_header(path: &Path) -> Result<NpyLayout, DistError> {
     let file = File::open(path).map_err(|source| DistError::Io {
         path: path.to_path_buf(),
@@ -94,7 +106,21 @@ pub fn read_npy_header(path: &Path) -> Result<NpyLayout, DistError> {
             ))
         }
     };
-    let dtype = DType::from_npy_descr(&descr).map_err(|e| npy_err(path, e.to_string()))?;
+    // `DType` knows the little-endian names; the byte order is kept apart.
+    // (npyz refuses `=`, which numpy never writes: it saves `<` or `>`.)
+    let (big_endian, le_descr) = match descr.strip_prefix('>') {
+        Some(rest) => (true, format!("<{rest}")),
+        None => (false, descr.clone()),
+    };
+    let dtype = DType::from_npy_descr(&le_descr).map_err(|_| {
+        npy_err(
+            path,
+            format!(
+                "unsupported dtype `{descr}` (supported: f4, f8, c8, c16 as float32, float64, complex64, \
+                 complex128, little- `<` or big-endian `>`)"
+            ),
+        )
+    })?;
     let shape: Vec<usize> = header
         .shape()
         .iter()
@@ -123,6 +149,7 @@ pub fn read_npy_header(path: &Path) -> Result<NpyLayout, DistError> {
     Ok(NpyLayout {
         data_offset,
         dtype,
+        big_endian,
         shape,
         fortran: header.order() == npyz::Order::Fortran,
     })
@@ -151,7 +178,21 @@ pub fn npy_header_bytes(dtype: DType, shape: &[usize]) -> Vec<u8> {
     out
 }
 
-/// Reads one block (a box of the global array) from the file, into C order.
+/// Reverses the bytes of every scalar component of `buf` (both halves of a
+/// complex element), converting between byte orders.
+fn swap_bytes(buf: &mut [u8], dtype: DType) {
+    let component = if dtype.is_complex() {
+        dtype.size_bytes() / 2
+    } else {
+        dtype.size_bytes()
+    };
+    for c in buf.chunks_exact_mut(component) {
+        c.reverse();
+    }
+}
+
+/// Reads one block (a box of the global array) from the file, into C order
+/// and native byte order.
 fn read_block(file: &File, layout: &NpyLayout, offset: &[usize], shape: &[usize]) -> std::io::Result<Vec<u8>> {
     let elem = layout.dtype.size_bytes();
     let n: usize = shape.iter().product();
@@ -203,6 +244,9 @@ fn read_block(file: &File, layout: &NpyLayout, offset: &[usize], shape: &[usize]
                 idx[k] = 0;
             }
         }
+    }
+    if layout.big_endian != cfg!(target_endian = "big") {
+        swap_bytes(&mut buf, layout.dtype);
     }
     if layout.fortran {
         let src_strides: Vec<usize> = (0..r).map(|k| bstrides[r - 1 - k]).collect();
@@ -278,7 +322,8 @@ pub struct NpyReadDesc {
 impl CommandSpec for NpyReadV1 {
     const WIRE_NAME: &'static str = "uni20.npy_read.v1";
     const DEBUG_NAME: &'static str = "npy_read";
-    const SCHEMA_VERSION: u32 = 1;
+    /// 2: [`NpyLayout`] gained `big_endian`.
+    const SCHEMA_VERSION: u32 = 2;
     type Descriptor = NpyReadDesc;
     type Reply = Vec<(usize, ObjectId)>;
 }
@@ -396,58 +441,65 @@ pub fn read_npy(ctl: &Controller<'_>, path: impl AsRef<Path>, block: usize) -> R
     Ok(t)
 }
 
-/// Writes a distributed tensor to `path` as a C-order npy file. The root
-/// writes the header; each owner writes its blocks; the file appears under
-/// `path` only when complete.
+/// Writes a distributed tensor to `path` as a little-endian C-order npy
+/// file. The root creates `.NAME.uni20-tmp-PID-N` beside the file to
+/// replace (registered with `uni20_worker::cleanup` before it exists) and
+/// writes the header; each owner writes its blocks; the root syncs the file
+/// and renames it over the target, so the file appears under its name only
+/// when complete.
+///
+/// Which paths may be written is [`resolve_npy_output`]'s rule: a regular
+/// file or a new path is replaced; a symlink is followed (its final target
+/// is replaced, the link kept); a directory, device, FIFO or socket is
+/// refused before anything is created or submitted. A replaced file's
+/// permission bits are kept.
 ///
 /// # Errors
-/// [`DistError::Io`] for root-side file errors; [`DistError::Job`] if an
-/// owner fails. In every error case no file is left under `path` (an
-/// existing file there is left untouched).
+/// [`DistError::Npy`] for a refused path; [`DistError::Io`] for root-side
+/// file errors; [`DistError::Job`] if an owner fails. In every error case
+/// (and when a panic unwinds through this call) the temporary file is
+/// removed and the target is left untouched. Under MPI a fail-stop ends the
+/// process instead of returning: the transport's abort, the panic hook and
+/// the signal handlers of `uni20_worker::cleanup` remove the temporary file
+/// first; only SIGKILL of the root leaves it (a `.uni20-tmp-` name, never
+/// the target's).
 pub fn write_npy(ctl: &Controller<'_>, t: &DistTensor, path: impl AsRef<Path>) -> Result<(), DistError> {
     let path = path.as_ref();
     let io = |source| DistError::Io {
         path: path.to_path_buf(),
         error: source,
     };
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
+    let target = resolve_npy_output(path)?;
+    let (guard, mut file) = output::create_temp(path, &target)?;
+    let header = npy_header_bytes(t.dtype(), t.shape());
+    let data_len = (t.len() * t.dtype().size_bytes()) as u64;
+    file.write_all(&header).map_err(io)?;
+    file.set_len(header.len() as u64 + data_len).map_err(io)?;
+    let m = t.manifest(ctl)?;
+    let mut participants: Vec<usize> = m.blocks.iter().map(|b| b.owner).collect();
+    participants.sort_unstable();
+    participants.dedup();
+    let desc = NpyWriteDesc {
+        path: guard.path().to_path_buf(),
+        data_offset: header.len() as u64,
+        shape: m.shape.clone(),
+        blocking: m.blocking.clone(),
+        blocks: m.blocks.clone(),
     };
-    let name = path.file_name().ok_or_else(|| npy_err(path, "not a file name"))?;
-    let tmp = dir.join(format!(".{}.uni20-tmp-{}", name.to_string_lossy(), std::process::id()));
-    let result = (|| -> Result<(), DistError> {
-        let header = npy_header_bytes(t.dtype(), t.shape());
-        let data_len = (t.len() * t.dtype().size_bytes()) as u64;
-        {
-            let mut f = File::create(&tmp).map_err(io)?;
-            f.write_all(&header).map_err(io)?;
-            f.set_len(header.len() as u64 + data_len).map_err(io)?;
-        }
-        let tmp_abs = std::fs::canonicalize(&tmp).map_err(io)?;
-        let m = t.manifest(ctl)?;
-        let mut participants: Vec<usize> = m.blocks.iter().map(|b| b.owner).collect();
-        participants.sort_unstable();
-        participants.dedup();
-        let desc = NpyWriteDesc {
-            path: tmp_abs,
-            data_offset: header.len() as u64,
-            shape: m.shape.clone(),
-            blocking: m.blocking.clone(),
-            blocks: m.blocks.clone(),
-        };
-        ctl.submit::<NpyWriteV1>(&desc, &participants)?;
-        File::open(&tmp).and_then(|f| f.sync_all()).map_err(io)?;
-        std::fs::rename(&tmp, path).map_err(io)?;
-        if let Ok(d) = File::open(&dir) {
-            let _ = d.sync_all();
-        }
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+    ctl.submit::<NpyWriteV1>(&desc, &participants)?;
+    file.sync_all().map_err(io)?;
+    drop(file);
+    output::still_replaceable(path, &target)?;
+    std::fs::rename(guard.path(), &target).map_err(io)?;
+    guard.dismiss();
+    let dir = match target.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
     }
-    result
+    Ok(())
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@
 
 #![warn(missing_docs)]
 
+pub mod cleanup;
 mod context;
 mod controller;
 mod diag;

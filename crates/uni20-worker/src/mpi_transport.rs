@@ -184,6 +184,7 @@ impl Transport for MpiTransport {
         // One write, so launcher output tagging cannot split the message.
         let text = format!("uni20: rank {} aborting the job: {reason}\n", self.rank());
         let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), text.as_bytes());
+        crate::cleanup::run_cleanups();
         self.world.abort(70)
     }
 }

@@ -447,6 +447,7 @@ fn install_mpi_panic_hook() {
         if !IN_HANDLER.with(|h| h.get()) {
             previous(info);
             eprintln!("uni20: panic outside a command handler; aborting MPI_COMM_WORLD");
+            crate::cleanup::run_cleanups();
             unsafe {
                 mpi::ffi::MPI_Abort(mpi::ffi::RSMPI_COMM_WORLD, 70);
             }
