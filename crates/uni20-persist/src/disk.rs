@@ -27,6 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
+use crate::dir_lock::DirClaim;
 use crate::{ObjectId, ObjectMeta, PersistError};
 
 const OBJ_MAGIC: &[u8; 8] = b"U20OBJ\0\x01";
@@ -47,6 +48,8 @@ pub(crate) type ScanItem = (ObjectId, Result<FileHeader, PersistError>);
 pub(crate) struct Disk {
     dir: PathBuf,
     tmp_counter: AtomicU64,
+    /// This process's claim on `dir`, released when the handle drops.
+    _claim: DirClaim,
 }
 
 fn io(op: impl Into<String>, path: &Path) -> impl FnOnce(std::io::Error) -> PersistError + '_ {
@@ -55,7 +58,12 @@ fn io(op: impl Into<String>, path: &Path) -> impl FnOnce(std::io::Error) -> Pers
 }
 
 impl Disk {
-    /// Creates (if needed) `<root>/rank-<rank>` and returns the handle.
+    /// Creates (if needed) `<root>/rank-<rank>`, claims it for this process and
+    /// returns the handle.
+    ///
+    /// # Errors
+    /// [`PersistError::Io`] if the directory cannot be created;
+    /// [`PersistError::AlreadyOpen`] if a live store of this process holds it.
     pub fn create(root: &Path, rank: u32) -> Result<Disk, PersistError> {
         let dir = root.join(format!("rank-{rank}"));
         let existed = dir.is_dir();
@@ -64,9 +72,11 @@ impl Disk {
             // Make the new directory entry itself durable.
             sync_dir(root)?;
         }
+        let claim = DirClaim::new(&dir)?;
         Ok(Disk {
             dir,
             tmp_counter: AtomicU64::new(0),
+            _claim: claim,
         })
     }
 

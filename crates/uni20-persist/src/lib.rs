@@ -43,6 +43,7 @@
 #![warn(missing_docs)]
 
 mod bridge;
+mod dir_lock;
 mod disk;
 mod error;
 mod id;

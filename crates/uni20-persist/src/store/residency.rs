@@ -1,0 +1,111 @@
+//! Residency: the memory budget. `enforce_budget` evicts unpinned resident entries in
+//! least-recently-used order until the resident bytes fit, writing an entry to disk
+//! first (a spill) when it has no file yet; [`Store::release`] drops one object's
+//! resident forms on request. Pinned entries (a live `PValue` or an explicit pin)
+//! are never evicted.
+
+use std::sync::Arc;
+
+use super::state::{verify, OnDisk};
+use super::Store;
+use crate::{ObjectId, PersistError};
+
+impl Store {
+    /// Drops the resident materialization of `id` from this store.
+    ///
+    /// Live [`PValue`]s keep their value (they hold their own reference), and explicit
+    /// pins ([`pin`](Store::pin)) are dropped with it. If the
+    /// object has a disk file it stays servable from disk; otherwise this store
+    /// forgets it entirely. No I/O. Returns `true` if anything was dropped.
+    pub fn release(&self, id: ObjectId) -> bool {
+        let mut st = self.inner.state.lock();
+        let Some(e) = st.entries.get(&id) else { return false };
+        if e.disk != OnDisk::No {
+            st.update(id, |e| {
+                let was = e.resident();
+                e.value = None;
+                e.bytes = None;
+                e.pins = 0;
+                was
+            })
+            .unwrap_or(false)
+        } else {
+            st.remove(id).is_some()
+        }
+    }
+
+    /// Evicts unpinned entries, least recently used first, until the resident bytes
+    /// fit the budget (or only pinned entries remain). Spills to disk first when needed.
+    pub(super) fn enforce_budget(&self) -> Result<(), PersistError> {
+        let (Some(budget), Some(disk)) = (self.inner.budget, self.inner.disk.as_ref()) else {
+            return Ok(());
+        };
+        loop {
+            let (id, meta, refs, src) = {
+                let mut st = self.inner.state.lock();
+                if st.stats.bytes_resident <= budget {
+                    return Ok(());
+                }
+                let cand = st
+                    .lru
+                    .values()
+                    .copied()
+                    .find(|id| st.entries.get(id).is_some_and(|e| !e.pinned() && !e.spilling));
+                let Some(id) = cand else { return Ok(()) };
+                let e = st.entries.get_mut(&id).ok_or(PersistError::NotFound(id))?;
+                if e.disk != OnDisk::No {
+                    st.update(id, |e| {
+                        e.value = None;
+                        e.bytes = None;
+                    });
+                    st.stats.evictions += 1;
+                    continue;
+                }
+                e.spilling = true;
+                let src = match (&e.bytes, &e.value, e.encoder) {
+                    (Some(b), _, _) => Ok(b.clone()),
+                    (None, Some(v), Some(enc)) => Err((v.clone(), enc)),
+                    _ => {
+                        // Not reachable: a resident entry always has bytes or an
+                        // encodable value. Stop rather than spin.
+                        e.spilling = false;
+                        return Ok(());
+                    }
+                };
+                (id, e.meta.clone(), e.refs.clone(), src)
+            };
+            let res = (|| {
+                let bytes: Arc<Vec<u8>> = match src {
+                    Ok(b) => b,
+                    Err((v, enc)) => {
+                        let b = enc(&*v)
+                            .ok_or_else(|| PersistError::Decode(format!("object {id}: encoder type mismatch")))?;
+                        drop(v);
+                        verify(&meta, &b, None)?;
+                        b.into()
+                    }
+                };
+                disk.write_object(&meta, refs.as_deref(), &bytes).map(|_| ())
+            })();
+            let mut st = self.inner.state.lock();
+            if let Some(e) = st.entries.get_mut(&id) {
+                e.spilling = false;
+            }
+            res?;
+            st.stats.spills += 1;
+            st.stats.disk_writes += 1;
+            let evicted = st.update(id, |e| {
+                e.disk = OnDisk::Written;
+                let evict = !e.pinned();
+                if evict {
+                    e.value = None;
+                    e.bytes = None;
+                }
+                evict
+            });
+            if evicted == Some(true) {
+                st.stats.evictions += 1;
+            }
+        }
+    }
+}

@@ -1,0 +1,290 @@
+//! The store's mutable state: the entry of each object (its metadata, resident forms,
+//! disk state, references, pins), the LRU index over resident entries, the
+//! resident-bytes account that the memory budget reads, the named roots and the
+//! counters. `State::update`, `State::insert` and `State::remove` are the only
+//! places that change resident forms, so the account and the LRU index stay exact.
+//! Also the type-erased helpers that let one map hold objects of every type.
+
+use std::any::Any;
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::{ObjectId, ObjectMeta, Persist, PersistError};
+
+/// A decoded value of any `Persist` type.
+pub(super) type AnyArc = Arc<dyn Any + Send + Sync>;
+/// Re-encodes a type-erased value (`None` if it is not the expected type).
+pub(super) type EncodeFn = fn(&(dyn Any + Send + Sync)) -> Option<Vec<u8>>;
+/// Decodes a payload and returns the references of the value.
+pub(super) type RefsFn = fn(&[u8]) -> Result<Vec<ObjectId>, PersistError>;
+
+/// [`EncodeFn`] of `T`.
+pub(super) fn encode_erased<T: Persist>(v: &(dyn Any + Send + Sync)) -> Option<Vec<u8>> {
+    v.downcast_ref::<T>().map(T::encode)
+}
+
+/// [`RefsFn`] of `T`.
+pub(super) fn refs_erased<T: Persist>(b: &[u8]) -> Result<Vec<ObjectId>, PersistError> {
+    Ok(T::decode(b)?.references())
+}
+
+/// Hasher for `ObjectId` keys: the IDs are not attacker-controlled, so a multiply-xor
+/// mix replaces SipHash on the cache-hit path.
+#[derive(Clone, Copy, Default)]
+pub(super) struct IdHash;
+
+impl std::hash::BuildHasher for IdHash {
+    type Hasher = IdHasher;
+    fn build_hasher(&self) -> IdHasher {
+        IdHasher(0)
+    }
+}
+
+#[derive(Clone, Copy)]
+pub(super) struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        let x = self.0 ^ (self.0 >> 29);
+        x.wrapping_mul(0xbf58_476d_1ce4_e5b9) ^ (x >> 32)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.write_u64(u64::from(i));
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+/// Where an object's file stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum OnDisk {
+    /// No file: resident only.
+    No,
+    /// Written (temp file + rename) but not fsynced.
+    Written,
+    /// Written, fsynced, directory fsynced.
+    Durable,
+}
+
+/// Counters of one store, from [`Store::stats`](crate::Store::stats).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StoreStats {
+    /// Loads served from an already-decoded resident value.
+    pub hits: u64,
+    /// Loads that found no decoded resident value (whether or not they then succeeded).
+    pub misses: u64,
+    /// Entries whose resident forms were dropped by the cache policy.
+    pub evictions: u64,
+    /// Evicted entries written to disk because they were not there yet.
+    pub spills: u64,
+    /// Bytes currently charged to resident entries (see [`StoreOptions::memory_budget`](crate::StoreOptions::memory_budget)).
+    pub bytes_resident: u64,
+    /// Objects this store can serve without a remote fetch (resident or on disk).
+    pub objects: u64,
+    /// Objects with a resident form (decoded value or byte payload).
+    pub resident_objects: u64,
+    /// Times a value was decoded from bytes (resident, disk or remote).
+    pub materializations: u64,
+    /// Successful `commit` calls.
+    pub commits: u64,
+    /// Object files read from disk.
+    pub disk_reads: u64,
+    /// Object files written to disk (commit, spill or flush).
+    pub disk_writes: u64,
+    /// Objects fetched from the remote source.
+    pub remote_fetches: u64,
+}
+
+/// One object known to the store.
+pub(super) struct Entry {
+    /// Its metadata.
+    pub(super) meta: ObjectMeta,
+    /// Resident decoded value; extra strong references are live `PValue`s.
+    pub(super) value: Option<AnyArc>,
+    /// Encoder of `value`'s type (to re-encode for `encoded` and spills).
+    pub(super) encoder: Option<EncodeFn>,
+    /// Resident encoded payload.
+    pub(super) bytes: Option<Arc<Vec<u8>>>,
+    /// Disk state of its file.
+    pub(super) disk: OnDisk,
+    /// IDs it references, once known (from the value or the file header).
+    pub(super) refs: Option<Vec<ObjectId>>,
+    /// Its key in the LRU index while resident.
+    pub(super) tick: u64,
+    /// A spill of it is in progress (not a candidate again meanwhile).
+    pub(super) spilling: bool,
+    /// Explicit pins by ID ([`Store::pin`]), on top of live `PValue`s.
+    pub(super) pins: u64,
+}
+
+impl Entry {
+    pub(super) fn charge(&self) -> u64 {
+        let v = if self.value.is_some() { self.meta.size } else { 0 };
+        let b = self.bytes.as_ref().map_or(0, |b| b.len() as u64);
+        v + b
+    }
+    pub(super) fn resident(&self) -> bool {
+        self.value.is_some() || self.bytes.is_some()
+    }
+    pub(super) fn pinned(&self) -> bool {
+        self.pins > 0 || self.value.as_ref().is_some_and(|v| Arc::strong_count(v) > 1)
+    }
+}
+
+/// Everything behind the store's state lock.
+#[derive(Default)]
+pub(super) struct State {
+    /// Every object this store can serve without a remote fetch.
+    pub(super) entries: HashMap<ObjectId, Entry, IdHash>,
+    /// Whether hits reorder the LRU index (only a disk store with a budget evicts).
+    pub(super) track_lru: bool,
+    /// Objects whose files were found unreadable at open, with the error.
+    pub(super) corrupt: HashMap<ObjectId, PersistError>,
+    /// Resident entries by last-use tick (oldest first).
+    pub(super) lru: BTreeMap<u64, ObjectId>,
+    /// Last tick handed out.
+    pub(super) tick: u64,
+    /// How to find the references of a byte-only object, by type name.
+    pub(super) refs_fns: HashMap<String, RefsFn>,
+    /// Named gc roots.
+    pub(super) roots: BTreeMap<String, ObjectId>,
+    /// Counters.
+    pub(super) stats: StoreStats,
+}
+
+impl State {
+    /// Empty state with the crate's built-in `Persist` types registered for `gc`.
+    pub(super) fn new() -> State {
+        let mut st = State::default();
+        let builtins: [(&str, RefsFn); 10] = [
+            (<Vec<u8>>::TYPE_NAME, refs_erased::<Vec<u8>>),
+            (String::TYPE_NAME, refs_erased::<String>),
+            (<Vec<f64>>::TYPE_NAME, refs_erased::<Vec<f64>>),
+            (<Vec<f32>>::TYPE_NAME, refs_erased::<Vec<f32>>),
+            (<Vec<i64>>::TYPE_NAME, refs_erased::<Vec<i64>>),
+            (<Vec<u64>>::TYPE_NAME, refs_erased::<Vec<u64>>),
+            (<Vec<i32>>::TYPE_NAME, refs_erased::<Vec<i32>>),
+            (<Vec<u32>>::TYPE_NAME, refs_erased::<Vec<u32>>),
+            (<Vec<ObjectId>>::TYPE_NAME, refs_erased::<Vec<ObjectId>>),
+            (crate::Manifest::TYPE_NAME, refs_erased::<crate::Manifest>),
+        ];
+        for (name, f) in builtins {
+            st.refs_fns.insert(name.to_owned(), f);
+        }
+        st
+    }
+
+    /// Applies `f` to entry `id`, keeping the resident-bytes account and LRU index right.
+    pub(super) fn update<R>(&mut self, id: ObjectId, f: impl FnOnce(&mut Entry) -> R) -> Option<R> {
+        let e = self.entries.get_mut(&id)?;
+        let before = e.charge();
+        let was_resident = e.resident();
+        let r = f(e);
+        let after = e.charge();
+        let now_resident = e.resident();
+        let old_tick = e.tick;
+        self.stats.bytes_resident = self.stats.bytes_resident.saturating_sub(before) + after;
+        if was_resident {
+            self.lru.remove(&old_tick);
+            self.stats.resident_objects = self.stats.resident_objects.saturating_sub(1);
+        }
+        if now_resident {
+            self.tick += 1;
+            let t = self.tick;
+            if let Some(e) = self.entries.get_mut(&id) {
+                e.tick = t;
+            }
+            self.lru.insert(t, id);
+            self.stats.resident_objects += 1;
+        }
+        Some(r)
+    }
+
+    /// Inserts an entry that has no resident form yet (add forms with `update`).
+    pub(super) fn insert(&mut self, e: Entry) {
+        debug_assert!(!e.resident());
+        if let Some(old) = self.remove(e.meta.id) {
+            tracing::error!(object = %old.meta.id, "replacing an existing entry");
+        }
+        self.entries.insert(e.meta.id, e);
+        self.stats.objects += 1;
+    }
+
+    pub(super) fn remove(&mut self, id: ObjectId) -> Option<Entry> {
+        let e = self.entries.remove(&id)?;
+        if e.resident() {
+            self.lru.remove(&e.tick);
+            self.stats.resident_objects = self.stats.resident_objects.saturating_sub(1);
+            self.stats.bytes_resident = self.stats.bytes_resident.saturating_sub(e.charge());
+        }
+        self.stats.objects = self.stats.objects.saturating_sub(1);
+        Some(e)
+    }
+
+    pub(super) fn touch(&mut self, id: ObjectId) {
+        let _ = self.update(id, |_| ());
+    }
+
+    /// A resident decoded value of type `T`, if any (counts a hit).
+    pub(super) fn resident_value<T: Persist>(&mut self, id: ObjectId) -> Option<Result<Arc<T>, PersistError>> {
+        let e = self.entries.get(&id)?;
+        let v = e.value.as_ref()?.clone();
+        if e.meta.type_name != T::TYPE_NAME {
+            return Some(Err(type_mismatch::<T>(&e.meta)));
+        }
+        let r = v.downcast::<T>().map_err(|_| PersistError::TypeMismatch {
+            id,
+            expected: T::TYPE_NAME.to_owned(),
+            found: format!("{} (a different Rust type)", e.meta.type_name),
+        });
+        if r.is_ok() {
+            self.stats.hits += 1;
+            if self.track_lru {
+                self.touch(id);
+            }
+        }
+        Some(r)
+    }
+}
+
+/// The `TypeMismatch` error for loading `meta` as a `T`.
+pub(super) fn type_mismatch<T: Persist>(meta: &ObjectMeta) -> PersistError {
+    PersistError::TypeMismatch {
+        id: meta.id,
+        expected: T::TYPE_NAME.to_owned(),
+        found: meta.type_name.clone(),
+    }
+}
+
+/// Checks `bytes` against the size and CRC-32 recorded in `meta`.
+pub(super) fn verify(meta: &ObjectMeta, bytes: &[u8], path: Option<&Path>) -> Result<(), PersistError> {
+    let actual = crc32fast::hash(bytes);
+    if bytes.len() as u64 != meta.size || actual != meta.checksum {
+        return Err(PersistError::Checksum {
+            id: meta.id,
+            expected: meta.checksum,
+            actual,
+            expected_size: meta.size,
+            actual_size: bytes.len() as u64,
+            path: path.map(Path::to_owned),
+        });
+    }
+    Ok(())
+}
+
+/// The ID counter of a store.
+pub(super) struct Alloc {
+    /// Next sequence number to issue.
+    pub(super) next: u64,
+    /// Durably reserved high-water mark (disk store): `next` may reach it before the
+    /// counter file is rewritten.
+    pub(super) reserved: u64,
+}
