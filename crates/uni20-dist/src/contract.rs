@@ -639,7 +639,7 @@ fn handle_contract(ctx: &mut WorkerContext<'_>, env: &Envelope) -> Result<Vec<u8
         out.push((idx, p.id()));
     }
     for id in replicas {
-        store.release(id);
+        store.evict(id);
     }
     encode_reply::<ContractV1>(&out)
 }
@@ -677,7 +677,7 @@ fn handle_replicate(ctx: &mut WorkerContext<'_>, env: &Envelope) -> Result<Vec<u
     let replicas = exchange_blocks(ctx, &d.transfers)?;
     if d.release_after {
         for id in &replicas {
-            ctx.store().release(*id);
+            ctx.store().evict(*id);
         }
     }
     encode_reply::<ReplicateV1>(&(replicas.len() as u64))

@@ -187,7 +187,7 @@ fn check_store(dir: &Path, reported: &BTreeMap<ObjectId, u32>) -> (usize, usize)
         );
         assert!(payload_intact(&v), "object {id}: content damaged");
         assert_eq!(store.meta(id).expect("meta").checksum, crc);
-        store.release(id);
+        store.evict(id);
     }
     // Every object file, reported or not: intact data or a fatal error, never bad data.
     let rank_dir = store.dir().expect("disk store").to_owned();
@@ -210,7 +210,7 @@ fn check_store(dir: &Path, reported: &BTreeMap<ObjectId, u32>) -> (usize, usize)
             }
             Err(e) => panic!("object file {name}: unexpected error {e}"),
         }
-        store.release(id);
+        store.evict(id);
     }
     assert!(ok >= reported.len());
     // A fresh ID after the restart never reuses a reported one.

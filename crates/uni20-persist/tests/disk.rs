@@ -105,8 +105,8 @@ fn corrupted_payload_is_detected_on_load() {
     fs::write(&path, &bytes).unwrap();
     // Resident copy is still fine...
     assert_eq!(s.load_wait(p).unwrap()[0], 7);
-    // ...but once released, the disk copy is checked.
-    assert!(s.release(p.id()));
+    // ...but once evicted, the disk copy is checked.
+    assert!(s.evict(p.id()));
     assert!(s.contains(p.id()));
     match s.load_wait(p) {
         Err(PersistError::Checksum { id, path: Some(f), .. }) => {
@@ -267,7 +267,7 @@ fn gc_removes_files() {
 }
 
 #[test]
-fn concurrent_commit_load_release_under_budget() {
+fn concurrent_commit_load_evict_under_budget() {
     let tmp = tempfile::tempdir().unwrap();
     let s = Store::open(tmp.path(), 0, StoreOptions::new().memory_budget(32 * 1024)).unwrap();
     let hs: Vec<_> = (0..8u64)
@@ -282,7 +282,7 @@ fn concurrent_commit_load_release_under_budget() {
                     let v = s.load_wait(q).unwrap();
                     assert!(v.iter().all(|&y| y == x));
                     if i % 5 == 0 {
-                        s.release(q.id());
+                        s.evict(q.id());
                     }
                 }
                 mine

@@ -54,7 +54,7 @@ fn misses_and_not_found() {
     assert!(matches!(s.encoded(p.id()), Err(PersistError::NotFound(_))));
     assert!(s.meta(p.id()).is_none());
     assert!(!s.contains(p.id()));
-    assert!(!s.release(p.id()));
+    assert!(!s.evict(p.id()));
     assert!(s.stats().misses >= 2);
 }
 
@@ -131,7 +131,7 @@ fn own_origin_replica_moves_counter() {
 }
 
 #[test]
-fn pvalue_pins_and_release() {
+fn pvalue_pins_and_evict() {
     let s = Store::in_memory(0);
     let p = s.commit(vec![5u32; 10]).unwrap();
     let v = s.load_wait(p).unwrap();
@@ -142,7 +142,7 @@ fn pvalue_pins_and_release() {
     drop(v2);
     assert!(!s.is_pinned(p.id()));
     let v = s.load_wait(p).unwrap();
-    assert!(s.release(p.id()));
+    assert!(s.evict(p.id()));
     assert!(!s.contains(p.id()));
     // The PValue keeps its value.
     assert_eq!(v.len(), 10);

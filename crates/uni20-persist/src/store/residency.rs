@@ -1,6 +1,6 @@
 //! Residency: the memory budget. `enforce_budget` evicts unpinned resident entries in
 //! least-recently-used order until the resident bytes fit, writing an entry to disk
-//! first (a spill) when it has no file yet; [`Store::release`] drops one object's
+//! first (a spill) when it has no file yet; [`Store::evict`] drops one object's
 //! resident forms on request. Pinned entries (a live `PValue` or an explicit pin)
 //! are never evicted.
 
@@ -11,13 +11,15 @@ use super::Store;
 use crate::{ObjectId, PersistError};
 
 impl Store {
-    /// Drops the resident materialization of `id` from this store.
+    /// Evicts `id`: drops its resident forms (decoded value and bytes) from this
+    /// store's cache, whatever the cache policy would do.
     ///
-    /// Live [`PValue`]s keep their value (they hold their own reference), and explicit
-    /// pins ([`pin`](Store::pin)) are dropped with it. If the
-    /// object has a disk file it stays servable from disk; otherwise this store
-    /// forgets it entirely. No I/O. Returns `true` if anything was dropped.
-    pub fn release(&self, id: ObjectId) -> bool {
+    /// Live [`PValue`](crate::PValue)s keep their value (they hold their own
+    /// reference), and explicit pins ([`pin`](Store::pin)) are dropped with it. If the
+    /// object has a disk file it stays servable from disk; otherwise (an in-memory
+    /// store, an unspilled replica) this store forgets it entirely, as nothing else
+    /// holds its bytes. No I/O. Returns `true` if anything was dropped.
+    pub fn evict(&self, id: ObjectId) -> bool {
         let mut st = self.inner.state.lock();
         let Some(e) = st.entries.get(&id) else { return false };
         if e.disk != OnDisk::No {

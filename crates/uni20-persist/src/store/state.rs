@@ -174,7 +174,7 @@ impl State {
             (<Vec<i32>>::TYPE_NAME, refs_erased::<Vec<i32>>),
             (<Vec<u32>>::TYPE_NAME, refs_erased::<Vec<u32>>),
             (<Vec<ObjectId>>::TYPE_NAME, refs_erased::<Vec<ObjectId>>),
-            (crate::Manifest::TYPE_NAME, refs_erased::<crate::Manifest>),
+            (crate::ObjectSet::TYPE_NAME, refs_erased::<crate::ObjectSet>),
         ];
         for (name, f) in builtins {
             st.refs_fns.insert(name.to_owned(), f);
