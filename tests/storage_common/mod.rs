@@ -71,7 +71,7 @@ pub fn contraction_with_inputs_on_storage(ctl: &Controller<'_>) -> u64 {
     };
     assert_eq!(meta.id, id);
     assert_eq!(bytes.len() as u64, meta.size);
-    let missing = uni20::persist::ObjectId { origin: 77, seq: 1 };
+    let missing = uni20::persist::ObjectId::new(77, 1);
     assert_eq!(ask(StorageRequest::Has(missing)), StorageResponse::Has(false));
     from_storage
 }

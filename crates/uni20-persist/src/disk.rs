@@ -1,10 +1,10 @@
 //! On-disk layout of a rank's store.
 //!
-//! `<root>/rank-<rank>/` holds one file per object, `<origin>-<seq>.obj`, and a
-//! `counter` file. An object file is
+//! `<root>/rank-<rank>/` holds one file per object, `<origin>-<seq>-<nonce>.obj`
+//! (nonce as 16 hex digits), a `nonce` file and a `counter` file. An object file is
 //!
 //! ```text
-//! magic "U20OBJ\0\x01" (8) | header_len u32 LE | header_crc u32 LE | header | payload
+//! magic "U20OBJ\0\x02" (8) | header_len u32 LE | header_crc u32 LE | header | payload
 //! ```
 //!
 //! where `header` is the postcard encoding of [`FileHeader`] (the object's metadata
@@ -14,10 +14,17 @@
 //! under its final name; leftover temporaries are deleted at open. Durability needs
 //! an explicit flush (fsync of the file and of the directory).
 //!
+//! The `nonce` file holds the directory's store nonce (the middle part of every
+//! [`ObjectId`] it issues), created once with the directory and never changed:
+//! magic "U20NONC\x01" (8) | nonce u64 LE | crc32 of the first 16 bytes (4).
 //! The `counter` file holds the reserved high-water mark of this rank's ID counter:
 //! magic "U20CNT\0\x01" (8) | value u64 LE | crc32 of the first 16 bytes (4).
-//! The `roots` file holds the named gc roots: magic "U20ROOT\x01" (8) | crc32 of
+//! The `roots` file holds the named gc roots: magic "U20ROOT\x02" (8) | crc32 of
 //! the body (4) | postcard `BTreeMap<String, ObjectId>`.
+//!
+//! Format 1 (object files `<origin>-<seq>.obj` with magic version 1, roots magic
+//! version 1) predates the nonce: such object files are ignored with a warning and a
+//! format-1 roots file is reported as corrupt, naming the format.
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
@@ -30,9 +37,14 @@ use serde::{Deserialize, Serialize};
 use crate::dir_lock::DirClaim;
 use crate::{ObjectId, ObjectMeta, PersistError};
 
-const OBJ_MAGIC: &[u8; 8] = b"U20OBJ\0\x01";
+const OBJ_MAGIC: &[u8; 8] = b"U20OBJ\0\x02";
+/// Magic of format-1 object files (IDs without a nonce), recognised only to say so.
+const OBJ_MAGIC_V1: &[u8; 8] = b"U20OBJ\0\x01";
 const CNT_MAGIC: &[u8; 8] = b"U20CNT\0\x01";
-const ROOTS_MAGIC: &[u8; 8] = b"U20ROOT\x01";
+const NONCE_MAGIC: &[u8; 8] = b"U20NONC\x01";
+const ROOTS_MAGIC: &[u8; 8] = b"U20ROOT\x02";
+/// Magic of format-1 roots files, recognised only to say so.
+const ROOTS_MAGIC_V1: &[u8; 8] = b"U20ROOT\x01";
 /// Upper bound on a header's size; anything larger is treated as corruption.
 const MAX_HEADER: u32 = 64 << 20;
 
@@ -85,7 +97,7 @@ impl Disk {
     }
 
     pub fn object_path(&self, id: ObjectId) -> PathBuf {
-        self.dir.join(format!("{}-{}.obj", id.origin, id.seq))
+        self.dir.join(format!("{}.obj", file_stem(id)))
     }
 
     fn tmp_path(&self, stem: &str) -> PathBuf {
@@ -106,7 +118,7 @@ impl Disk {
         })
         .map_err(|e| PersistError::Decode(format!("encoding file header: {e}")))?;
         let final_path = self.object_path(meta.id);
-        let tmp = self.tmp_path(&format!("{}-{}", meta.id.origin, meta.id.seq));
+        let tmp = self.tmp_path(&file_stem(meta.id));
         let op = format!("write object {}", meta.id);
         let res = (|| {
             let mut f = File::create(&tmp).map_err(io(op.clone(), &tmp))?;
@@ -143,6 +155,13 @@ impl Disk {
             return Err(Self::corrupt(id, path, format!("truncated: {len} bytes")));
         }
         f.read_exact(&mut pre).map_err(io("read object file", path))?;
+        if &pre[..8] == OBJ_MAGIC_V1 {
+            return Err(Self::corrupt(
+                id,
+                path,
+                "object file format 1 (IDs without a store nonce) is not supported",
+            ));
+        }
         if &pre[..8] != OBJ_MAGIC {
             return Err(Self::corrupt(id, path, "bad magic"));
         }
@@ -237,6 +256,7 @@ impl Disk {
     /// ID (from its file name) and its header or the error reading it.
     pub fn scan(&self) -> Result<Vec<ScanItem>, PersistError> {
         let mut out = Vec::new();
+        let mut legacy = 0usize;
         let rd = fs::read_dir(&self.dir).map_err(io("list store directory", &self.dir))?;
         for ent in rd {
             let ent = ent.map_err(io("list store directory", &self.dir))?;
@@ -252,12 +272,23 @@ impl Disk {
             let Some(stem) = name.strip_suffix(".obj") else {
                 continue;
             };
-            let Some((o, s)) = stem.split_once('-') else { continue };
-            let (Ok(origin), Ok(seq)) = (o.parse::<u32>(), s.parse::<u64>()) else {
+            let Some(id) = parse_file_stem(stem) else {
+                let mut parts = stem.split('-');
+                if let (Some(o), Some(q), None) = (parts.next(), parts.next(), parts.next()) {
+                    if o.parse::<u32>().is_ok() && q.parse::<u64>().is_ok() {
+                        legacy += 1;
+                    }
+                }
                 continue;
             };
-            let id = ObjectId { origin, seq };
             out.push((id, self.read_header(&path, id)));
+        }
+        if legacy > 0 {
+            tracing::warn!(
+                dir = %self.dir.display(),
+                files = legacy,
+                "ignoring object files of format 1 (written before object IDs had a store nonce)"
+            );
         }
         Ok(out)
     }
@@ -299,6 +330,44 @@ impl Disk {
 }
 
 impl Disk {
+    fn nonce_path(&self) -> PathBuf {
+        self.dir.join("nonce")
+    }
+
+    /// Reads the directory's store nonce; `None` if there is no nonce file yet.
+    pub fn read_nonce(&self) -> Result<Option<u64>, PersistError> {
+        let path = self.nonce_path();
+        let bytes = match fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(PersistError::io("read nonce", path, e)),
+        };
+        if bytes.len() != 20 || &bytes[..8] != NONCE_MAGIC {
+            return Err(Self::corrupt(None, &path, "bad nonce file"));
+        }
+        let crc = u32::from_le_bytes([bytes[16], bytes[17], bytes[18], bytes[19]]);
+        if crc32fast::hash(&bytes[..16]) != crc {
+            return Err(Self::corrupt(None, &path, "nonce checksum mismatch"));
+        }
+        let mut v = [0u8; 8];
+        v.copy_from_slice(&bytes[8..16]);
+        let nonce = u64::from_le_bytes(v);
+        if nonce == ObjectId::NIL_NONCE {
+            return Err(Self::corrupt(None, &path, "nil nonce"));
+        }
+        Ok(Some(nonce))
+    }
+
+    /// Durably records the directory's store nonce (temp file, fsync, rename, fsync dir).
+    pub fn write_nonce(&self, nonce: u64) -> Result<(), PersistError> {
+        let mut buf = Vec::with_capacity(20);
+        buf.extend_from_slice(NONCE_MAGIC);
+        buf.extend_from_slice(&nonce.to_le_bytes());
+        let crc = crc32fast::hash(&buf);
+        buf.extend_from_slice(&crc.to_le_bytes());
+        self.write_small_durable(&self.nonce_path(), "nonce", &buf)
+    }
+
     fn roots_path(&self) -> PathBuf {
         self.dir.join("roots")
     }
@@ -311,6 +380,13 @@ impl Disk {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
             Err(e) => return Err(PersistError::io("read roots", path, e)),
         };
+        if bytes.len() >= 8 && &bytes[..8] == ROOTS_MAGIC_V1 {
+            return Err(Self::corrupt(
+                None,
+                &path,
+                "roots file format 1 (IDs without a store nonce) is not supported",
+            ));
+        }
         if bytes.len() < 12 || &bytes[..8] != ROOTS_MAGIC {
             return Err(Self::corrupt(None, &path, "bad roots file"));
         }
@@ -351,6 +427,22 @@ impl Disk {
         res?;
         self.sync_dir()
     }
+}
+
+/// File name stem of object `id`: `<origin>-<seq>-<nonce as 16 hex digits>`.
+fn file_stem(id: ObjectId) -> String {
+    format!("{}-{}-{:016x}", id.origin, id.seq, id.nonce)
+}
+
+/// Inverse of [`file_stem`]; `None` for any other name.
+fn parse_file_stem(stem: &str) -> Option<ObjectId> {
+    let mut parts = stem.split('-');
+    let (o, q, n) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() || n.len() != 16 || !n.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let id = ObjectId::with_nonce(o.parse().ok()?, u64::from_str_radix(n, 16).ok()?, q.parse().ok()?);
+    (file_stem(id) == stem).then_some(id)
 }
 
 fn sync_dir(dir: &Path) -> Result<(), PersistError> {

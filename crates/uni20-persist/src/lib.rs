@@ -1,7 +1,7 @@
 //! Immutable persistent objects by global ID.
 //!
 //! A [`PersistentPtr<T>`] names an immutable committed value by its global
-//! [`ObjectId`] (origin rank + per-store counter, never reused). It never
+//! [`ObjectId`] (origin rank + store nonce + per-store counter, never reused). It never
 //! dereferences and never does I/O: a value is materialized explicitly with
 //! [`Store::try_load_local`] (no I/O), [`Store::load_wait`] (blocking) or
 //! [`Store::load`] (async; completes at once on a cache hit), which return a

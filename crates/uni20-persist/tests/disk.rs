@@ -40,6 +40,43 @@ fn restart_after_flush_serves_everything() {
 }
 
 #[test]
+fn reopened_store_keeps_its_nonce_and_issues_fresh_ids() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (nonce, old) = {
+        let s = open(tmp.path(), 2);
+        assert_ne!(s.nonce(), ObjectId::NIL_NONCE);
+        let old: Vec<_> = (0..5u32).map(|i| s.commit(vec![i; 3]).unwrap()).collect();
+        s.flush_all().unwrap();
+        (s.nonce(), old)
+    };
+    assert!(old.iter().all(|p| p.id().nonce == nonce && p.id().origin == 2));
+    let s = open(tmp.path(), 2);
+    assert_eq!(s.nonce(), nonce, "the nonce is kept across reopen");
+    for (i, p) in old.iter().enumerate() {
+        assert_eq!(
+            &*s.load_wait(*p).unwrap(),
+            &[i as u32; 3],
+            "old ID {} still served",
+            p.id()
+        );
+    }
+    let fresh: Vec<_> = (0..5u32).map(|i| s.commit(vec![i]).unwrap().id()).collect();
+    for id in &fresh {
+        assert_eq!(id.nonce, nonce);
+        assert!(old.iter().all(|p| p.id() != *id), "fresh ID {id} repeats an old one");
+    }
+    // Another directory (another job) of the same rank: another nonce, so even its
+    // first IDs differ from this store's.
+    let tmp2 = tempfile::tempdir().unwrap();
+    let other = open(tmp2.path(), 2);
+    assert_ne!(other.nonce(), nonce);
+    let q = other.commit(vec![0u32; 3]).unwrap();
+    assert_eq!(q.id().seq, old[0].id().seq);
+    assert_ne!(q.id(), old[0].id());
+    assert!(!s.contains(q.id()));
+}
+
+#[test]
 fn ids_never_reused_even_without_flush_or_files() {
     let tmp = tempfile::tempdir().unwrap();
     let first = {
@@ -330,4 +367,37 @@ fn flushed_replicas_survive_restart() {
     assert_eq!(&*s.load_wait(p).unwrap(), "replica");
     // Foreign-origin files do not move this rank's counter.
     assert_eq!(s.commit(String::new()).unwrap().id().origin, 0);
+}
+
+#[test]
+fn format_1_files_are_refused_by_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = {
+        let s = open(tmp.path(), 0);
+        s.dir().unwrap().to_owned()
+    };
+    // A format-1 object file (`<origin>-<seq>.obj`, IDs without a nonce) is ignored.
+    fs::write(dir.join("0-5.obj"), b"U20OBJ\0\x01 whatever").unwrap();
+    let s = open(tmp.path(), 0);
+    assert_eq!(s.stats().objects, 0);
+    // A format-1 object file under a current name is corrupt, and says why.
+    let id = ObjectId::with_nonce(0, s.nonce(), 7);
+    let path = s.object_path(id).unwrap();
+    drop(s);
+    fs::write(&path, b"U20OBJ\0\x01 and more bytes").unwrap();
+    let s = open(tmp.path(), 0);
+    match s.load_wait(PersistentPtr::<Vec<u8>>::from_id(id)) {
+        Err(e @ PersistError::Corrupt { .. }) => assert!(e.to_string().contains("format 1"), "{e}"),
+        other => panic!("expected a corrupt-file error, got {other:?}"),
+    }
+    drop(s);
+    // A format-1 roots file stops the open with a corrupt-file error naming the format.
+    fs::write(dir.join("roots"), b"U20ROOT\x01\0\0\0\0").unwrap();
+    match Store::open(tmp.path(), 0, StoreOptions::new()) {
+        Err(e @ PersistError::Corrupt { .. }) => {
+            let msg = e.to_string();
+            assert!(msg.contains("format 1") && msg.contains("roots"), "{msg}");
+        }
+        other => panic!("expected a corrupt-file error, got {other:?}"),
+    }
 }

@@ -10,10 +10,28 @@ use uni20_persist::*;
 #[test]
 fn object_id_display_parse_and_serde() {
     let id = ObjectId::new(3, 17);
+    assert_eq!(id.nonce, ObjectId::NIL_NONCE);
     assert_eq!(id.to_string(), "r3:17");
     assert_eq!("r3:17".parse::<ObjectId>().unwrap(), id);
-    assert!("3:17".parse::<ObjectId>().is_err());
-    assert!("r3-17".parse::<ObjectId>().is_err());
+    let full = ObjectId::with_nonce(3, 0x9f2c_04d1_e5a6_b7c8, 17);
+    assert_eq!(full.to_string(), "r3:17@9f2c04d1e5a6b7c8");
+    assert_eq!("r3:17@9f2c04d1e5a6b7c8".parse::<ObjectId>().unwrap(), full);
+    assert_eq!("r3:17@9F2C04D1E5A6B7C8".parse::<ObjectId>().unwrap(), full);
+    let small = ObjectId::with_nonce(0, 1, 0);
+    assert_eq!(small.to_string(), "r0:0@0000000000000001");
+    for bad in [
+        "3:17",
+        "r3-17",
+        "r3:17@",
+        "r3:17@9f2c",
+        "r3:17@9f2c04d1e5a6b7c8aa",
+        "r3:17@9f2c04d1e5a6b7cg",
+        "r3:+17",
+        "r:17",
+        "r3:17@+f2c04d1e5a6b7c8",
+    ] {
+        assert!(bad.parse::<ObjectId>().is_err(), "{bad}");
+    }
     let p = PersistentPtr::<Vec<f64>>::from_id(id);
     assert_eq!(p.id(), id);
     let a = postcard::to_allocvec(&p).unwrap();
@@ -124,10 +142,35 @@ fn replica_checks() {
 #[test]
 fn own_origin_replica_moves_counter() {
     let a = Store::in_memory(0);
-    let meta = ObjectMeta::of_bytes(ObjectId::new(0, 10), "uni20.bytes.v1", b"xyz");
+    // Same rank, other nonce (another store, another job): not this store's ID.
+    let foreign = ObjectMeta::of_bytes(ObjectId::new(0, 50), "uni20.bytes.v1", b"abc");
+    a.insert_replica(foreign, b"abc".to_vec()).unwrap();
+    assert_eq!(a.commit(vec![0u8]).unwrap().id().seq, 0);
+    let meta = ObjectMeta::of_bytes(ObjectId::with_nonce(0, a.nonce(), 10), "uni20.bytes.v1", b"xyz");
     a.insert_replica(meta, b"xyz".to_vec()).unwrap();
     let p = a.commit(vec![1u8]).unwrap();
-    assert!(p.id().seq > 10);
+    assert_eq!(p.id().seq, 11);
+}
+
+#[test]
+fn successive_in_memory_stores_issue_distinct_ids() {
+    let mut seen = std::collections::HashSet::new();
+    let mut nonces = std::collections::HashSet::new();
+    for _ in 0..50 {
+        // One store per "universe", all of rank 0, one after the other.
+        let s = Store::in_memory(0);
+        assert_ne!(s.nonce(), ObjectId::NIL_NONCE);
+        assert!(nonces.insert(s.nonce()), "nonce repeated");
+        for k in 0..3u8 {
+            let p = s.commit(vec![k]).unwrap();
+            assert_eq!(p.id().origin, 0);
+            assert_eq!(p.id().nonce, s.nonce());
+            assert_eq!(p.id().seq, u64::from(k));
+            assert!(seen.insert(p.id()), "id {} repeated", p.id());
+            assert_eq!(p.id().to_string().parse::<ObjectId>().unwrap(), p.id());
+        }
+    }
+    assert_eq!(seen.len(), 150);
 }
 
 #[test]

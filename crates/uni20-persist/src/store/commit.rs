@@ -33,10 +33,7 @@ impl Store {
         a.next = seq
             .checked_add(1)
             .ok_or_else(|| PersistError::Decode("object id counter exhausted".into()))?;
-        Ok(ObjectId {
-            origin: self.inner.rank,
-            seq,
-        })
+        Ok(ObjectId::with_nonce(self.inner.rank, self.inner.nonce, seq))
     }
 
     /// Commits `value` as a new immutable object and returns its handle.
@@ -142,8 +139,8 @@ impl Store {
     /// Checks that `bytes` has `meta.size` bytes and CRC-32 `meta.checksum`. If the
     /// store already holds `meta.id`: identical metadata (and identical bytes, when
     /// its bytes are resident) is a no-op; anything else is a conflict. The replica is
-    /// kept as bytes and decoded on first load. A replica of an own-origin ID moves
-    /// this store's counter past it. A disk store writes the replica to disk only when
+    /// kept as bytes and decoded on first load. A replica of an ID of this store (its
+    /// rank and nonce) moves this store's counter past it. A disk store writes the replica to disk only when
     /// it is evicted or flushed.
     ///
     /// # Errors
@@ -185,7 +182,7 @@ impl Store {
             });
             st.update(id, |e| e.bytes = Some(bytes));
         }
-        if id.origin == self.inner.rank {
+        if id.origin == self.inner.rank && id.nonce == self.inner.nonce {
             let mut a = self.inner.alloc.lock();
             if a.next <= id.seq {
                 a.next = id.seq.saturating_add(1);

@@ -28,6 +28,7 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 
 use crate::disk::Disk;
+use crate::id::fresh_nonce;
 use crate::pool::LoadPool;
 use crate::{ObjectId, ObjectMeta, Persist, PersistError};
 pub use state::StoreStats;
@@ -103,6 +104,8 @@ impl RemoteSource for Store {
 struct Inner {
     /// Rank this store allocates IDs for.
     rank: u32,
+    /// This store's nonce, the middle part of every ID it allocates (never 0).
+    nonce: u64,
     /// The rank directory (exclusively held); `None` for an in-memory store.
     disk: Option<Disk>,
     /// Memory budget in bytes (a disk store only evicts with one).
@@ -127,13 +130,15 @@ struct Inner {
 ///
 /// Thread-safe and cheap to clone (clones share the same store); every method
 /// takes `&self`. Objects are immutable: [`commit`](Store::commit) allocates a fresh
-/// [`ObjectId`] (origin = this store's rank, seq = its counter) and the object is
+/// [`ObjectId`] (origin = this store's rank, nonce = [`Store::nonce`], seq = its
+/// counter) and the object is
 /// servable by the time the handle is returned. Copies of objects from other
 /// ranks enter with [`insert_replica`](Store::insert_replica).
 ///
 /// Two forms exist:
-/// * [`Store::in_memory`]: objects live in memory only, nothing is ever evicted,
-///   `flush` is a no-op, and IDs are unique only for the life of the store.
+/// * [`Store::in_memory`]: objects live in memory only, nothing is ever evicted and
+///   `flush` is a no-op; the store's random nonce keeps its IDs apart from those of
+///   every other store.
 /// * [`Store::open`]: a directory per rank; commits are written to disk (temp file +
 ///   rename), [`flush`](Store::flush) / [`flush_all`](Store::flush_all) make them
 ///   durable, a reopened store serves every flushed object, and a memory budget
@@ -147,6 +152,7 @@ impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Store")
             .field("rank", &self.inner.rank)
+            .field("nonce", &format_args!("{:016x}", self.inner.nonce))
             .field("dir", &self.inner.disk.as_ref().map(|d| d.dir().to_owned()))
             .field("budget", &self.inner.budget)
             .finish()
@@ -154,11 +160,19 @@ impl std::fmt::Debug for Store {
 }
 
 impl Store {
-    fn from_parts(rank: u32, disk: Option<Disk>, budget: Option<u64>, mut state: State, next: u64) -> Store {
+    fn from_parts(
+        rank: u32,
+        nonce: u64,
+        disk: Option<Disk>,
+        budget: Option<u64>,
+        mut state: State,
+        next: u64,
+    ) -> Store {
         state.track_lru = budget.is_some() && disk.is_some();
         Store {
             inner: Arc::new(Inner {
                 rank,
+                nonce,
                 disk,
                 budget,
                 state: Mutex::new(state),
@@ -172,17 +186,27 @@ impl Store {
         }
     }
 
-    /// Creates an empty in-memory store for `rank`. Sequence numbers start at 0.
+    /// Creates an empty in-memory store for `rank`, with a fresh random nonce
+    /// ([`ObjectId::nonce`]). Sequence numbers start at 0.
     ///
-    /// Nothing is written to disk and nothing is evicted. Two in-memory stores
-    /// created with the same rank allocate colliding IDs: create one per rank.
+    /// Nothing is written to disk and nothing is evicted. Two in-memory stores, even of
+    /// the same rank in one process (successive universes, jobs, tests), draw
+    /// independent 64-bit nonces, so their IDs differ (a collision has probability
+    /// about 2^-64 per pair of stores).
     pub fn in_memory(rank: u32) -> Store {
-        Store::from_parts(rank, None, None, State::new(), 0)
+        Store::from_parts(rank, fresh_nonce(), None, None, State::new(), 0)
     }
 
     /// The rank this store allocates IDs for.
     pub fn rank(&self) -> u32 {
         self.inner.rank
+    }
+
+    /// This store's nonce: the [`ObjectId::nonce`] of every ID it allocates. Random per
+    /// in-memory store; for a disk store, created with the rank directory and kept
+    /// across reopens. Never [`ObjectId::NIL_NONCE`].
+    pub fn nonce(&self) -> u64 {
+        self.inner.nonce
     }
 
     /// The directory holding this store's object files (`dir/rank-<rank>`), or

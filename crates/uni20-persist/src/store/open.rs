@@ -8,6 +8,7 @@ use std::path::Path;
 use super::state::{Entry, OnDisk, State};
 use super::{Store, StoreOptions};
 use crate::disk::Disk;
+use crate::id::fresh_nonce;
 use crate::PersistError;
 
 impl Store {
@@ -17,9 +18,13 @@ impl Store {
     /// Every object file found is indexed (headers are read and checked; payloads are
     /// read on load). Unreadable files are remembered: loading such an object fails
     /// with the fatal [`PersistError::Corrupt`] / [`PersistError::Checksum`] naming the
-    /// file, never `NotFound`. Leftover temporary files are deleted. The ID counter
-    /// resumes above both the durably reserved high-water mark and every own-origin
-    /// object found, so IDs never collide with earlier ones, even after a crash.
+    /// file, never `NotFound`. Leftover temporary files are deleted. The store's nonce
+    /// ([`Store::nonce`]) is read from the directory's `nonce` file, or drawn at random
+    /// and recorded durably when the directory has none (a new directory), so a
+    /// reopened store keeps serving its objects under their IDs. The ID counter
+    /// resumes above both the durably reserved high-water mark and every object of
+    /// this rank and nonce found, so new IDs never collide with earlier ones, even
+    /// after a crash.
     ///
     /// One store per rank directory: a second `open` of a directory that a live store
     /// of this process holds fails with [`PersistError::AlreadyOpen`]. Opening one
@@ -27,15 +32,23 @@ impl Store {
     ///
     /// # Errors
     /// [`PersistError::Io`] if the directory cannot be created or listed;
-    /// [`PersistError::Corrupt`] if the counter or roots file is damaged;
+    /// [`PersistError::Corrupt`] if the nonce, counter or roots file is damaged;
     /// [`PersistError::AlreadyOpen`].
     pub fn open(dir: &Path, rank: u32, opts: StoreOptions) -> Result<Store, PersistError> {
         let disk = Disk::create(dir, rank)?;
         let mut state = State::new();
+        let nonce = match disk.read_nonce()? {
+            Some(n) => n,
+            None => {
+                let n = fresh_nonce();
+                disk.write_nonce(n)?;
+                n
+            }
+        };
         let mut next = disk.read_counter()?.unwrap_or(0);
         state.roots = disk.read_roots()?;
         for (id, res) in disk.scan()? {
-            if id.origin == rank {
+            if id.origin == rank && id.nonce == nonce {
                 next = next.max(id.seq.saturating_add(1));
             }
             match res {
@@ -58,7 +71,14 @@ impl Store {
                 }
             }
         }
-        tracing::debug!(rank, dir = %disk.dir().display(), objects = state.entries.len(), next, "opened persistent store");
-        Ok(Store::from_parts(rank, Some(disk), opts.memory_budget, state, next))
+        tracing::debug!(rank, nonce = %format_args!("{nonce:016x}"), dir = %disk.dir().display(), objects = state.entries.len(), next, "opened persistent store");
+        Ok(Store::from_parts(
+            rank,
+            nonce,
+            Some(disk),
+            opts.memory_budget,
+            state,
+            next,
+        ))
     }
 }
