@@ -16,7 +16,9 @@
 //! A [`Store`] is either in memory ([`Store::in_memory`]) or backed by a directory
 //! per rank ([`Store::open`]) with explicit durability ([`Store::flush`],
 //! [`Store::flush_all`]), a memory budget with LRU eviction and spill, restart, and
-//! [`Store::gc`].
+//! [`Store::gc`]. The owner of an object frees it with [`Store::release`] /
+//! [`Store::release_many`] (memory and disk), unless it is pinned or a named root
+//! reaches it.
 //!
 //! ```
 //! use uni20_persist::{Store, PersistentPtr};
@@ -60,5 +62,5 @@ pub use id::{ObjectId, ObjectMeta, ParseObjectIdError, PersistentPtr};
 pub use object_set::ObjectSet;
 pub use persist::{decode_postcard, encode_postcard, Persist};
 pub use service::{StorageRequest, StorageResponse};
-pub use store::{GcReport, RemoteSource, Store, StoreOptions, StoreStats};
+pub use store::{GcReport, ReleaseReport, RemoteSource, Store, StoreOptions, StoreStats};
 pub use value::PValue;

@@ -11,7 +11,8 @@ use crate::{decode_postcard, encode_postcard, ObjectId, Persist, PersistError, P
 ///
 /// Its [`references`](Persist::references) are its `objects`, so naming it as a root
 /// ([`Store::set_root`](crate::Store::set_root) or an argument of
-/// [`Store::gc`](crate::Store::gc)) keeps every listed object.
+/// [`Store::gc`](crate::Store::gc)) keeps every listed object: neither `gc` nor
+/// [`Store::release`](crate::Store::release) frees them while the root stands.
 /// Encoded with postcard (`TYPE_NAME` `"uni20.object_set.v1"`); its size in bytes is
 /// about 20 per ID (a store-issued [`ObjectId`] is three varints, the nonce taking 9
 /// or 10 bytes) plus the metadata strings.

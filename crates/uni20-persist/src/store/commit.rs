@@ -65,6 +65,7 @@ impl Store {
             self.commit_parts::<T>(bytes, refs, move || Resident::Value(resident))?
         };
         // After the local handle is gone, so the new entry is not counted as pinned.
+        self.sweep_released(true)?;
         self.enforce_budget()?;
         Ok(PersistentPtr::from_id(id))
     }
@@ -79,6 +80,7 @@ impl Store {
     ) -> Result<PersistentPtr<T>, PersistError> {
         let bytes: Arc<Vec<u8>> = bytes.into();
         let id = self.commit_parts::<T>(&bytes, refs, || Resident::Bytes(bytes.clone()))?;
+        self.sweep_released(true)?;
         self.enforce_budget()?;
         Ok(PersistentPtr::from_id(id))
     }
@@ -111,17 +113,7 @@ impl Store {
                 st.stats.disk_writes += 1;
             }
             let form = resident();
-            st.insert(Entry {
-                meta,
-                value: None,
-                encoder: None,
-                bytes: None,
-                disk: disk_state,
-                refs: Some(refs),
-                tick: 0,
-                spilling: false,
-                pins: 0,
-            });
+            st.insert(Entry::new(meta, disk_state, Some(refs)));
             st.update(id, |e| match form {
                 Resident::Value(v) => {
                     e.value = Some(v);
@@ -161,25 +153,20 @@ impl Store {
         {
             let mut st = self.inner.state.lock();
             if let Some(e) = st.entries.get(&id) {
-                if e.meta != meta || e.bytes.as_ref().is_some_and(|b| **b != *bytes) {
-                    return Err(PersistError::Conflict(id));
+                if e.dead() {
+                    // A released object that nothing held: this copy starts afresh.
+                    st.remove(id);
+                } else {
+                    if e.meta != meta || e.bytes.as_ref().is_some_and(|b| **b != *bytes) {
+                        return Err(PersistError::Conflict(id));
+                    }
+                    return Ok(());
                 }
-                return Ok(());
             }
             if st.corrupt.remove(&id).is_some() {
                 tracing::warn!(object = %id, "replacing unreadable object file content with a verified replica");
             }
-            st.insert(Entry {
-                meta,
-                value: None,
-                encoder: None,
-                bytes: None,
-                disk: OnDisk::No,
-                refs: None,
-                tick: 0,
-                spilling: false,
-                pins: 0,
-            });
+            st.insert(Entry::new(meta, OnDisk::No, None));
             st.update(id, |e| e.bytes = Some(bytes));
         }
         if id.origin == self.inner.rank && id.nonce == self.inner.nonce {
@@ -189,6 +176,7 @@ impl Store {
             }
         }
         if budget {
+            self.sweep_released(true)?;
             self.enforce_budget()?;
         }
         Ok(())

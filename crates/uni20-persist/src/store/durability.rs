@@ -33,7 +33,7 @@ impl Store {
             let st = self.inner.state.lock();
             st.entries
                 .values()
-                .filter(|e| e.disk != OnDisk::Durable)
+                .filter(|e| e.disk != OnDisk::Durable && !e.dead())
                 .map(|e| e.meta.id)
                 .collect()
         };
@@ -57,7 +57,11 @@ impl Store {
         for &id in ids {
             let (state, meta, refs) = {
                 let st = self.inner.state.lock();
-                let e = st.entries.get(&id).ok_or(PersistError::NotFound(id))?;
+                let e = st
+                    .entries
+                    .get(&id)
+                    .filter(|e| !e.dead())
+                    .ok_or(PersistError::NotFound(id))?;
                 (e.disk, e.meta.clone(), e.refs.clone())
             };
             match state {

@@ -1,17 +1,14 @@
 //! Named roots and garbage collection: [`Store::set_root`] / [`Store::remove_root`]
 //! keep a durable map of root names to IDs, and [`Store::gc`] removes, from memory
 //! and disk, every object not reachable (through `Persist::references`) from the
-//! roots, the pinned objects and the loads in progress.
+//! roots, the pinned objects and the loads in progress. A root change also runs the
+//! release layer's full sweep, since roots keep released objects.
 
-use std::collections::{BTreeMap, HashSet};
-use std::sync::Arc;
+use std::collections::BTreeMap;
 
 use super::state::OnDisk;
-use super::{GcReport, Store};
+use super::{GcReport, ReleaseReport, Store};
 use crate::{ObjectId, PersistError};
-
-/// A reachable object whose references gc must still find: id, type name, resident bytes.
-type Unresolved = (ObjectId, String, Option<Arc<Vec<u8>>>);
 
 impl Store {
     /// Names `id` as a root: [`gc`](Store::gc) keeps it and everything it references
@@ -19,19 +16,25 @@ impl Store {
     /// previous root of that name. A disk store records the named roots durably
     /// (temp file, fsync, rename, directory fsync) before returning; they survive a
     /// restart. The object itself is not flushed: call [`flush`](Store::flush) for that.
+    /// A root also keeps [released](Store::release) objects that it reaches; objects
+    /// released earlier that a replaced root no longer reaches are freed here.
     ///
     /// # Errors
-    /// [`PersistError::Io`] if the roots file cannot be written (the root is then not set).
+    /// [`PersistError::Io`] if the roots file cannot be written (the root is then not
+    /// set), or if the file of a released object freed by the change cannot be deleted
+    /// (the root is set).
     pub fn set_root(&self, name: &str, id: impl Into<ObjectId>) -> Result<(), PersistError> {
         self.edit_roots(|r| {
             r.insert(name.to_owned(), id.into());
         })
     }
 
-    /// Removes the root `name`; returns the ID it named, if any.
+    /// Removes the root `name`; returns the ID it named, if any. Released objects
+    /// that no remaining root reaches are freed here (see [`release`](Store::release)).
     ///
     /// # Errors
-    /// [`PersistError::Io`] if the roots file cannot be written.
+    /// [`PersistError::Io`] if the roots file cannot be written, or if the file of a
+    /// released object freed by the change cannot be deleted (the root is removed).
     pub fn remove_root(&self, name: &str) -> Result<Option<ObjectId>, PersistError> {
         let mut old = None;
         self.edit_roots(|r| old = r.remove(name))?;
@@ -58,7 +61,8 @@ impl Store {
             disk.write_roots(&roots)?;
         }
         self.inner.state.lock().roots = roots;
-        Ok(())
+        // Released objects that no root reaches any more go now.
+        self.settle_released(&mut ReleaseReport::default())
     }
 
     /// Garbage collection: keeps every object reachable from `roots` or from the
@@ -82,76 +86,54 @@ impl Store {
     pub fn gc(&self, roots: &[ObjectId]) -> Result<GcReport, PersistError> {
         loop {
             let mut st = self.inner.state.lock();
-            let loading: Vec<ObjectId> = self.inner.loading.lock().keys().copied().collect();
-            let mut stack: Vec<ObjectId> = roots.to_vec();
-            stack.extend(st.roots.values().copied());
-            stack.extend(loading);
-            stack.extend(st.entries.values().filter(|e| e.pinned()).map(|e| e.meta.id));
-            let mut reach: HashSet<ObjectId> = HashSet::new();
-            let mut unknown: Vec<Unresolved> = Vec::new();
-            while let Some(id) = stack.pop() {
-                if !reach.insert(id) {
+            let mut start: Vec<ObjectId> = roots.to_vec();
+            start.extend(st.roots.values().copied());
+            start.extend(self.inner.loading.lock().keys().copied());
+            start.extend(st.entries.values().filter(|e| e.pinned()).map(|e| e.meta.id));
+            let reach = match st.reach(start) {
+                Ok(r) => r,
+                Err(unknown) => {
+                    drop(st);
+                    self.resolve_refs(unknown)?;
                     continue;
                 }
-                let Some(e) = st.entries.get(&id) else { continue };
-                match &e.refs {
-                    Some(r) => stack.extend(r.iter().copied()),
-                    None => unknown.push((id, e.meta.type_name.clone(), e.bytes.clone())),
+            };
+            let victims: Vec<ObjectId> = st
+                .entries
+                .values()
+                .filter(|e| e.dead() || (!reach.contains(&e.meta.id) && !e.pinned()))
+                .map(|e| e.meta.id)
+                .collect();
+            let corrupt: Vec<ObjectId> = st.corrupt.keys().filter(|id| !reach.contains(id)).copied().collect();
+            let mut report = GcReport::default();
+            let mut files = Vec::new();
+            for id in victims {
+                if let Some(e) = st.remove(id) {
+                    report.removed += 1;
+                    report.bytes_freed += e.charge();
+                    if e.disk != OnDisk::No {
+                        files.push(id);
+                    }
                 }
             }
-            if unknown.is_empty() {
-                let victims: Vec<ObjectId> = st
-                    .entries
-                    .values()
-                    .filter(|e| !reach.contains(&e.meta.id) && !e.pinned())
-                    .map(|e| e.meta.id)
-                    .collect();
-                let corrupt: Vec<ObjectId> = st.corrupt.keys().filter(|id| !reach.contains(id)).copied().collect();
-                let mut report = GcReport::default();
-                let mut files = Vec::new();
-                for id in victims {
-                    if let Some(e) = st.remove(id) {
-                        report.removed += 1;
-                        report.bytes_freed += e.charge();
-                        if e.disk != OnDisk::No {
-                            files.push(id);
-                        }
-                    }
-                }
-                for id in corrupt {
-                    st.corrupt.remove(&id);
-                    files.push(id);
-                }
-                report.kept = st.entries.len() as u64;
-                drop(st);
-                if let Some(disk) = &self.inner.disk {
-                    for &id in &files {
-                        disk.remove_object(id)?;
-                        report.files_removed += 1;
-                    }
-                    if !files.is_empty() {
-                        disk.sync_dir()?;
-                    }
-                }
-                tracing::debug!(?report, "gc done");
-                return Ok(report);
+            for id in corrupt {
+                st.corrupt.remove(&id);
+                files.push(id);
             }
+            report.kept = st.entries.len() as u64;
             drop(st);
-            for (id, type_name, bytes) in unknown {
-                let f = self.inner.state.lock().refs_fns.get(&type_name).copied();
-                let Some(f) = f else {
-                    return Err(PersistError::GcUnknownType { id, type_name });
-                };
-                let bytes: Arc<Vec<u8>> = match bytes {
-                    Some(b) => b,
-                    None => self.encoded(id)?.1,
-                };
-                let refs = f(&bytes)?;
-                let mut st = self.inner.state.lock();
-                if let Some(e) = st.entries.get_mut(&id) {
-                    e.refs = Some(refs);
+            if let Some(disk) = &self.inner.disk {
+                for &id in &files {
+                    disk.remove_object(id)?;
+                    report.files_removed += 1;
+                    self.inner.state.lock().stats.disk_deletes += 1;
+                }
+                if !files.is_empty() {
+                    disk.sync_dir()?;
                 }
             }
+            tracing::debug!(?report, "gc done");
+            return Ok(report);
         }
     }
 }

@@ -143,6 +143,8 @@ impl Store {
                 return r.map(|v| Some(PValue::new(id, v)));
             }
             match st.entries.get(&id) {
+                // Released and unpinned: gone, and not to be fetched back either.
+                Some(e) if e.dead() => return Ok(None),
                 Some(e) => {
                     if e.meta.type_name != T::TYPE_NAME {
                         return Err(type_mismatch::<T>(&e.meta));
@@ -226,6 +228,7 @@ impl Store {
         }
         drop(_held);
         drop(_guard);
+        self.sweep_released(true)?;
         self.enforce_budget()?;
         Ok(Some(PValue::new(id, arc)))
     }
@@ -251,7 +254,7 @@ impl Store {
     /// non-deterministic `Persist::encode`) or the file is damaged;
     /// [`PersistError::Corrupt`], [`PersistError::Io`] for disk problems.
     pub fn encoded(&self, id: ObjectId) -> Result<(ObjectMeta, Arc<Vec<u8>>), PersistError> {
-        self.encoded_impl(id, true)
+        self.encoded_impl(id, true, false)
     }
 
     /// Like [`Store::encoded`], but a payload re-encoded from a resident value
@@ -263,17 +266,25 @@ impl Store {
     /// As [`Store::encoded`], except [`PersistError::Checksum`] for a
     /// resident value, which the receiver reports instead.
     pub fn encoded_for_transfer(&self, id: ObjectId) -> Result<(ObjectMeta, Arc<Vec<u8>>), PersistError> {
-        self.encoded_impl(id, false)
+        self.encoded_impl(id, false, false)
     }
 
-    fn encoded_impl(&self, id: ObjectId, check: bool) -> Result<(ObjectMeta, Arc<Vec<u8>>), PersistError> {
+    /// [`encoded`](Store::encoded) with options: `check` verifies a re-encoded
+    /// payload's checksum; `released` also serves a released object that nothing
+    /// holds any more but whose bytes are still here (for reachability checks).
+    pub(super) fn encoded_impl(
+        &self,
+        id: ObjectId,
+        check: bool,
+        released: bool,
+    ) -> Result<(ObjectMeta, Arc<Vec<u8>>), PersistError> {
         enum Src {
             Value(AnyArc, EncodeFn),
             Disk,
         }
         let (meta, src) = {
             let st = self.inner.state.lock();
-            let Some(e) = st.entries.get(&id) else {
+            let Some(e) = st.entries.get(&id).filter(|e| released || !e.dead()) else {
                 if let Some(c) = st.corrupt.get(&id) {
                     return Err(self.corrupt_error(id, c));
                 }
@@ -282,8 +293,8 @@ impl Store {
             if let Some(b) = &e.bytes {
                 return Ok((e.meta.clone(), b.clone()));
             }
-            match (&e.value, e.encoder) {
-                (Some(v), Some(enc)) => (e.meta.clone(), Src::Value(v.clone(), enc)),
+            match (e.decoded(), e.encoder) {
+                (Some(v), Some(enc)) => (e.meta.clone(), Src::Value(v, enc)),
                 _ if e.disk != OnDisk::No => (e.meta.clone(), Src::Disk),
                 _ => return Err(PersistError::NotFound(id)),
             }
@@ -324,7 +335,11 @@ impl Store {
     pub fn pin(&self, id: ObjectId) -> Result<(), PersistError> {
         {
             let mut st = self.inner.state.lock();
-            let e = st.entries.get_mut(&id).ok_or(PersistError::NotFound(id))?;
+            let e = st
+                .entries
+                .get_mut(&id)
+                .filter(|e| !e.dead())
+                .ok_or(PersistError::NotFound(id))?;
             e.pins += 1;
             if e.resident() {
                 return Ok(());
@@ -352,15 +367,21 @@ impl Store {
 
     /// Removes one pin added by [`pin`](Store::pin). Returns `false` if `id` had no
     /// explicit pin. The entry returns to the cache policy once no pin and no
-    /// `PValue` remain. No I/O.
+    /// `PValue` remain; a [released](Store::release) object that nothing else holds
+    /// leaves memory at once (its file, if any, goes at the next sweep). No I/O.
     pub fn unpin(&self, id: ObjectId) -> bool {
         let mut st = self.inner.state.lock();
-        match st.entries.get_mut(&id) {
+        let released = match st.entries.get_mut(&id) {
             Some(e) if e.pins > 0 => {
                 e.pins -= 1;
-                true
+                e.pins == 0 && e.released
             }
-            _ => false,
+            _ => return false,
+        };
+        if released {
+            let loading = self.inner.loading.lock().contains_key(&id);
+            st.settle(id, None, loading, false);
         }
+        true
     }
 }

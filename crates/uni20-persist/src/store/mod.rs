@@ -1,16 +1,19 @@
 //! [`Store`]: one rank's object store (memory cache + optional disk directory).
 //!
 //! This module owns the [`Store`] handle and its shared body (`Inner`), the public
-//! option and report types ([`StoreOptions`], [`StoreStats`], [`GcReport`]), the
+//! option and report types ([`StoreOptions`], [`StoreStats`], [`GcReport`],
+//! [`ReleaseReport`]), the
 //! [`RemoteSource`] trait, the in-memory constructor and the read-only queries
 //! (`meta`, `contains`, `ids`, `is_resident`, `is_pinned`, `stats`). The work is
 //! split by concern into submodules that each add an `impl Store` block: `state`
-//! (entries, LRU index, resident-bytes account), `open` (a rank directory),
-//! `commit` (new objects and replicas), `load` (the load paths and `encoded`),
-//! `residency` (budget, LRU eviction, spill), `durability` (flush and fsync), `gc`
-//! (named roots and garbage collection) and `faults` (fault injection). Layers only
-//! call downwards: `state` < `faults` < `residency` < `commit` < `load` <
-//! `durability` < `gc`.
+//! (entries, LRU index, resident-bytes account, the release rule), `open` (a rank
+//! directory), `commit` (new objects and replicas), `load` (the load paths and
+//! `encoded`), `residency` (budget, LRU eviction, spill, the cheap sweep of released
+//! objects), `durability` (flush and fsync), `reach` (reachability through
+//! references), `release` (the owner's release), `gc` (named roots and garbage
+//! collection) and `faults` (fault injection). Layers only call downwards: `state` <
+//! `faults` < `residency` < `commit` < `load` < `durability` < `reach` < `release` <
+//! `gc`, with `open` on top.
 
 mod commit;
 mod durability;
@@ -18,6 +21,8 @@ mod faults;
 mod gc;
 mod load;
 mod open;
+mod reach;
+mod release;
 mod residency;
 mod state;
 
@@ -70,6 +75,31 @@ pub struct GcReport {
     /// Resident bytes freed.
     pub bytes_freed: u64,
     /// Object files deleted (including unreadable ones that were unreachable).
+    pub files_removed: u64,
+}
+
+/// Result of [`Store::release`] and [`Store::release_many`].
+///
+/// `released`, `not_found`, `deferred` and `retained` count the (deduplicated) IDs of
+/// the call; `freed`, `bytes_freed` and `files_removed` count everything the call
+/// removed, including objects of earlier releases that it found free.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReleaseReport {
+    /// IDs of the call that this store held.
+    pub released: u64,
+    /// IDs of the call that this store does not hold (never here, or already freed).
+    pub not_found: u64,
+    /// Released objects of the call kept for now because pinned (explicit pin, live
+    /// `PValue`) or being loaded; the first sweep after the last pin frees them.
+    pub deferred: u64,
+    /// Released objects of the call kept because a named root reaches them.
+    pub retained: u64,
+    /// Objects removed from memory and disk.
+    pub freed: u64,
+    /// Encoded payload bytes of the freed objects ([`ObjectMeta::size`]).
+    pub bytes_freed: u64,
+    /// Object files deleted.
     pub files_removed: u64,
 }
 
@@ -241,20 +271,24 @@ impl Store {
 
     /// Metadata of `id` if this store holds it (resident or on disk). No I/O.
     pub fn meta(&self, id: ObjectId) -> Option<ObjectMeta> {
-        self.inner.state.lock().entries.get(&id).map(|e| e.meta.clone())
+        let st = self.inner.state.lock();
+        st.entries.get(&id).filter(|e| !e.dead()).map(|e| e.meta.clone())
     }
 
     /// True if this store can serve `id` without a remote fetch (resident or on disk).
     /// No I/O.
     pub fn contains(&self, id: ObjectId) -> bool {
-        self.inner.state.lock().entries.contains_key(&id)
+        self.inner.state.lock().entries.get(&id).is_some_and(|e| !e.dead())
     }
 
     /// IDs of every object this store can serve without a remote fetch (resident or on
     /// disk), sorted. Objects whose files were found unreadable at [`open`](Store::open)
     /// are not listed (loading them fails with a fatal error). No I/O.
     pub fn ids(&self) -> Vec<ObjectId> {
-        let mut v: Vec<ObjectId> = self.inner.state.lock().entries.keys().copied().collect();
+        let mut v: Vec<ObjectId> = {
+            let st = self.inner.state.lock();
+            st.entries.values().filter(|e| !e.dead()).map(|e| e.meta.id).collect()
+        };
         v.sort_unstable();
         v
     }

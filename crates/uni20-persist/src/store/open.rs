@@ -53,17 +53,7 @@ impl Store {
             }
             match res {
                 Ok(h) => {
-                    state.insert(Entry {
-                        meta: h.meta,
-                        value: None,
-                        encoder: None,
-                        bytes: None,
-                        disk: OnDisk::Durable,
-                        refs: h.refs,
-                        tick: 0,
-                        spilling: false,
-                        pins: 0,
-                    });
+                    state.insert(Entry::new(h.meta, OnDisk::Durable, h.refs));
                 }
                 Err(e) => {
                     tracing::error!(object = %id, error = %e, "unreadable object file in store");

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use super::state::{verify, OnDisk};
+use super::state::{verify, OnDisk, Settled};
 use super::Store;
 use crate::{ObjectId, PersistError};
 
@@ -55,7 +55,7 @@ impl Store {
                     .find(|id| st.entries.get(id).is_some_and(|e| !e.pinned() && !e.spilling));
                 let Some(id) = cand else { return Ok(()) };
                 let e = st.entries.get_mut(&id).ok_or(PersistError::NotFound(id))?;
-                if e.disk != OnDisk::No {
+                if e.disk != OnDisk::No || e.dead() {
                     st.update(id, |e| {
                         e.value = None;
                         e.bytes = None;
@@ -109,5 +109,56 @@ impl Store {
                 st.stats.evictions += 1;
             }
         }
+    }
+
+    /// The cheap sweep: frees released objects that nothing pins any more and no
+    /// named root reached at the last check (see [`release`](Store::release)). Memory
+    /// is dropped at once; with `io`, their files are deleted too (without `io` such
+    /// objects stay hidden for a later sweep). No reachability check; a no-op when
+    /// no release is pending. Run by commits and by loads that may do I/O.
+    ///
+    /// # Errors
+    /// [`PersistError::Io`] if a file cannot be deleted.
+    pub(super) fn sweep_released(&self, io: bool) -> Result<(), PersistError> {
+        let files = {
+            let mut st = self.inner.state.lock();
+            if st.pending.is_empty() {
+                return Ok(());
+            }
+            let ids: Vec<ObjectId> = st.pending.iter().copied().collect();
+            let loading = self.inner.loading.lock();
+            let mut files = Vec::new();
+            for id in ids {
+                match st.settle(id, None, loading.contains_key(&id), io) {
+                    Settled::Freed { file: true, .. } | Settled::Kept { delete_file: true } => files.push(id),
+                    Settled::Freed { file: false, .. } | Settled::Kept { delete_file: false } | Settled::Missing => {}
+                }
+            }
+            files
+        };
+        self.delete_object_files(&files).1
+    }
+
+    /// Deletes the files of `ids` (a missing file is fine), counting each in the
+    /// stats. Tries them all; returns how many were deleted and the first error.
+    pub(super) fn delete_object_files(&self, ids: &[ObjectId]) -> (u64, Result<(), PersistError>) {
+        let Some(disk) = self.inner.disk.as_ref() else {
+            return (0, Ok(()));
+        };
+        let mut removed = 0;
+        let mut first_err = Ok(());
+        for &id in ids {
+            match disk.remove_object(id) {
+                Ok(()) => removed += 1,
+                Err(e) => {
+                    tracing::error!(object = %id, error = %e, "cannot delete the file of a released object");
+                    if first_err.is_ok() {
+                        first_err = Err(e);
+                    }
+                }
+            }
+        }
+        self.inner.state.lock().stats.disk_deletes += removed;
+        (removed, first_err)
     }
 }

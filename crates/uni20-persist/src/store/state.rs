@@ -6,7 +6,7 @@
 //! Also the type-erased helpers that let one map hold objects of every type.
 
 use std::any::Any;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -14,6 +14,8 @@ use crate::{ObjectId, ObjectMeta, Persist, PersistError};
 
 /// A decoded value of any `Persist` type.
 pub(super) type AnyArc = Arc<dyn Any + Send + Sync>;
+/// A weak reference to an [`AnyArc`].
+pub(super) type WeakAny = std::sync::Weak<dyn Any + Send + Sync>;
 /// Re-encodes a type-erased value (`None` if it is not the expected type).
 pub(super) type EncodeFn = fn(&(dyn Any + Send + Sync)) -> Option<Vec<u8>>;
 /// Decodes a payload and returns the references of the value.
@@ -101,6 +103,11 @@ pub struct StoreStats {
     pub disk_writes: u64,
     /// Objects fetched from the remote source.
     pub remote_fetches: u64,
+    /// Released objects freed (removed from memory and disk), by
+    /// [`Store::release`](crate::Store::release) or a later sweep.
+    pub releases: u64,
+    /// Object files deleted (release, gc).
+    pub disk_deletes: u64,
 }
 
 /// One object known to the store.
@@ -121,21 +128,65 @@ pub(super) struct Entry {
     pub(super) tick: u64,
     /// A spill of it is in progress (not a candidate again meanwhile).
     pub(super) spilling: bool,
-    /// Explicit pins by ID ([`Store::pin`]), on top of live `PValue`s.
+    /// Explicit pins by ID (`Store::pin`), on top of live `PValue`s.
     pub(super) pins: u64,
+    /// The owner released it (`Store::release`): it goes once nothing pins it and no
+    /// named root reaches it.
+    pub(super) released: bool,
+    /// Released but reachable from a named root at the last check (kept).
+    pub(super) rooted: bool,
+    /// A released object's value, still referenced by live `PValue`s: the store
+    /// dropped its own strong reference so that the memory goes with the last one.
+    pub(super) held: Option<WeakAny>,
 }
 
 impl Entry {
+    /// A fresh entry with no resident form (add forms with [`State::update`]).
+    pub(super) fn new(meta: ObjectMeta, disk: OnDisk, refs: Option<Vec<ObjectId>>) -> Entry {
+        Entry {
+            meta,
+            value: None,
+            encoder: None,
+            bytes: None,
+            disk,
+            refs,
+            tick: 0,
+            spilling: false,
+            pins: 0,
+            released: false,
+            rooted: false,
+            held: None,
+        }
+    }
+
+    /// The decoded value: resident, or still held by `PValue`s of a released object.
+    pub(super) fn decoded(&self) -> Option<AnyArc> {
+        self.value.clone().or_else(|| self.held.as_ref()?.upgrade())
+    }
+
+    /// Released, not kept by a root and not pinned: logically gone (loads say
+    /// `NotFound`), removed from the map at the next sweep.
+    pub(super) fn dead(&self) -> bool {
+        self.released && !self.rooted && !self.pinned()
+    }
+
+    /// Bytes charged to the memory budget: the encoded size for a resident value
+    /// plus the length of resident bytes.
     pub(super) fn charge(&self) -> u64 {
         let v = if self.value.is_some() { self.meta.size } else { 0 };
         let b = self.bytes.as_ref().map_or(0, |b| b.len() as u64);
         v + b
     }
+    /// Has a resident form held by the store (value or bytes).
     pub(super) fn resident(&self) -> bool {
         self.value.is_some() || self.bytes.is_some()
     }
+    /// An explicit pin, or a live `PValue` (a strong reference besides the store's,
+    /// or a live value of a released object).
     pub(super) fn pinned(&self) -> bool {
-        self.pins > 0 || self.value.as_ref().is_some_and(|v| Arc::strong_count(v) > 1)
+        self.pins > 0
+            || self.value.as_ref().is_some_and(|v| Arc::strong_count(v) > 1)
+            || self.held.as_ref().is_some_and(|w| w.strong_count() > 0)
     }
 }
 
@@ -156,6 +207,12 @@ pub(super) struct State {
     pub(super) refs_fns: HashMap<String, RefsFn>,
     /// Named gc roots.
     pub(super) roots: BTreeMap<String, ObjectId>,
+    /// Released objects still present and not kept by a root (pinned, being loaded,
+    /// or dead and awaiting removal): looked at by every sweep.
+    pub(super) pending: HashSet<ObjectId, IdHash>,
+    /// Released objects kept because a named root reaches them: looked at again
+    /// only when roots change or on the next release or gc.
+    pub(super) retained: HashSet<ObjectId, IdHash>,
     /// Counters.
     pub(super) stats: StoreStats,
 }
@@ -226,7 +283,80 @@ impl State {
             self.stats.bytes_resident = self.stats.bytes_resident.saturating_sub(e.charge());
         }
         self.stats.objects = self.stats.objects.saturating_sub(1);
+        self.pending.remove(&id);
+        self.retained.remove(&id);
         Some(e)
+    }
+
+    /// Applies the release rule to released entry `id` (see `Store::release`).
+    ///
+    /// `rooted`: `Some(r)` after a reachability check from the named roots, `None` to
+    /// keep the last verdict. `loading`: a load of `id` is in progress (kept, file
+    /// kept). `io`: whether the caller deletes files; if not, an entry whose file must
+    /// go stays, hidden ([`Entry::dead`]), for a later sweep. A released object that
+    /// only live `PValue`s pin loses the store's own strong reference here, so its
+    /// memory goes with the last `PValue`. Never does I/O itself.
+    pub(super) fn settle(&mut self, id: ObjectId, rooted: Option<bool>, loading: bool, io: bool) -> Settled {
+        let Some(e) = self.entries.get_mut(&id) else {
+            self.pending.remove(&id);
+            self.retained.remove(&id);
+            return Settled::Missing;
+        };
+        if !e.released {
+            self.pending.remove(&id);
+            self.retained.remove(&id);
+            return Settled::Kept { delete_file: false };
+        }
+        if let Some(r) = rooted {
+            e.rooted = r;
+        }
+        if e.rooted {
+            // Kept by a root: take back a value that only `PValue`s were holding.
+            if let Some(v) = e.held.take().and_then(|w| w.upgrade()) {
+                self.update(id, |e| {
+                    if e.value.is_none() {
+                        e.value = Some(v);
+                    }
+                });
+            }
+            self.pending.remove(&id);
+            self.retained.insert(id);
+            return Settled::Kept { delete_file: false };
+        }
+        self.retained.remove(&id);
+        self.pending.insert(id);
+        if loading {
+            return Settled::Kept { delete_file: false };
+        }
+        if e.pins == 0 && e.resident() {
+            self.update(id, |e| {
+                if let Some(v) = e.value.take() {
+                    if Arc::strong_count(&v) > 1 {
+                        e.held = Some(Arc::downgrade(&v));
+                    }
+                }
+                e.bytes = None;
+            });
+        }
+        let Some(e) = self.entries.get_mut(&id) else {
+            return Settled::Missing;
+        };
+        let file = e.disk != OnDisk::No;
+        if e.pinned() {
+            // Pins keep it resident and `PValue`s hold their value: no file needed.
+            if file && io {
+                e.disk = OnDisk::No;
+                return Settled::Kept { delete_file: true };
+            }
+            return Settled::Kept { delete_file: false };
+        }
+        if file && !io {
+            return Settled::Kept { delete_file: false };
+        }
+        let size = e.meta.size;
+        self.remove(id);
+        self.stats.releases += 1;
+        Settled::Freed { size, file }
     }
 
     pub(super) fn touch(&mut self, id: ObjectId) {
@@ -236,7 +366,7 @@ impl State {
     /// A resident decoded value of type `T`, if any (counts a hit).
     pub(super) fn resident_value<T: Persist>(&mut self, id: ObjectId) -> Option<Result<Arc<T>, PersistError>> {
         let e = self.entries.get(&id)?;
-        let v = e.value.as_ref()?.clone();
+        let v = e.decoded()?;
         if e.meta.type_name != T::TYPE_NAME {
             return Some(Err(type_mismatch::<T>(&e.meta)));
         }
@@ -278,6 +408,26 @@ pub(super) fn verify(meta: &ObjectMeta, bytes: &[u8], path: Option<&Path>) -> Re
         });
     }
     Ok(())
+}
+
+/// What [`State::settle`] did with one released object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Settled {
+    /// Not in the map (removed earlier).
+    Missing,
+    /// Still present (rooted, pinned, being loaded, or waiting for a sweep that may
+    /// delete its file); `delete_file`: the caller must delete its file now.
+    Kept {
+        /// The object's file is no longer needed: delete it.
+        delete_file: bool,
+    },
+    /// Removed from the map; `file`: the caller must delete its file.
+    Freed {
+        /// Encoded payload size in bytes.
+        size: u64,
+        /// It had a file.
+        file: bool,
+    },
 }
 
 /// The ID counter of a store.
