@@ -62,6 +62,8 @@ pub(crate) struct Disk {
     tmp_counter: AtomicU64,
     /// This process's claim on `dir`, released when the handle drops.
     _claim: DirClaim,
+    /// Filesystem operations performed through this handle (see [`Disk::io_ops`]).
+    ops: AtomicU64,
 }
 
 fn io(op: impl Into<String>, path: &Path) -> impl FnOnce(std::io::Error) -> PersistError + '_ {
@@ -89,7 +91,19 @@ impl Disk {
             dir,
             tmp_counter: AtomicU64::new(0),
             _claim: claim,
+            ops: AtomicU64::new(0),
         })
+    }
+
+    /// Filesystem operations performed through this handle since it was created: one
+    /// per object-file read, header read, write, fsync or deletion, per directory
+    /// fsync or listing, and per read or write of the nonce, counter or roots file.
+    pub fn io_ops(&self) -> u64 {
+        self.ops.load(Ordering::Relaxed)
+    }
+
+    fn op(&self) {
+        self.ops.fetch_add(1, Ordering::Relaxed);
     }
 
     pub fn dir(&self) -> &Path {
@@ -112,6 +126,7 @@ impl Disk {
         refs: Option<&[ObjectId]>,
         payload: &[u8],
     ) -> Result<PathBuf, PersistError> {
+        self.op();
         let header = postcard::to_allocvec(&FileHeader {
             meta: meta.clone(),
             refs: refs.map(|r| r.to_vec()),
@@ -202,12 +217,14 @@ impl Disk {
 
     /// Reads only the header of object file `path` (used when scanning at open).
     pub fn read_header(&self, path: &Path, id: ObjectId) -> Result<FileHeader, PersistError> {
+        self.op();
         let mut f = File::open(path).map_err(io("open object file", path))?;
         Self::read_header_from(&mut f, path, Some(id))
     }
 
     /// Reads and fully verifies object `id`: header, size and payload CRC.
     pub fn read_object(&self, id: ObjectId) -> Result<(FileHeader, Vec<u8>), PersistError> {
+        self.op();
         let path = self.object_path(id);
         let mut f = File::open(&path).map_err(io(format!("open object {id}"), &path))?;
         let header = Self::read_header_from(&mut f, &path, Some(id))?;
@@ -232,6 +249,7 @@ impl Disk {
 
     /// fsyncs one object file.
     pub fn sync_object(&self, id: ObjectId) -> Result<(), PersistError> {
+        self.op();
         let path = self.object_path(id);
         let f = File::open(&path).map_err(io(format!("open object {id} for fsync"), &path))?;
         f.sync_all().map_err(io(format!("fsync object {id}"), &path))
@@ -239,11 +257,13 @@ impl Disk {
 
     /// fsyncs the store directory (makes renames and removals durable).
     pub fn sync_dir(&self) -> Result<(), PersistError> {
+        self.op();
         sync_dir(&self.dir)
     }
 
     /// Deletes an object file; a missing file is not an error.
     pub fn remove_object(&self, id: ObjectId) -> Result<(), PersistError> {
+        self.op();
         let path = self.object_path(id);
         match fs::remove_file(&path) {
             Ok(()) => Ok(()),
@@ -255,6 +275,7 @@ impl Disk {
     /// Lists the object files, deleting leftover temporaries. Returns each object's
     /// ID (from its file name) and its header or the error reading it.
     pub fn scan(&self) -> Result<Vec<ScanItem>, PersistError> {
+        self.op();
         let mut out = Vec::new();
         let mut legacy = 0usize;
         let rd = fs::read_dir(&self.dir).map_err(io("list store directory", &self.dir))?;
@@ -299,6 +320,7 @@ impl Disk {
 
     /// Reads the reserved counter high-water mark; `None` if there is no counter file.
     pub fn read_counter(&self) -> Result<Option<u64>, PersistError> {
+        self.op();
         let path = self.counter_path();
         let bytes = match fs::read(&path) {
             Ok(b) => b,
@@ -336,6 +358,7 @@ impl Disk {
 
     /// Reads the directory's store nonce; `None` if there is no nonce file yet.
     pub fn read_nonce(&self) -> Result<Option<u64>, PersistError> {
+        self.op();
         let path = self.nonce_path();
         let bytes = match fs::read(&path) {
             Ok(b) => b,
@@ -374,6 +397,7 @@ impl Disk {
 
     /// Reads the named roots; empty if there is no roots file.
     pub fn read_roots(&self) -> Result<BTreeMap<String, ObjectId>, PersistError> {
+        self.op();
         let path = self.roots_path();
         let bytes = match fs::read(&path) {
             Ok(b) => b,
@@ -408,6 +432,7 @@ impl Disk {
     }
 
     fn write_small_durable(&self, path: &Path, what: &str, buf: &[u8]) -> Result<(), PersistError> {
+        self.op();
         let tmp = self.tmp_path(what);
         let res = (|| {
             let mut f = OpenOptions::new()

@@ -401,3 +401,80 @@ fn format_1_files_are_refused_by_name() {
         other => panic!("expected a corrupt-file error, got {other:?}"),
     }
 }
+
+/// Usage figures recomputed from the per-object queries.
+fn usage(s: &Store) -> (u64, u64, u64, u64, u64, u64) {
+    let (mut resident, mut bytes_resident, mut pinned, mut bytes_pinned, mut spilled, mut bytes_spilled) =
+        (0, 0, 0, 0, 0, 0);
+    for id in s.ids() {
+        let size = s.meta(id).unwrap().size;
+        if s.is_resident(id) {
+            resident += 1;
+            bytes_resident += size;
+        }
+        if s.is_pinned(id) {
+            pinned += 1;
+            bytes_pinned += size;
+        } else if !s.is_resident(id) {
+            spilled += 1;
+            bytes_spilled += size;
+        }
+    }
+    (resident, bytes_resident, pinned, bytes_pinned, spilled, bytes_spilled)
+}
+
+#[test]
+fn stats_report_usage_and_io() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Store::open(tmp.path(), 0, StoreOptions::new().memory_budget(10_000)).unwrap();
+    let mut ps = Vec::new();
+    for i in 0..20u32 {
+        ps.push(s.commit(vec![i; 250 + i as usize]).unwrap()); // 1000 + 4i bytes
+    }
+    let held = s.load_wait(ps[19]).unwrap();
+    s.pin(ps[18].id()).unwrap();
+    // A replica (bytes) and a released object that a PValue still holds.
+    let src = Store::in_memory(3);
+    let r = src.commit(vec![1u8; 500]).unwrap();
+    let (m, b) = src.encoded(r.id()).unwrap();
+    s.insert_replica(m, b.to_vec()).unwrap();
+    let gone = s.load_wait(ps[17]).unwrap();
+    s.release(ps[17]).unwrap();
+
+    let st = s.stats();
+    let (resident, bytes_resident, pinned, bytes_pinned, spilled, bytes_spilled) = usage(&s);
+    assert_eq!(st.objects, s.ids().len() as u64);
+    assert_eq!(st.objects, 21, "20 commits (one released, still held), one replica");
+    assert_eq!(st.resident_objects, resident);
+    assert_eq!(st.bytes_resident, bytes_resident);
+    assert!(st.bytes_resident <= 10_000, "{st:?}");
+    assert_eq!(st.pinned_objects, pinned);
+    assert_eq!(pinned, 3, "PValue, explicit pin, released-but-held");
+    assert_eq!(st.bytes_pinned, bytes_pinned);
+    assert_eq!(st.bytes_pinned, (1000 + 4 * 19) + (1000 + 4 * 18) + (1000 + 4 * 17));
+    assert_eq!(st.spilled_objects, spilled);
+    assert_eq!(st.bytes_spilled, bytes_spilled);
+    assert!(st.spilled_objects > 0 && st.evictions > 0);
+    assert_eq!(st.releases_pending, 1);
+    assert_eq!(st.releases, 0);
+    // 20 commits wrote 20 object files, the release deleted one.
+    assert_eq!(st.disk_writes, 20);
+    assert_eq!(st.disk_deletes, 1);
+    assert_eq!(st.object_io(), st.disk_reads + 21);
+    assert!(st.io_ops >= st.object_io());
+
+    // Loading an object only on disk reads exactly one file.
+    let cold = *ps[..17].iter().find(|p| !s.is_resident(p.id())).unwrap();
+    let before = s.stats();
+    let _v = s.load_wait(cold).unwrap();
+    let after = s.stats();
+    assert_eq!(after.disk_reads, before.disk_reads + 1);
+    assert!(after.io_ops > before.io_ops);
+    drop(gone);
+    drop(held);
+    s.commit(vec![0u32]).unwrap(); // sweeps the release
+    let st = s.stats();
+    assert_eq!((st.releases, st.releases_pending), (1, 0));
+    assert_eq!(st.objects, 21, "21 commits, one freed, one replica");
+    assert_eq!(Store::in_memory(0).stats().io_ops, 0);
+}

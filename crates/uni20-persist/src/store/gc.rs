@@ -67,7 +67,7 @@ impl Store {
 
     /// Garbage collection: keeps every object reachable from `roots` or from the
     /// named roots ([`set_root`](Store::set_root)) (through
-    /// [`Persist::references`]), every pinned object (and what it reaches) and every
+    /// [`Persist::references`](crate::Persist::references)), every pinned object (and what it reaches) and every
     /// object being loaded; removes all others from memory and from disk, then
     /// fsyncs the directory. Roots and references this store does not hold are ignored.
     ///

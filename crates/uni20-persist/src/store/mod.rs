@@ -37,7 +37,7 @@ use crate::id::fresh_nonce;
 use crate::pool::LoadPool;
 use crate::{ObjectId, ObjectMeta, Persist, PersistError};
 pub use state::StoreStats;
-use state::{refs_erased, Alloc, Entry, State};
+use state::{refs_erased, Alloc, Entry, OnDisk, State};
 
 /// Options of a disk-backed store ([`Store::open`]).
 #[derive(Clone, Debug, Default)]
@@ -304,8 +304,32 @@ impl Store {
         self.inner.state.lock().entries.get(&id).is_some_and(Entry::pinned)
     }
 
-    /// A snapshot of this store's counters.
+    /// What this store holds now and its counters (see [`StoreStats`]). Walks every
+    /// entry under the state lock: O(objects); no I/O.
     pub fn stats(&self) -> StoreStats {
-        self.inner.state.lock().stats.clone()
+        let st = self.inner.state.lock();
+        let mut s = st.stats.clone();
+        s.objects = 0;
+        s.pinned_objects = 0;
+        s.bytes_pinned = 0;
+        s.spilled_objects = 0;
+        s.bytes_spilled = 0;
+        s.releases_pending = 0;
+        for e in st.entries.values().filter(|e| !e.dead()) {
+            s.objects += 1;
+            if e.pinned() {
+                s.pinned_objects += 1;
+                s.bytes_pinned += if e.resident() { e.charge() } else { e.meta.size };
+            } else if !e.resident() && e.disk != OnDisk::No {
+                s.spilled_objects += 1;
+                s.bytes_spilled += e.meta.size;
+            }
+            if e.released {
+                s.releases_pending += 1;
+            }
+        }
+        drop(st);
+        s.io_ops = self.inner.disk.as_ref().map_or(0, Disk::io_ops);
+        s
     }
 }

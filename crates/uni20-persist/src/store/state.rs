@@ -75,10 +75,36 @@ pub(super) enum OnDisk {
     Durable,
 }
 
-/// Counters of one store, from [`Store::stats`](crate::Store::stats).
+/// Usage and counters of one store, from [`Store::stats`](crate::Store::stats).
+///
+/// The first group is a snapshot of what the store holds now (computed by
+/// `stats`); the rest are counters since the store was created or opened. Sizes are
+/// encoded payload sizes ([`ObjectMeta::size`]); a resident entry holding both its
+/// decoded value and its bytes is charged twice.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct StoreStats {
+    /// Objects this store can serve without a remote fetch (resident or on disk;
+    /// released objects still pinned included).
+    pub objects: u64,
+    /// Objects with a resident form held by the store (decoded value or bytes).
+    pub resident_objects: u64,
+    /// Bytes charged to resident forms (what
+    /// [`StoreOptions::memory_budget`](crate::StoreOptions::memory_budget) bounds).
+    pub bytes_resident: u64,
+    /// Objects pinned by an explicit pin or a live `PValue`.
+    pub pinned_objects: u64,
+    /// Bytes of the pinned objects: their resident charge, or their size for a
+    /// released object that only `PValue`s hold. Not evictable.
+    pub bytes_pinned: u64,
+    /// Objects only on disk (a file and no resident form).
+    pub spilled_objects: u64,
+    /// Bytes of the objects only on disk.
+    pub bytes_spilled: u64,
+    /// Released objects still present because pinned, being loaded or reachable
+    /// from a named root (see [`Store::release`](crate::Store::release)).
+    pub releases_pending: u64,
+
     /// Loads served from an already-decoded resident value.
     pub hits: u64,
     /// Loads that found no decoded resident value (whether or not they then succeeded).
@@ -87,27 +113,34 @@ pub struct StoreStats {
     pub evictions: u64,
     /// Evicted entries written to disk because they were not there yet.
     pub spills: u64,
-    /// Bytes currently charged to resident entries (see [`StoreOptions::memory_budget`](crate::StoreOptions::memory_budget)).
-    pub bytes_resident: u64,
-    /// Objects this store can serve without a remote fetch (resident or on disk).
-    pub objects: u64,
-    /// Objects with a resident form (decoded value or byte payload).
-    pub resident_objects: u64,
+    /// Spill writes that failed (the object stayed resident).
+    pub spill_failures: u64,
     /// Times a value was decoded from bytes (resident, disk or remote).
     pub materializations: u64,
     /// Successful `commit` calls.
     pub commits: u64,
-    /// Object files read from disk.
+    /// Object files read from disk (loads, `encoded`, pins, gc reading references).
     pub disk_reads: u64,
     /// Object files written to disk (commit, spill or flush).
     pub disk_writes: u64,
+    /// Object files deleted (release, gc).
+    pub disk_deletes: u64,
+    /// Every filesystem operation of a disk store: object-file reads, header reads,
+    /// writes, fsyncs and deletions, directory fsyncs and listings, reads and writes
+    /// of the nonce, counter and roots files (0 for an in-memory store).
+    pub io_ops: u64,
     /// Objects fetched from the remote source.
     pub remote_fetches: u64,
     /// Released objects freed (removed from memory and disk), by
     /// [`Store::release`](crate::Store::release) or a later sweep.
     pub releases: u64,
-    /// Object files deleted (release, gc).
-    pub disk_deletes: u64,
+}
+
+impl StoreStats {
+    /// Object-file operations: `disk_reads + disk_writes + disk_deletes`.
+    pub fn object_io(&self) -> u64 {
+        self.disk_reads + self.disk_writes + self.disk_deletes
+    }
 }
 
 /// One object known to the store.
@@ -213,7 +246,8 @@ pub(super) struct State {
     /// Released objects kept because a named root reaches them: looked at again
     /// only when roots change or on the next release or gc.
     pub(super) retained: HashSet<ObjectId, IdHash>,
-    /// Counters.
+    /// Counters (the snapshot fields are filled in by `Store::stats`, except
+    /// `bytes_resident` and `resident_objects`, kept exact here).
     pub(super) stats: StoreStats,
 }
 
@@ -272,7 +306,6 @@ impl State {
             tracing::error!(object = %old.meta.id, "replacing an existing entry");
         }
         self.entries.insert(e.meta.id, e);
-        self.stats.objects += 1;
     }
 
     pub(super) fn remove(&mut self, id: ObjectId) -> Option<Entry> {
@@ -282,7 +315,6 @@ impl State {
             self.stats.resident_objects = self.stats.resident_objects.saturating_sub(1);
             self.stats.bytes_resident = self.stats.bytes_resident.saturating_sub(e.charge());
         }
-        self.stats.objects = self.stats.objects.saturating_sub(1);
         self.pending.remove(&id);
         self.retained.remove(&id);
         Some(e)
