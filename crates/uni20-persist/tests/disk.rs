@@ -478,3 +478,49 @@ fn stats_report_usage_and_io() {
     assert_eq!(st.objects, 21, "21 commits, one freed, one replica");
     assert_eq!(Store::in_memory(0).stats().io_ops, 0);
 }
+
+#[test]
+fn try_load_local_never_does_io() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Store::open(tmp.path(), 0, StoreOptions::new().memory_budget(1000)).unwrap();
+    let d = s.commit(vec![4u8; 500]).unwrap();
+    let cold = s.commit(vec![5u8; 10]).unwrap();
+    assert!(s.evict(d.id()) && s.evict(cold.id()));
+    let src = Store::in_memory(1);
+    let r = src.commit(vec![6u8; 450]).unwrap();
+    let q = src.commit(vec![7u8; 100]).unwrap();
+    for p in [r, q] {
+        let (m, b) = src.encoded(p.id()).unwrap();
+        s.insert_replica(m, b.to_vec()).unwrap();
+    }
+    // Pinning by ID reads the file and checks no budget: the cache is now over its
+    // budget, and the only evictable entries are replicas, which need a spill.
+    s.pin(d.id()).unwrap();
+    let before = s.stats();
+    assert_eq!(before.bytes_resident, 500 + 450 + 100);
+    assert_eq!(before.spills, 0);
+
+    let v_q = s.try_load_local(q).expect("resident replica decodes");
+    let v_d = s.try_load_local(d).expect("pinned bytes decode");
+    assert!(s.try_load_local(cold).is_none(), "only on disk: a miss, not a read");
+    assert!(s
+        .try_load_local(PersistentPtr::<Vec<u8>>::from_id(ObjectId::new(9, 9)))
+        .is_none());
+    let after = s.stats();
+    assert_eq!(after.io_ops, before.io_ops, "try_load_local touched the disk");
+    assert_eq!(after.object_io(), before.object_io());
+    assert_eq!((after.spills, after.evictions), (before.spills, before.evictions));
+    assert_eq!(after.materializations, before.materializations + 2);
+    assert_eq!(after.bytes_resident, 1050, "eviction work is left for later");
+    assert_eq!((&v_q[..], &v_d[..]), (&[7u8; 100][..], &[4u8; 500][..]));
+
+    // The next I/O load does it: the unpinned replica `q` is spilled and evicted.
+    drop(v_q);
+    let v_r = s.load_wait(r).unwrap();
+    let later = s.stats();
+    assert_eq!(later.spills, 1, "{later:?}");
+    assert!(later.bytes_resident <= 1000, "{later:?}");
+    assert!(!s.is_resident(q.id()) && s.object_path(q.id()).unwrap().exists());
+    assert_eq!(v_r[0], 6);
+    assert_eq!(&*s.load_wait(q).unwrap(), &[7u8; 100]);
+}

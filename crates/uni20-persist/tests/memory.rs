@@ -391,3 +391,30 @@ fn panicking_decode_in_async_load_does_not_hang() {
     let q = b.commit(vec![1u8]).unwrap();
     assert_eq!(&*common::block_on(b.load(q)).unwrap(), &[1]);
 }
+
+#[test]
+fn a_replica_is_decoded_once_and_cached() {
+    let a = Store::in_memory(0);
+    let p = a.commit((0..1000u64).collect::<Vec<_>>()).unwrap();
+    let (meta, bytes) = a.encoded(p.id()).unwrap();
+    let b = Store::in_memory(1);
+    b.insert_replica(meta, bytes.to_vec()).unwrap();
+    assert_eq!(b.stats().bytes_resident, 8000);
+    let v1 = b.try_load_local(p).unwrap();
+    let v2 = b.try_load_local(p).unwrap();
+    let v3 = b.load_wait(p).unwrap();
+    let v4 = common::block_on(b.load(p)).unwrap();
+    for v in [&v2, &v3, &v4] {
+        assert!(std::ptr::eq(&**v, &*v1), "one shared decoded value");
+    }
+    drop((v1, v2, v3, v4));
+    // Still cached once no PValue is left: no second decode.
+    assert_eq!(b.try_load_local(p).unwrap()[999], 999);
+    let st = b.stats();
+    assert_eq!(st.materializations, 1);
+    assert_eq!(st.hits, 4);
+    // The decoded value replaced the bytes: charged once.
+    assert_eq!(st.bytes_resident, 8000);
+    // Serving it to a third rank re-encodes the cached value to the same bytes.
+    assert_eq!(&*b.encoded(p.id()).unwrap().1, &*bytes);
+}

@@ -38,7 +38,12 @@ impl Store {
     ///
     /// Returns `None` on a miss: the object is absent, only on disk, of another type
     /// (logged), or its bytes fail to decode (logged). A resident byte-only replica
-    /// is decoded here, once: concurrent callers wait for the one decode.
+    /// is decoded here, once: concurrent callers wait for the one decode, and the
+    /// decoded value replaces the bytes in the cache, so later loads share it.
+    ///
+    /// Never performs I/O, even on a disk store over its memory budget: the
+    /// eviction and spill work that a decode may call for is left to the next
+    /// commit, [`load_wait`](Store::load_wait) or [`load`](Store::load).
     pub fn try_load_local<T: Persist>(&self, p: PersistentPtr<T>) -> Option<PValue<T>> {
         let id = p.id();
         {
@@ -117,7 +122,8 @@ impl Store {
     }
 
     /// Single-flight materialization of `id` as `T`. With `io == false` only resident
-    /// bytes are used. `Ok(None)`: not available from the allowed sources.
+    /// bytes are used and nothing touches the disk: no spill, no eviction work, no
+    /// file deletion. `Ok(None)`: not available from the allowed sources.
     pub(super) fn materialize<T: Persist>(&self, id: ObjectId, io: bool) -> Result<Option<PValue<T>>, PersistError> {
         let lock = {
             let mut l = self.inner.loading.lock();
@@ -228,8 +234,12 @@ impl Store {
         }
         drop(_held);
         drop(_guard);
-        self.sweep_released(true)?;
-        self.enforce_budget()?;
+        // The no-I/O path (`try_load_local`) leaves file deletions and eviction work
+        // to the next commit or I/O load.
+        self.sweep_released(io)?;
+        if io {
+            self.enforce_budget()?;
+        }
         Ok(Some(PValue::new(id, arc)))
     }
 
