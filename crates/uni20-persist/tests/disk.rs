@@ -524,3 +524,58 @@ fn try_load_local_never_does_io() {
     assert_eq!(v_r[0], 6);
     assert_eq!(&*s.load_wait(q).unwrap(), &[7u8; 100]);
 }
+
+#[test]
+fn a_failed_spill_does_not_poison_the_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Store::open(tmp.path(), 0, StoreOptions::new().memory_budget(1000)).unwrap();
+    // Two unrelated objects, only on disk.
+    let a = s.commit(vec![1u8; 200]).unwrap();
+    let b = s.commit(vec![2u8; 200]).unwrap();
+    assert!(s.evict(a.id()) && s.evict(b.id()));
+    // A replica: resident, no file, so evicting it needs a spill.
+    let src = Store::in_memory(1);
+    let r = src.commit(vec![3u8; 700]).unwrap();
+    let (meta, bytes) = src.encoded(r.id()).unwrap();
+    s.insert_replica(meta, bytes.to_vec()).unwrap();
+    let r_path = s.object_path(r.id()).unwrap();
+
+    // The disk is full for the next two spills.
+    s.inject_spill_failures(2);
+    // Loading `a` fits (900 bytes); loading `b` goes over: the spill of `r` (oldest)
+    // fails, `a` is evicted instead, and the load of `b` succeeds.
+    drop(s.load_wait(a).unwrap());
+    assert_eq!(&*s.load_wait(b).unwrap(), &[2u8; 200]);
+    let st = s.stats();
+    assert_eq!(st.spill_failures, 1, "{st:?}");
+    assert_eq!(st.spills, 0);
+    assert!(s.is_resident(r.id()) && !r_path.exists(), "the replica stays resident");
+    assert!(st.bytes_resident <= 1000, "{st:?}");
+    // The failure is reported once, naming the object and its file.
+    match s.take_background_error() {
+        Some(PersistError::Io { op, path, source }) => {
+            assert!(op.contains(&r.id().to_string()), "{op}");
+            assert_eq!(path, r_path);
+            assert_eq!(source.raw_os_error(), Some(28), "ENOSPC");
+        }
+        other => panic!("expected the spill error, got {other:?}"),
+    }
+    assert!(s.take_background_error().is_none());
+    // Still full: unrelated objects keep loading, the replica stays servable.
+    assert_eq!(&*s.load_wait(a).unwrap(), &[1u8; 200]);
+    assert_eq!(s.stats().spill_failures, 2);
+    assert_eq!(&*s.encoded(r.id()).unwrap().1, &*bytes);
+    // Space again: the next budget check spills the replica.
+    let c = s.commit(vec![4u8; 300]).unwrap();
+    let st = s.stats();
+    assert_eq!((st.spills, st.spill_failures), (1, 2), "{st:?}");
+    assert!(!s.is_resident(r.id()) && r_path.exists());
+    assert!(st.bytes_resident <= 1000, "{st:?}");
+    assert!(
+        s.take_background_error().is_some(),
+        "the second failure, kept after the first was taken"
+    );
+    // And it reloads from its file, bit-identical.
+    assert_eq!(&*s.encoded(r.id()).unwrap().1, &*bytes);
+    assert_eq!(&*s.load_wait(c).unwrap(), &[4u8; 300]);
+}

@@ -47,7 +47,9 @@ impl Store {
     ///
     /// # Errors
     /// [`PersistError::Io`] if the object file or the counter file cannot be written
-    /// (fatal: no ID escapes); errors of a spill triggered by the memory budget.
+    /// (fatal: no ID escapes). Work done on the side (the budget check's spills, the
+    /// deletion of released objects' files) does not fail the commit; see
+    /// [`Store::take_background_error`].
     pub fn commit<T: Persist>(&self, value: T) -> Result<PersistentPtr<T>, PersistError> {
         let refs = value.references();
         let id = {
@@ -65,8 +67,8 @@ impl Store {
             self.commit_parts::<T>(bytes, refs, move || Resident::Value(resident))?
         };
         // After the local handle is gone, so the new entry is not counted as pinned.
-        self.sweep_released(true)?;
-        self.enforce_budget()?;
+        self.sweep_released(true);
+        self.enforce_budget();
         Ok(PersistentPtr::from_id(id))
     }
 
@@ -80,8 +82,8 @@ impl Store {
     ) -> Result<PersistentPtr<T>, PersistError> {
         let bytes: Arc<Vec<u8>> = bytes.into();
         let id = self.commit_parts::<T>(&bytes, refs, || Resident::Bytes(bytes.clone()))?;
-        self.sweep_released(true)?;
-        self.enforce_budget()?;
+        self.sweep_released(true);
+        self.enforce_budget();
         Ok(PersistentPtr::from_id(id))
     }
 
@@ -176,8 +178,8 @@ impl Store {
             }
         }
         if budget {
-            self.sweep_released(true)?;
-            self.enforce_budget()?;
+            self.sweep_released(true);
+            self.enforce_budget();
         }
         Ok(())
     }

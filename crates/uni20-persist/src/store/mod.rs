@@ -47,7 +47,11 @@ pub struct StoreOptions {
     /// their encoded size, resident byte payloads their length). When exceeded the
     /// cache evicts unpinned entries in least-recently-used order, writing them to
     /// disk first if they are not there yet. Pinned entries (a live [`PValue`](crate::PValue)) are
-    /// never evicted, so the budget can be exceeded by pinned data. `None`: unlimited.
+    /// never evicted, so the budget can be exceeded by pinned data. The check runs
+    /// after commits, replica inserts and loads that may do I/O (never in
+    /// [`Store::try_load_local`]); a failed spill does not fail them: the object
+    /// stays resident, the next check retries it, and the error is reported by
+    /// [`Store::take_background_error`]. `None`: unlimited.
     pub memory_budget: Option<u64>,
 }
 
@@ -152,8 +156,10 @@ struct Inner {
     remote: RwLock<Option<Arc<dyn RemoteSource>>>,
     /// Background threads of `Store::load`.
     pool: LoadPool,
-    /// Writes still to fail (fault injection, [`Store::inject_io_failures`]).
+    /// Commits still to fail (fault injection, [`Store::inject_io_failures`]).
     io_faults: std::sync::atomic::AtomicU32,
+    /// Spills still to fail (fault injection, [`Store::inject_spill_failures`]).
+    spill_faults: std::sync::atomic::AtomicU32,
 }
 
 /// One rank's object store.
@@ -212,6 +218,7 @@ impl Store {
                 remote: RwLock::new(None),
                 pool: LoadPool::new(),
                 io_faults: std::sync::atomic::AtomicU32::new(0),
+                spill_faults: std::sync::atomic::AtomicU32::new(0),
             }),
         }
     }

@@ -113,7 +113,8 @@ pub struct StoreStats {
     pub evictions: u64,
     /// Evicted entries written to disk because they were not there yet.
     pub spills: u64,
-    /// Spill writes that failed (the object stayed resident).
+    /// Spill writes that failed (the object stayed resident; see
+    /// [`Store::take_background_error`](crate::Store::take_background_error)).
     pub spill_failures: u64,
     /// Times a value was decoded from bytes (resident, disk or remote).
     pub materializations: u64,
@@ -125,6 +126,9 @@ pub struct StoreStats {
     pub disk_writes: u64,
     /// Object files deleted (release, gc).
     pub disk_deletes: u64,
+    /// Deletions of released objects' files that failed (see
+    /// [`Store::take_background_error`](crate::Store::take_background_error)).
+    pub delete_failures: u64,
     /// Every filesystem operation of a disk store: object-file reads, header reads,
     /// writes, fsyncs and deletions, directory fsyncs and listings, reads and writes
     /// of the nonce, counter and roots files (0 for an in-memory store).
@@ -161,6 +165,8 @@ pub(super) struct Entry {
     pub(super) tick: u64,
     /// A spill of it is in progress (not a candidate again meanwhile).
     pub(super) spilling: bool,
+    /// Its last spill failed (logged once until a spill succeeds).
+    pub(super) spill_failed: bool,
     /// Explicit pins by ID (`Store::pin`), on top of live `PValue`s.
     pub(super) pins: u64,
     /// The owner released it (`Store::release`): it goes once nothing pins it and no
@@ -185,6 +191,7 @@ impl Entry {
             refs,
             tick: 0,
             spilling: false,
+            spill_failed: false,
             pins: 0,
             released: false,
             rooted: false,
@@ -246,6 +253,9 @@ pub(super) struct State {
     /// Released objects kept because a named root reaches them: looked at again
     /// only when roots change or on the next release or gc.
     pub(super) retained: HashSet<ObjectId, IdHash>,
+    /// The first spill or sweep-deletion failure not yet taken by
+    /// `Store::take_background_error`.
+    pub(super) background_error: Option<PersistError>,
     /// Counters (the snapshot fields are filled in by `Store::stats`, except
     /// `bytes_resident` and `resident_objects`, kept exact here).
     pub(super) stats: StoreStats,
