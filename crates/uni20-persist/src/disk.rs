@@ -1,7 +1,9 @@
 //! On-disk layout of a rank's store.
 //!
 //! `<root>/rank-<rank>/` holds one file per object, `<origin>-<seq>-<nonce>.obj`
-//! (nonce as 16 hex digits), a `nonce` file and a `counter` file. An object file is
+//! (nonce as 16 hex digits), a `nonce` file, a `counter` file, a `roots` file and
+//! the `lock` file (held with `flock` by the store that has the directory open; it
+//! holds that process's ID as decimal text, see `crate::dir_lock`). An object file is
 //!
 //! ```text
 //! magic "U20OBJ\0\x02" (8) | header_len u32 LE | header_crc u32 LE | header | payload
@@ -34,7 +36,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
-use crate::dir_lock::DirClaim;
+use crate::dir_lock::DirLock;
 use crate::{ObjectId, ObjectMeta, PersistError};
 
 const OBJ_MAGIC: &[u8; 8] = b"U20OBJ\0\x02";
@@ -60,8 +62,8 @@ pub(crate) type ScanItem = (ObjectId, Result<FileHeader, PersistError>);
 pub(crate) struct Disk {
     dir: PathBuf,
     tmp_counter: AtomicU64,
-    /// This process's claim on `dir`, released when the handle drops.
-    _claim: DirClaim,
+    /// This process's exclusive hold on `dir`, released when the handle drops.
+    _lock: DirLock,
     /// Filesystem operations performed through this handle (see [`Disk::io_ops`]).
     ops: AtomicU64,
 }
@@ -72,12 +74,13 @@ fn io(op: impl Into<String>, path: &Path) -> impl FnOnce(std::io::Error) -> Pers
 }
 
 impl Disk {
-    /// Creates (if needed) `<root>/rank-<rank>`, claims it for this process and
-    /// returns the handle.
+    /// Creates (if needed) `<root>/rank-<rank>`, takes it exclusively for this store
+    /// ([`DirLock`]) and returns the handle.
     ///
     /// # Errors
-    /// [`PersistError::Io`] if the directory cannot be created;
-    /// [`PersistError::AlreadyOpen`] if a live store of this process holds it.
+    /// [`PersistError::Io`] if the directory cannot be created or locked;
+    /// [`PersistError::AlreadyOpen`] if a live store of this process holds it;
+    /// [`PersistError::Locked`] if another process holds it.
     pub fn create(root: &Path, rank: u32) -> Result<Disk, PersistError> {
         let dir = root.join(format!("rank-{rank}"));
         let existed = dir.is_dir();
@@ -86,11 +89,11 @@ impl Disk {
             // Make the new directory entry itself durable.
             sync_dir(root)?;
         }
-        let claim = DirClaim::new(&dir)?;
+        let lock = DirLock::acquire(&dir)?;
         Ok(Disk {
             dir,
             tmp_counter: AtomicU64::new(0),
-            _claim: claim,
+            _lock: lock,
             ops: AtomicU64::new(0),
         })
     }

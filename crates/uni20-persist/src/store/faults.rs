@@ -43,12 +43,7 @@ impl Store {
         Err(PersistError::Io {
             op: format!("{what} object {id} (injected fault)"),
             path,
-            source: std::io::Error::from_raw_os_error(libc_enospc()),
+            source: std::io::Error::from(rustix::io::Errno::NOSPC),
         })
     }
-}
-
-/// `ENOSPC` ("No space left on device") on Linux and the BSDs.
-const fn libc_enospc() -> i32 {
-    28
 }

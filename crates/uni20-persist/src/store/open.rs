@@ -27,13 +27,16 @@ impl Store {
     /// after a crash.
     ///
     /// One store per rank directory: a second `open` of a directory that a live store
-    /// of this process holds fails with [`PersistError::AlreadyOpen`]. Opening one
-    /// directory from two processes at once is not detected and not supported.
+    /// of this process holds fails with [`PersistError::AlreadyOpen`], and one that
+    /// another live process holds fails with [`PersistError::Locked`] (naming the
+    /// directory and the holder's process ID). The hold is an advisory `flock` on the
+    /// directory's `lock` file, released when the store (every clone) is dropped or
+    /// the process dies, even by SIGKILL.
     ///
     /// # Errors
     /// [`PersistError::Io`] if the directory cannot be created or listed;
     /// [`PersistError::Corrupt`] if the nonce, counter or roots file is damaged;
-    /// [`PersistError::AlreadyOpen`].
+    /// [`PersistError::AlreadyOpen`]; [`PersistError::Locked`].
     pub fn open(dir: &Path, rank: u32, opts: StoreOptions) -> Result<Store, PersistError> {
         let disk = Disk::create(dir, rank)?;
         let mut state = State::new();
