@@ -80,6 +80,12 @@ fn release_frees_memory_and_file() {
     assert_eq!(st.releases, before.releases + 1);
     assert_eq!(st.disk_deletes, before.disk_deletes + 1);
     assert_eq!(st.bytes_resident, before.bytes_resident - 1000);
+    // A flush makes the deletion durable: one directory fsync, nothing written.
+    let io = s.stats().io_ops;
+    s.flush_all().unwrap();
+    assert_eq!(s.stats().io_ops, io + 1);
+    s.flush_all().unwrap();
+    assert_eq!(s.stats().io_ops, io + 1, "nothing left to make durable");
     // Released twice: nothing more to do.
     let r = s.release(a).unwrap();
     assert_eq!((r.released, r.not_found, r.freed), (0, 1, 0));
@@ -128,6 +134,10 @@ fn a_pvalue_keeps_a_released_object_until_the_last_one_drops() {
     assert!(std::ptr::eq(&*again, &*v));
     assert_eq!(s.encoded(p.id()).unwrap().1.len(), 4096);
     assert_eq!(s.stats().bytes_resident, 0, "the store no longer charges it");
+    // A flush does not write a released object back.
+    s.flush_all().unwrap();
+    s.flush(p).unwrap();
+    assert!(!path.exists());
     drop(again);
     drop(v);
     assert_eq!(dropped.load(Ordering::SeqCst), 0, "never freed under a holder");

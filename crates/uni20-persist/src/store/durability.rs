@@ -1,6 +1,7 @@
 //! Durability: [`Store::flush`], [`Store::flush_ids`] and [`Store::flush_all`] write
 //! the files not on disk yet, fsync each file, then fsync the rank directory once per
-//! batch, and record the objects as durable. A commit alone only makes an object
+//! batch, and record the objects as durable; the same directory fsync makes the
+//! deletions of released objects' files durable. A commit alone only makes an object
 //! servable (file written and renamed, not fsynced).
 
 use super::state::OnDisk;
@@ -9,8 +10,11 @@ use crate::{ObjectId, PersistError};
 
 impl Store {
     /// Makes object `id` durable: writes its file if it is not on disk yet, fsyncs the
-    /// file, then fsyncs the directory. A no-op for an in-memory store or an object
-    /// already durable.
+    /// file, then fsyncs the directory. A no-op for an in-memory store, an object
+    /// already durable, and a [released](Store::release) object that only pins keep
+    /// (it is not written back). The directory is fsynced if a file was written or if
+    /// files of released objects were deleted since the last flush, so a flush also
+    /// makes earlier releases durable.
     ///
     /// # Errors
     /// [`PersistError::NotFound`] if this store does not hold `id`;
@@ -20,8 +24,8 @@ impl Store {
     }
 
     /// Makes every object of this store durable as one batch: writes the files not yet
-    /// on disk, fsyncs each new file, then fsyncs the directory once. A no-op for an
-    /// in-memory store.
+    /// on disk, fsyncs each new file, then fsyncs the directory once. Released objects
+    /// that only pins keep are skipped. A no-op for an in-memory store.
     ///
     /// # Errors
     /// [`PersistError::Io`] on write or fsync failure (fatal).
@@ -33,7 +37,7 @@ impl Store {
             let st = self.inner.state.lock();
             st.entries
                 .values()
-                .filter(|e| e.disk != OnDisk::Durable && !e.dead())
+                .filter(|e| e.disk != OnDisk::Durable && !e.released_unrooted())
                 .map(|e| e.meta.id)
                 .collect()
         };
@@ -62,6 +66,10 @@ impl Store {
                     .get(&id)
                     .filter(|e| !e.dead())
                     .ok_or(PersistError::NotFound(id))?;
+                if e.released_unrooted() {
+                    // Released, only pins keep it for now: no file to make durable.
+                    continue;
+                }
                 (e.disk, e.meta.clone(), e.refs.clone())
             };
             match state {
@@ -82,10 +90,14 @@ impl Store {
             disk.sync_object(id)?;
             synced.push(id);
         }
-        if synced.is_empty() {
+        let deletions = std::mem::take(&mut self.inner.state.lock().unsynced_deletes);
+        if synced.is_empty() && !deletions {
             return Ok(());
         }
-        disk.sync_dir()?;
+        if let Err(e) = disk.sync_dir() {
+            self.inner.state.lock().unsynced_deletes |= deletions;
+            return Err(e);
+        }
         let mut st = self.inner.state.lock();
         for id in synced {
             if let Some(e) = st.entries.get_mut(&id) {

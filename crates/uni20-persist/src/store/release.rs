@@ -45,9 +45,11 @@ impl Store {
     /// Releasing an object twice is harmless.
     ///
     /// Cost: one traversal of the objects the named roots reach (none without named
-    /// roots), plus one file deletion per freed file. Deletions are not fsynced here:
-    /// they become durable with the next directory fsync ([`flush`](Store::flush),
-    /// [`gc`](Store::gc), [`set_root`](Store::set_root)). After a crash before that, a
+    /// roots), plus one file deletion per freed file. Deletions are not fsynced here
+    /// (one directory fsync per batch would cost more than the release): they become
+    /// durable with the next directory fsync, which [`flush_all`](Store::flush_all)
+    /// or any [`flush`](Store::flush) performs whenever deletions are pending, as do
+    /// [`gc`](Store::gc) and [`set_root`](Store::set_root). After a crash before that, a
     /// freed object may reappear on reopen as an unreferenced object, which the next
     /// `gc` removes; its ID is never issued again.
     ///

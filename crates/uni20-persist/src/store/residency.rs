@@ -203,7 +203,10 @@ impl Store {
                 }
             }
         }
-        self.inner.state.lock().stats.disk_deletes += removed;
+        let mut st = self.inner.state.lock();
+        st.stats.disk_deletes += removed;
+        st.unsynced_deletes |= removed > 0;
+        drop(st);
         (removed, first_err)
     }
 }

@@ -204,10 +204,16 @@ impl Entry {
         self.value.clone().or_else(|| self.held.as_ref()?.upgrade())
     }
 
+    /// Released and not kept by a root: only pins (or a load) keep it, and it needs
+    /// no file.
+    pub(super) fn released_unrooted(&self) -> bool {
+        self.released && !self.rooted
+    }
+
     /// Released, not kept by a root and not pinned: logically gone (loads say
     /// `NotFound`), removed from the map at the next sweep.
     pub(super) fn dead(&self) -> bool {
-        self.released && !self.rooted && !self.pinned()
+        self.released_unrooted() && !self.pinned()
     }
 
     /// Bytes charged to the memory budget: the encoded size for a resident value
@@ -253,6 +259,8 @@ pub(super) struct State {
     /// Released objects kept because a named root reaches them: looked at again
     /// only when roots change or on the next release or gc.
     pub(super) retained: HashSet<ObjectId, IdHash>,
+    /// Files of released objects were deleted since the last directory fsync.
+    pub(super) unsynced_deletes: bool,
     /// The first spill or sweep-deletion failure not yet taken by
     /// `Store::take_background_error`.
     pub(super) background_error: Option<PersistError>,
