@@ -79,7 +79,7 @@ fn a_failed_first_contraction_fails_the_dependent_one_with_the_first_error() {
         let mut m: Manifest = a.manifest(ctl).unwrap();
         m.blocks[2] = BlockRef {
             owner: m.blocks[2].owner,
-            id: ObjectId { origin: 7, seq: 4242 },
+            id: ObjectId::new(7, 4242),
         };
         let bad = DistTensor::from_manifest(m).unwrap();
         let c = contract(ctl, "ij,jk->ik", &bad, &a).unwrap();

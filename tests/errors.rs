@@ -131,7 +131,7 @@ fn a_failing_command_stops_the_job_with_a_diagnostic() {
         let mut m: Manifest = a.manifest(ctl).unwrap();
         m.blocks[1] = BlockRef {
             owner: m.blocks[1].owner,
-            id: ObjectId { origin: 9, seq: 999 },
+            id: ObjectId::new(9, 999),
         };
         let bad = DistTensor::from_manifest(m).unwrap();
         let err = contract(ctl, "ij,jk->ik", &bad, &a)

@@ -53,18 +53,18 @@ pub fn contraction_with_inputs_on_storage(ctl: &Controller<'_>) -> u64 {
         "every moved byte comes from the storage rank"
     );
     assert!(from_storage > 0);
-    // The object-server requests: has / pin / release / get / put.
+    // The object-server requests: has / pin / unpin / get / put.
     let id = a.manifest(ctl).unwrap().blocks[0].id;
     let ask = |req: StorageRequest| ctl.submit::<StorageCommand>(&req, &storage).unwrap().remove(0).1;
     assert_eq!(ask(StorageRequest::Has(id)), StorageResponse::Has(true));
     assert_eq!(ask(StorageRequest::Pin(id)), StorageResponse::Done);
-    assert_eq!(ask(StorageRequest::Release(id)), StorageResponse::Done);
+    assert_eq!(ask(StorageRequest::Unpin(id)), StorageResponse::Done);
     let StorageResponse::Object { meta, bytes } = ask(StorageRequest::Get(id)) else {
         panic!("get failed")
     };
     assert_eq!(meta.id, id);
     assert_eq!(bytes.len() as u64, meta.size);
-    let missing = uni20::persist::ObjectId { origin: 77, seq: 1 };
+    let missing = uni20::persist::ObjectId::new(77, 1);
     assert_eq!(ask(StorageRequest::Has(missing)), StorageResponse::Has(false));
     from_storage
 }

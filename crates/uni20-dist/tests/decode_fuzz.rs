@@ -48,7 +48,7 @@ fn manifest(shape: &[usize], block: usize, origin: u32) -> Manifest {
     let blocks = (0..blocking.num_blocks())
         .map(|b| uni20_dist::BlockRef {
             owner: 1 + b % 3,
-            id: ObjectId { origin, seq: b as u64 },
+            id: ObjectId::new(origin, b as u64),
         })
         .collect();
     Manifest {

@@ -1,10 +1,12 @@
 //! On-disk layout of a rank's store.
 //!
-//! `<root>/rank-<rank>/` holds one file per object, `<origin>-<seq>.obj`, and a
-//! `counter` file. An object file is
+//! `<root>/rank-<rank>/` holds one file per object, `<origin>-<seq>-<nonce>.obj`
+//! (nonce as 16 hex digits), a `nonce` file, a `counter` file, a `roots` file and
+//! the `lock` file (held with `flock` by the store that has the directory open; it
+//! holds that process's ID as decimal text, see `crate::dir_lock`). An object file is
 //!
 //! ```text
-//! magic "U20OBJ\0\x01" (8) | header_len u32 LE | header_crc u32 LE | header | payload
+//! magic "U20OBJ\0\x02" (8) | header_len u32 LE | header_crc u32 LE | header | payload
 //! ```
 //!
 //! where `header` is the postcard encoding of [`FileHeader`] (the object's metadata
@@ -14,10 +16,17 @@
 //! under its final name; leftover temporaries are deleted at open. Durability needs
 //! an explicit flush (fsync of the file and of the directory).
 //!
+//! The `nonce` file holds the directory's store nonce (the middle part of every
+//! [`ObjectId`] it issues), created once with the directory and never changed:
+//! magic "U20NONC\x01" (8) | nonce u64 LE | crc32 of the first 16 bytes (4).
 //! The `counter` file holds the reserved high-water mark of this rank's ID counter:
 //! magic "U20CNT\0\x01" (8) | value u64 LE | crc32 of the first 16 bytes (4).
-//! The `roots` file holds the named gc roots: magic "U20ROOT\x01" (8) | crc32 of
+//! The `roots` file holds the named gc roots: magic "U20ROOT\x02" (8) | crc32 of
 //! the body (4) | postcard `BTreeMap<String, ObjectId>`.
+//!
+//! Format 1 (object files `<origin>-<seq>.obj` with magic version 1, roots magic
+//! version 1) predates the nonce: such object files are ignored with a warning and a
+//! format-1 roots file is reported as corrupt, naming the format.
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
@@ -27,11 +36,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
+use crate::dir_lock::DirLock;
 use crate::{ObjectId, ObjectMeta, PersistError};
 
-const OBJ_MAGIC: &[u8; 8] = b"U20OBJ\0\x01";
+const OBJ_MAGIC: &[u8; 8] = b"U20OBJ\0\x02";
+/// Magic of format-1 object files (IDs without a nonce), recognised only to say so.
+const OBJ_MAGIC_V1: &[u8; 8] = b"U20OBJ\0\x01";
 const CNT_MAGIC: &[u8; 8] = b"U20CNT\0\x01";
-const ROOTS_MAGIC: &[u8; 8] = b"U20ROOT\x01";
+const NONCE_MAGIC: &[u8; 8] = b"U20NONC\x01";
+const ROOTS_MAGIC: &[u8; 8] = b"U20ROOT\x02";
+/// Magic of format-1 roots files, recognised only to say so.
+const ROOTS_MAGIC_V1: &[u8; 8] = b"U20ROOT\x01";
 /// Upper bound on a header's size; anything larger is treated as corruption.
 const MAX_HEADER: u32 = 64 << 20;
 
@@ -47,6 +62,10 @@ pub(crate) type ScanItem = (ObjectId, Result<FileHeader, PersistError>);
 pub(crate) struct Disk {
     dir: PathBuf,
     tmp_counter: AtomicU64,
+    /// This process's exclusive hold on `dir`, released when the handle drops.
+    _lock: DirLock,
+    /// Filesystem operations performed through this handle (see [`Disk::io_ops`]).
+    ops: AtomicU64,
 }
 
 fn io(op: impl Into<String>, path: &Path) -> impl FnOnce(std::io::Error) -> PersistError + '_ {
@@ -55,7 +74,13 @@ fn io(op: impl Into<String>, path: &Path) -> impl FnOnce(std::io::Error) -> Pers
 }
 
 impl Disk {
-    /// Creates (if needed) `<root>/rank-<rank>` and returns the handle.
+    /// Creates (if needed) `<root>/rank-<rank>`, takes it exclusively for this store
+    /// ([`DirLock`]) and returns the handle.
+    ///
+    /// # Errors
+    /// [`PersistError::Io`] if the directory cannot be created or locked;
+    /// [`PersistError::AlreadyOpen`] if a live store of this process holds it;
+    /// [`PersistError::Locked`] if another process holds it.
     pub fn create(root: &Path, rank: u32) -> Result<Disk, PersistError> {
         let dir = root.join(format!("rank-{rank}"));
         let existed = dir.is_dir();
@@ -64,10 +89,24 @@ impl Disk {
             // Make the new directory entry itself durable.
             sync_dir(root)?;
         }
+        let lock = DirLock::acquire(&dir)?;
         Ok(Disk {
             dir,
             tmp_counter: AtomicU64::new(0),
+            _lock: lock,
+            ops: AtomicU64::new(0),
         })
+    }
+
+    /// Filesystem operations performed through this handle since it was created: one
+    /// per object-file read, header read, write, fsync or deletion, per directory
+    /// fsync or listing, and per read or write of the nonce, counter or roots file.
+    pub fn io_ops(&self) -> u64 {
+        self.ops.load(Ordering::Relaxed)
+    }
+
+    fn op(&self) {
+        self.ops.fetch_add(1, Ordering::Relaxed);
     }
 
     pub fn dir(&self) -> &Path {
@@ -75,7 +114,7 @@ impl Disk {
     }
 
     pub fn object_path(&self, id: ObjectId) -> PathBuf {
-        self.dir.join(format!("{}-{}.obj", id.origin, id.seq))
+        self.dir.join(format!("{}.obj", file_stem(id)))
     }
 
     fn tmp_path(&self, stem: &str) -> PathBuf {
@@ -90,13 +129,14 @@ impl Disk {
         refs: Option<&[ObjectId]>,
         payload: &[u8],
     ) -> Result<PathBuf, PersistError> {
+        self.op();
         let header = postcard::to_allocvec(&FileHeader {
             meta: meta.clone(),
             refs: refs.map(|r| r.to_vec()),
         })
         .map_err(|e| PersistError::Decode(format!("encoding file header: {e}")))?;
         let final_path = self.object_path(meta.id);
-        let tmp = self.tmp_path(&format!("{}-{}", meta.id.origin, meta.id.seq));
+        let tmp = self.tmp_path(&file_stem(meta.id));
         let op = format!("write object {}", meta.id);
         let res = (|| {
             let mut f = File::create(&tmp).map_err(io(op.clone(), &tmp))?;
@@ -133,6 +173,13 @@ impl Disk {
             return Err(Self::corrupt(id, path, format!("truncated: {len} bytes")));
         }
         f.read_exact(&mut pre).map_err(io("read object file", path))?;
+        if &pre[..8] == OBJ_MAGIC_V1 {
+            return Err(Self::corrupt(
+                id,
+                path,
+                "object file format 1 (IDs without a store nonce) is not supported",
+            ));
+        }
         if &pre[..8] != OBJ_MAGIC {
             return Err(Self::corrupt(id, path, "bad magic"));
         }
@@ -173,12 +220,14 @@ impl Disk {
 
     /// Reads only the header of object file `path` (used when scanning at open).
     pub fn read_header(&self, path: &Path, id: ObjectId) -> Result<FileHeader, PersistError> {
+        self.op();
         let mut f = File::open(path).map_err(io("open object file", path))?;
         Self::read_header_from(&mut f, path, Some(id))
     }
 
     /// Reads and fully verifies object `id`: header, size and payload CRC.
     pub fn read_object(&self, id: ObjectId) -> Result<(FileHeader, Vec<u8>), PersistError> {
+        self.op();
         let path = self.object_path(id);
         let mut f = File::open(&path).map_err(io(format!("open object {id}"), &path))?;
         let header = Self::read_header_from(&mut f, &path, Some(id))?;
@@ -203,6 +252,7 @@ impl Disk {
 
     /// fsyncs one object file.
     pub fn sync_object(&self, id: ObjectId) -> Result<(), PersistError> {
+        self.op();
         let path = self.object_path(id);
         let f = File::open(&path).map_err(io(format!("open object {id} for fsync"), &path))?;
         f.sync_all().map_err(io(format!("fsync object {id}"), &path))
@@ -210,11 +260,13 @@ impl Disk {
 
     /// fsyncs the store directory (makes renames and removals durable).
     pub fn sync_dir(&self) -> Result<(), PersistError> {
+        self.op();
         sync_dir(&self.dir)
     }
 
     /// Deletes an object file; a missing file is not an error.
     pub fn remove_object(&self, id: ObjectId) -> Result<(), PersistError> {
+        self.op();
         let path = self.object_path(id);
         match fs::remove_file(&path) {
             Ok(()) => Ok(()),
@@ -226,7 +278,9 @@ impl Disk {
     /// Lists the object files, deleting leftover temporaries. Returns each object's
     /// ID (from its file name) and its header or the error reading it.
     pub fn scan(&self) -> Result<Vec<ScanItem>, PersistError> {
+        self.op();
         let mut out = Vec::new();
+        let mut legacy = 0usize;
         let rd = fs::read_dir(&self.dir).map_err(io("list store directory", &self.dir))?;
         for ent in rd {
             let ent = ent.map_err(io("list store directory", &self.dir))?;
@@ -242,12 +296,23 @@ impl Disk {
             let Some(stem) = name.strip_suffix(".obj") else {
                 continue;
             };
-            let Some((o, s)) = stem.split_once('-') else { continue };
-            let (Ok(origin), Ok(seq)) = (o.parse::<u32>(), s.parse::<u64>()) else {
+            let Some(id) = parse_file_stem(stem) else {
+                let mut parts = stem.split('-');
+                if let (Some(o), Some(q), None) = (parts.next(), parts.next(), parts.next()) {
+                    if o.parse::<u32>().is_ok() && q.parse::<u64>().is_ok() {
+                        legacy += 1;
+                    }
+                }
                 continue;
             };
-            let id = ObjectId { origin, seq };
             out.push((id, self.read_header(&path, id)));
+        }
+        if legacy > 0 {
+            tracing::warn!(
+                dir = %self.dir.display(),
+                files = legacy,
+                "ignoring object files of format 1 (written before object IDs had a store nonce)"
+            );
         }
         Ok(out)
     }
@@ -258,6 +323,7 @@ impl Disk {
 
     /// Reads the reserved counter high-water mark; `None` if there is no counter file.
     pub fn read_counter(&self) -> Result<Option<u64>, PersistError> {
+        self.op();
         let path = self.counter_path();
         let bytes = match fs::read(&path) {
             Ok(b) => b,
@@ -289,18 +355,65 @@ impl Disk {
 }
 
 impl Disk {
+    fn nonce_path(&self) -> PathBuf {
+        self.dir.join("nonce")
+    }
+
+    /// Reads the directory's store nonce; `None` if there is no nonce file yet.
+    pub fn read_nonce(&self) -> Result<Option<u64>, PersistError> {
+        self.op();
+        let path = self.nonce_path();
+        let bytes = match fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(PersistError::io("read nonce", path, e)),
+        };
+        if bytes.len() != 20 || &bytes[..8] != NONCE_MAGIC {
+            return Err(Self::corrupt(None, &path, "bad nonce file"));
+        }
+        let crc = u32::from_le_bytes([bytes[16], bytes[17], bytes[18], bytes[19]]);
+        if crc32fast::hash(&bytes[..16]) != crc {
+            return Err(Self::corrupt(None, &path, "nonce checksum mismatch"));
+        }
+        let mut v = [0u8; 8];
+        v.copy_from_slice(&bytes[8..16]);
+        let nonce = u64::from_le_bytes(v);
+        if nonce == ObjectId::NIL_NONCE {
+            return Err(Self::corrupt(None, &path, "nil nonce"));
+        }
+        Ok(Some(nonce))
+    }
+
+    /// Durably records the directory's store nonce (temp file, fsync, rename, fsync dir).
+    pub fn write_nonce(&self, nonce: u64) -> Result<(), PersistError> {
+        let mut buf = Vec::with_capacity(20);
+        buf.extend_from_slice(NONCE_MAGIC);
+        buf.extend_from_slice(&nonce.to_le_bytes());
+        let crc = crc32fast::hash(&buf);
+        buf.extend_from_slice(&crc.to_le_bytes());
+        self.write_small_durable(&self.nonce_path(), "nonce", &buf)
+    }
+
     fn roots_path(&self) -> PathBuf {
         self.dir.join("roots")
     }
 
     /// Reads the named roots; empty if there is no roots file.
     pub fn read_roots(&self) -> Result<BTreeMap<String, ObjectId>, PersistError> {
+        self.op();
         let path = self.roots_path();
         let bytes = match fs::read(&path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
             Err(e) => return Err(PersistError::io("read roots", path, e)),
         };
+        if bytes.len() >= 8 && &bytes[..8] == ROOTS_MAGIC_V1 {
+            return Err(Self::corrupt(
+                None,
+                &path,
+                "roots file format 1 (IDs without a store nonce) is not supported",
+            ));
+        }
         if bytes.len() < 12 || &bytes[..8] != ROOTS_MAGIC {
             return Err(Self::corrupt(None, &path, "bad roots file"));
         }
@@ -322,6 +435,7 @@ impl Disk {
     }
 
     fn write_small_durable(&self, path: &Path, what: &str, buf: &[u8]) -> Result<(), PersistError> {
+        self.op();
         let tmp = self.tmp_path(what);
         let res = (|| {
             let mut f = OpenOptions::new()
@@ -341,6 +455,22 @@ impl Disk {
         res?;
         self.sync_dir()
     }
+}
+
+/// File name stem of object `id`: `<origin>-<seq>-<nonce as 16 hex digits>`.
+fn file_stem(id: ObjectId) -> String {
+    format!("{}-{}-{:016x}", id.origin, id.seq, id.nonce)
+}
+
+/// Inverse of [`file_stem`]; `None` for any other name.
+fn parse_file_stem(stem: &str) -> Option<ObjectId> {
+    let mut parts = stem.split('-');
+    let (o, q, n) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() || n.len() != 16 || !n.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let id = ObjectId::with_nonce(o.parse().ok()?, u64::from_str_radix(n, 16).ok()?, q.parse().ok()?);
+    (file_stem(id) == stem).then_some(id)
 }
 
 fn sync_dir(dir: &Path) -> Result<(), PersistError> {

@@ -91,6 +91,20 @@ pub enum PersistError {
         /// The rank directory.
         path: PathBuf,
     },
+    /// [`Store::open`](crate::Store::open) of a rank directory that another live
+    /// process holds (an advisory `flock` on its `lock` file; released when that
+    /// process's store is dropped or the process dies, SIGKILL included).
+    #[error(
+        "store directory {} is held by another process ({})",
+        path.display(),
+        holder.map(|p| format!("pid {p}")).unwrap_or_else(|| "holder unknown".into())
+    )]
+    Locked {
+        /// The rank directory.
+        path: PathBuf,
+        /// Process ID of the holder, as it recorded it in the lock file, if readable.
+        holder: Option<u32>,
+    },
     /// The `Async<T>` epoch given to [`Store::persist_copy`](crate::Store::persist_copy) /
     /// [`Store::persist_take`](crate::Store::persist_take) is poisoned or holds no value;
     /// nothing was committed.

@@ -1,7 +1,7 @@
 //! Immutable persistent objects by global ID.
 //!
 //! A [`PersistentPtr<T>`] names an immutable committed value by its global
-//! [`ObjectId`] (origin rank + per-store counter, never reused). It never
+//! [`ObjectId`] (origin rank + store nonce + per-store counter, never reused). It never
 //! dereferences and never does I/O: a value is materialized explicitly with
 //! [`Store::try_load_local`] (no I/O), [`Store::load_wait`] (blocking) or
 //! [`Store::load`] (async; completes at once on a cache hit), which return a
@@ -16,7 +16,9 @@
 //! A [`Store`] is either in memory ([`Store::in_memory`]) or backed by a directory
 //! per rank ([`Store::open`]) with explicit durability ([`Store::flush`],
 //! [`Store::flush_all`]), a memory budget with LRU eviction and spill, restart, and
-//! [`Store::gc`].
+//! [`Store::gc`]. The owner of an object frees it with [`Store::release`] /
+//! [`Store::release_many`] (memory and disk), unless it is pinned or a named root
+//! reaches it.
 //!
 //! ```
 //! use uni20_persist::{Store, PersistentPtr};
@@ -43,10 +45,11 @@
 #![warn(missing_docs)]
 
 mod bridge;
+mod dir_lock;
 mod disk;
 mod error;
 mod id;
-mod manifest;
+mod object_set;
 mod persist;
 mod pool;
 mod service;
@@ -56,8 +59,8 @@ mod value;
 pub use bridge::CommitFailed;
 pub use error::PersistError;
 pub use id::{ObjectId, ObjectMeta, ParseObjectIdError, PersistentPtr};
-pub use manifest::Manifest;
+pub use object_set::ObjectSet;
 pub use persist::{decode_postcard, encode_postcard, Persist};
 pub use service::{StorageRequest, StorageResponse};
-pub use store::{GcReport, RemoteSource, Store, StoreOptions, StoreStats};
+pub use store::{GcReport, ReleaseReport, RemoteSource, Store, StoreOptions, StoreStats};
 pub use value::PValue;

@@ -99,19 +99,14 @@ impl Persist for String {
 }
 
 /// Plain numeric element types whose vectors are encoded as raw little-endian bytes.
-///
-/// # Safety
-/// Implementors must have no padding and no invalid bit patterns (every byte pattern
-/// of `size_of::<Self>()` bytes is a valid value), so that a `[Self]` may be viewed as
-/// `[u8]` and filled from arbitrary bytes.
-unsafe trait RawElem: Copy + Default + 'static {
+/// `bytemuck::Pod` gives the byte views (no padding, every bit pattern valid).
+trait RawElem: bytemuck::Pod + Default {
     fn to_le(self) -> Self;
 }
 
 macro_rules! raw_elem {
     ($($t:ty),*) => {$(
-        // SAFETY: primitive integers and floats have no padding and accept any bit pattern.
-        unsafe impl RawElem for $t {
+        impl RawElem for $t {
             #[inline]
             fn to_le(self) -> Self {
                 <$t>::from_le_bytes(self.to_ne_bytes())
@@ -121,27 +116,13 @@ macro_rules! raw_elem {
 }
 raw_elem!(f64, f32, i64, u64, i32, u32);
 
-/// The elements' memory as bytes (native byte order).
-fn as_bytes<T: RawElem>(v: &[T]) -> &[u8] {
-    // SAFETY: `T: RawElem` has no padding, so all `size_of_val(v)` bytes are
-    // initialized; `u8` has alignment 1; the lifetime is tied to `v`.
-    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
-}
-
-/// The elements' memory as mutable bytes (native byte order).
-fn as_bytes_mut<T: RawElem>(v: &mut [T]) -> &mut [u8] {
-    // SAFETY: as `as_bytes`; in addition every byte pattern written through the
-    // returned slice is a valid `T` (`RawElem` contract).
-    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
-}
-
 /// Encodes raw little-endian elements: one `memcpy` on little-endian machines.
 fn encode_raw<T: RawElem>(v: &[T]) -> Vec<u8> {
     if cfg!(target_endian = "little") {
-        as_bytes(v).to_vec()
+        bytemuck::cast_slice::<T, u8>(v).to_vec()
     } else {
         let le: Vec<T> = v.iter().map(|x| x.to_le()).collect();
-        as_bytes(&le).to_vec()
+        bytemuck::cast_slice::<T, u8>(&le).to_vec()
     }
 }
 
@@ -156,7 +137,7 @@ fn decode_raw<T: RawElem>(bytes: &[u8], name: &str) -> Result<Vec<T>, PersistErr
         )));
     }
     let mut out = vec![T::default(); bytes.len() / w];
-    as_bytes_mut(&mut out).copy_from_slice(bytes);
+    bytemuck::cast_slice_mut::<T, u8>(&mut out).copy_from_slice(bytes);
     if cfg!(target_endian = "big") {
         for x in &mut out {
             *x = x.to_le();
@@ -177,7 +158,7 @@ macro_rules! persist_le_vec {
                 encode_raw(self)
             }
             fn encode_borrowed(&self) -> Option<&[u8]> {
-                cfg!(target_endian = "little").then(|| as_bytes(self))
+                cfg!(target_endian = "little").then(|| bytemuck::cast_slice(self.as_slice()))
             }
             fn decode(bytes: &[u8]) -> Result<Self, PersistError> {
                 decode_raw(bytes, $name)

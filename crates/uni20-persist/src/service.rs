@@ -24,7 +24,7 @@ pub enum StorageRequest {
     /// Keep the object resident ([`Store::pin`]).
     Pin(ObjectId),
     /// Drop one pin ([`Store::unpin`]).
-    Release(ObjectId),
+    Unpin(ObjectId),
     /// Does the server hold the object ([`Store::contains`])?
     Has(ObjectId),
 }
@@ -40,11 +40,12 @@ pub enum StorageResponse {
         /// Its encoded bytes.
         bytes: Vec<u8>,
     },
-    /// `Put`, `Pin` or `Release` succeeded.
+    /// `Put`, `Pin` or `Unpin` succeeded.
     Done,
     /// Answer to `Has`.
     Has(bool),
-    /// The server does not hold the object (`Get`, `Pin`, `Release` of an unpinned object).
+    /// The server does not hold the object (`Get`, `Pin`), or `Unpin` of an object with
+    /// no explicit pin.
     NotFound(ObjectId),
     /// The request failed; the message is the server's [`PersistError`] text.
     /// `fatal` follows [`PersistError::is_fatal`].
@@ -96,7 +97,7 @@ impl Store {
             }),
             StorageRequest::Put { meta, bytes } => self.insert_replica(meta, bytes).map(|()| StorageResponse::Done),
             StorageRequest::Pin(id) => self.pin(id).map(|()| StorageResponse::Done),
-            StorageRequest::Release(id) => Ok(if self.unpin(id) {
+            StorageRequest::Unpin(id) => Ok(if self.unpin(id) {
                 StorageResponse::Done
             } else {
                 StorageResponse::NotFound(id)

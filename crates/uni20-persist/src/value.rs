@@ -16,8 +16,11 @@ use crate::{ObjectId, PersistentPtr};
 /// only decrements that count: it does no I/O, takes no lock and never blocks; the
 /// entry returns to the cache policy and may be evicted later.
 ///
-/// If the store releases or garbage-collects the object while a `PValue` is alive,
-/// the `PValue` keeps its value alive and valid.
+/// A value is never freed under its holder: [`Store::gc`](crate::Store::gc) keeps
+/// pinned objects, [`Store::evict`](crate::Store::evict) only drops the store's own
+/// reference, and [`Store::release`](crate::Store::release) of a pinned object waits:
+/// the object stays loadable, and once only `PValue`s hold it its memory goes with
+/// the last of them.
 pub struct PValue<T> {
     id: ObjectId,
     value: Arc<T>,

@@ -187,7 +187,7 @@ fn check_store(dir: &Path, reported: &BTreeMap<ObjectId, u32>) -> (usize, usize)
         );
         assert!(payload_intact(&v), "object {id}: content damaged");
         assert_eq!(store.meta(id).expect("meta").checksum, crc);
-        store.release(id);
+        store.evict(id);
     }
     // Every object file, reported or not: intact data or a fatal error, never bad data.
     let rank_dir = store.dir().expect("disk store").to_owned();
@@ -197,8 +197,17 @@ fn check_store(dir: &Path, reported: &BTreeMap<ObjectId, u32>) -> (usize, usize)
         let Some(stem) = name.strip_suffix(".obj") else {
             continue;
         };
-        let (o, s) = stem.split_once('-').expect("object file name");
-        let id = ObjectId::new(o.parse().unwrap(), s.parse().unwrap());
+        // `<origin>-<seq>-<nonce as 16 hex digits>.obj`
+        let parts: Vec<&str> = stem.split('-').collect();
+        let [o, s, n] = parts[..] else {
+            panic!("object file name {name}")
+        };
+        let id = ObjectId::with_nonce(
+            o.parse().unwrap(),
+            u64::from_str_radix(n, 16).unwrap(),
+            s.parse().unwrap(),
+        );
+        assert_eq!(id.nonce, store.nonce(), "object file {name} of another nonce");
         match store.load_wait(PersistentPtr::<Vec<u8>>::from_id(id)) {
             Ok(v) => {
                 assert!(payload_intact(&v), "object {id} served with damaged content");
@@ -210,7 +219,7 @@ fn check_store(dir: &Path, reported: &BTreeMap<ObjectId, u32>) -> (usize, usize)
             }
             Err(e) => panic!("object file {name}: unexpected error {e}"),
         }
-        store.release(id);
+        store.evict(id);
     }
     assert!(ok >= reported.len());
     // A fresh ID after the restart never reuses a reported one.

@@ -40,6 +40,43 @@ fn restart_after_flush_serves_everything() {
 }
 
 #[test]
+fn reopened_store_keeps_its_nonce_and_issues_fresh_ids() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (nonce, old) = {
+        let s = open(tmp.path(), 2);
+        assert_ne!(s.nonce(), ObjectId::NIL_NONCE);
+        let old: Vec<_> = (0..5u32).map(|i| s.commit(vec![i; 3]).unwrap()).collect();
+        s.flush_all().unwrap();
+        (s.nonce(), old)
+    };
+    assert!(old.iter().all(|p| p.id().nonce == nonce && p.id().origin == 2));
+    let s = open(tmp.path(), 2);
+    assert_eq!(s.nonce(), nonce, "the nonce is kept across reopen");
+    for (i, p) in old.iter().enumerate() {
+        assert_eq!(
+            &*s.load_wait(*p).unwrap(),
+            &[i as u32; 3],
+            "old ID {} still served",
+            p.id()
+        );
+    }
+    let fresh: Vec<_> = (0..5u32).map(|i| s.commit(vec![i]).unwrap().id()).collect();
+    for id in &fresh {
+        assert_eq!(id.nonce, nonce);
+        assert!(old.iter().all(|p| p.id() != *id), "fresh ID {id} repeats an old one");
+    }
+    // Another directory (another job) of the same rank: another nonce, so even its
+    // first IDs differ from this store's.
+    let tmp2 = tempfile::tempdir().unwrap();
+    let other = open(tmp2.path(), 2);
+    assert_ne!(other.nonce(), nonce);
+    let q = other.commit(vec![0u32; 3]).unwrap();
+    assert_eq!(q.id().seq, old[0].id().seq);
+    assert_ne!(q.id(), old[0].id());
+    assert!(!s.contains(q.id()));
+}
+
+#[test]
 fn ids_never_reused_even_without_flush_or_files() {
     let tmp = tempfile::tempdir().unwrap();
     let first = {
@@ -105,8 +142,8 @@ fn corrupted_payload_is_detected_on_load() {
     fs::write(&path, &bytes).unwrap();
     // Resident copy is still fine...
     assert_eq!(s.load_wait(p).unwrap()[0], 7);
-    // ...but once released, the disk copy is checked.
-    assert!(s.release(p.id()));
+    // ...but once evicted, the disk copy is checked.
+    assert!(s.evict(p.id()));
     assert!(s.contains(p.id()));
     match s.load_wait(p) {
         Err(PersistError::Checksum { id, path: Some(f), .. }) => {
@@ -267,7 +304,7 @@ fn gc_removes_files() {
 }
 
 #[test]
-fn concurrent_commit_load_release_under_budget() {
+fn concurrent_commit_load_evict_under_budget() {
     let tmp = tempfile::tempdir().unwrap();
     let s = Store::open(tmp.path(), 0, StoreOptions::new().memory_budget(32 * 1024)).unwrap();
     let hs: Vec<_> = (0..8u64)
@@ -282,7 +319,7 @@ fn concurrent_commit_load_release_under_budget() {
                     let v = s.load_wait(q).unwrap();
                     assert!(v.iter().all(|&y| y == x));
                     if i % 5 == 0 {
-                        s.release(q.id());
+                        s.evict(q.id());
                     }
                 }
                 mine
@@ -330,4 +367,215 @@ fn flushed_replicas_survive_restart() {
     assert_eq!(&*s.load_wait(p).unwrap(), "replica");
     // Foreign-origin files do not move this rank's counter.
     assert_eq!(s.commit(String::new()).unwrap().id().origin, 0);
+}
+
+#[test]
+fn format_1_files_are_refused_by_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = {
+        let s = open(tmp.path(), 0);
+        s.dir().unwrap().to_owned()
+    };
+    // A format-1 object file (`<origin>-<seq>.obj`, IDs without a nonce) is ignored.
+    fs::write(dir.join("0-5.obj"), b"U20OBJ\0\x01 whatever").unwrap();
+    let s = open(tmp.path(), 0);
+    assert_eq!(s.stats().objects, 0);
+    // A format-1 object file under a current name is corrupt, and says why.
+    let id = ObjectId::with_nonce(0, s.nonce(), 7);
+    let path = s.object_path(id).unwrap();
+    drop(s);
+    fs::write(&path, b"U20OBJ\0\x01 and more bytes").unwrap();
+    let s = open(tmp.path(), 0);
+    match s.load_wait(PersistentPtr::<Vec<u8>>::from_id(id)) {
+        Err(e @ PersistError::Corrupt { .. }) => assert!(e.to_string().contains("format 1"), "{e}"),
+        other => panic!("expected a corrupt-file error, got {other:?}"),
+    }
+    drop(s);
+    // A format-1 roots file stops the open with a corrupt-file error naming the format.
+    fs::write(dir.join("roots"), b"U20ROOT\x01\0\0\0\0").unwrap();
+    match Store::open(tmp.path(), 0, StoreOptions::new()) {
+        Err(e @ PersistError::Corrupt { .. }) => {
+            let msg = e.to_string();
+            assert!(msg.contains("format 1") && msg.contains("roots"), "{msg}");
+        }
+        other => panic!("expected a corrupt-file error, got {other:?}"),
+    }
+}
+
+/// Usage figures recomputed from the per-object queries.
+fn usage(s: &Store) -> (u64, u64, u64, u64, u64, u64) {
+    let (mut resident, mut bytes_resident, mut pinned, mut bytes_pinned, mut spilled, mut bytes_spilled) =
+        (0, 0, 0, 0, 0, 0);
+    for id in s.ids() {
+        let size = s.meta(id).unwrap().size;
+        if s.is_resident(id) {
+            resident += 1;
+            bytes_resident += size;
+        }
+        if s.is_pinned(id) {
+            pinned += 1;
+            bytes_pinned += size;
+        } else if !s.is_resident(id) {
+            spilled += 1;
+            bytes_spilled += size;
+        }
+    }
+    (resident, bytes_resident, pinned, bytes_pinned, spilled, bytes_spilled)
+}
+
+#[test]
+fn stats_report_usage_and_io() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Store::open(tmp.path(), 0, StoreOptions::new().memory_budget(10_000)).unwrap();
+    let mut ps = Vec::new();
+    for i in 0..20u32 {
+        ps.push(s.commit(vec![i; 250 + i as usize]).unwrap()); // 1000 + 4i bytes
+    }
+    let held = s.load_wait(ps[19]).unwrap();
+    s.pin(ps[18].id()).unwrap();
+    // A replica (bytes) and a released object that a PValue still holds.
+    let src = Store::in_memory(3);
+    let r = src.commit(vec![1u8; 500]).unwrap();
+    let (m, b) = src.encoded(r.id()).unwrap();
+    s.insert_replica(m, b.to_vec()).unwrap();
+    let gone = s.load_wait(ps[17]).unwrap();
+    s.release(ps[17]).unwrap();
+
+    let st = s.stats();
+    let (resident, bytes_resident, pinned, bytes_pinned, spilled, bytes_spilled) = usage(&s);
+    assert_eq!(st.objects, s.ids().len() as u64);
+    assert_eq!(st.objects, 21, "20 commits (one released, still held), one replica");
+    assert_eq!(st.resident_objects, resident);
+    assert_eq!(st.bytes_resident, bytes_resident);
+    assert!(st.bytes_resident <= 10_000, "{st:?}");
+    assert_eq!(st.pinned_objects, pinned);
+    assert_eq!(pinned, 3, "PValue, explicit pin, released-but-held");
+    assert_eq!(st.bytes_pinned, bytes_pinned);
+    assert_eq!(st.bytes_pinned, (1000 + 4 * 19) + (1000 + 4 * 18) + (1000 + 4 * 17));
+    assert_eq!(st.spilled_objects, spilled);
+    assert_eq!(st.bytes_spilled, bytes_spilled);
+    assert!(st.spilled_objects > 0 && st.evictions > 0);
+    assert_eq!(st.releases_pending, 1);
+    assert_eq!(st.releases, 0);
+    // 20 commits wrote 20 object files, the release deleted one.
+    assert_eq!(st.disk_writes, 20);
+    assert_eq!(st.disk_deletes, 1);
+    assert_eq!(st.object_io(), st.disk_reads + 21);
+    assert!(st.io_ops >= st.object_io());
+
+    // Loading an object only on disk reads exactly one file.
+    let cold = *ps[..17].iter().find(|p| !s.is_resident(p.id())).unwrap();
+    let before = s.stats();
+    let _v = s.load_wait(cold).unwrap();
+    let after = s.stats();
+    assert_eq!(after.disk_reads, before.disk_reads + 1);
+    assert!(after.io_ops > before.io_ops);
+    drop(gone);
+    drop(held);
+    s.commit(vec![0u32]).unwrap(); // sweeps the release
+    let st = s.stats();
+    assert_eq!((st.releases, st.releases_pending), (1, 0));
+    assert_eq!(st.objects, 21, "21 commits, one freed, one replica");
+    assert_eq!(Store::in_memory(0).stats().io_ops, 0);
+}
+
+#[test]
+fn try_load_local_never_does_io() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Store::open(tmp.path(), 0, StoreOptions::new().memory_budget(1000)).unwrap();
+    let d = s.commit(vec![4u8; 500]).unwrap();
+    let cold = s.commit(vec![5u8; 10]).unwrap();
+    assert!(s.evict(d.id()) && s.evict(cold.id()));
+    let src = Store::in_memory(1);
+    let r = src.commit(vec![6u8; 450]).unwrap();
+    let q = src.commit(vec![7u8; 100]).unwrap();
+    for p in [r, q] {
+        let (m, b) = src.encoded(p.id()).unwrap();
+        s.insert_replica(m, b.to_vec()).unwrap();
+    }
+    // Pinning by ID reads the file and checks no budget: the cache is now over its
+    // budget, and the only evictable entries are replicas, which need a spill.
+    s.pin(d.id()).unwrap();
+    let before = s.stats();
+    assert_eq!(before.bytes_resident, 500 + 450 + 100);
+    assert_eq!(before.spills, 0);
+
+    let v_q = s.try_load_local(q).expect("resident replica decodes");
+    let v_d = s.try_load_local(d).expect("pinned bytes decode");
+    assert!(s.try_load_local(cold).is_none(), "only on disk: a miss, not a read");
+    assert!(s
+        .try_load_local(PersistentPtr::<Vec<u8>>::from_id(ObjectId::new(9, 9)))
+        .is_none());
+    let after = s.stats();
+    assert_eq!(after.io_ops, before.io_ops, "try_load_local touched the disk");
+    assert_eq!(after.object_io(), before.object_io());
+    assert_eq!((after.spills, after.evictions), (before.spills, before.evictions));
+    assert_eq!(after.materializations, before.materializations + 2);
+    assert_eq!(after.bytes_resident, 1050, "eviction work is left for later");
+    assert_eq!((&v_q[..], &v_d[..]), (&[7u8; 100][..], &[4u8; 500][..]));
+
+    // The next I/O load does it: the unpinned replica `q` is spilled and evicted.
+    drop(v_q);
+    let v_r = s.load_wait(r).unwrap();
+    let later = s.stats();
+    assert_eq!(later.spills, 1, "{later:?}");
+    assert!(later.bytes_resident <= 1000, "{later:?}");
+    assert!(!s.is_resident(q.id()) && s.object_path(q.id()).unwrap().exists());
+    assert_eq!(v_r[0], 6);
+    assert_eq!(&*s.load_wait(q).unwrap(), &[7u8; 100]);
+}
+
+#[test]
+fn a_failed_spill_does_not_poison_the_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Store::open(tmp.path(), 0, StoreOptions::new().memory_budget(1000)).unwrap();
+    // Two unrelated objects, only on disk.
+    let a = s.commit(vec![1u8; 200]).unwrap();
+    let b = s.commit(vec![2u8; 200]).unwrap();
+    assert!(s.evict(a.id()) && s.evict(b.id()));
+    // A replica: resident, no file, so evicting it needs a spill.
+    let src = Store::in_memory(1);
+    let r = src.commit(vec![3u8; 700]).unwrap();
+    let (meta, bytes) = src.encoded(r.id()).unwrap();
+    s.insert_replica(meta, bytes.to_vec()).unwrap();
+    let r_path = s.object_path(r.id()).unwrap();
+
+    // The disk is full for the next two spills.
+    s.inject_spill_failures(2);
+    // Loading `a` fits (900 bytes); loading `b` goes over: the spill of `r` (oldest)
+    // fails, `a` is evicted instead, and the load of `b` succeeds.
+    drop(s.load_wait(a).unwrap());
+    assert_eq!(&*s.load_wait(b).unwrap(), &[2u8; 200]);
+    let st = s.stats();
+    assert_eq!(st.spill_failures, 1, "{st:?}");
+    assert_eq!(st.spills, 0);
+    assert!(s.is_resident(r.id()) && !r_path.exists(), "the replica stays resident");
+    assert!(st.bytes_resident <= 1000, "{st:?}");
+    // The failure is reported once, naming the object and its file.
+    match s.take_background_error() {
+        Some(PersistError::Io { op, path, source }) => {
+            assert!(op.contains(&r.id().to_string()), "{op}");
+            assert_eq!(path, r_path);
+            assert_eq!(source.raw_os_error(), Some(28), "ENOSPC");
+        }
+        other => panic!("expected the spill error, got {other:?}"),
+    }
+    assert!(s.take_background_error().is_none());
+    // Still full: unrelated objects keep loading, the replica stays servable.
+    assert_eq!(&*s.load_wait(a).unwrap(), &[1u8; 200]);
+    assert_eq!(s.stats().spill_failures, 2);
+    assert_eq!(&*s.encoded(r.id()).unwrap().1, &*bytes);
+    // Space again: the next budget check spills the replica.
+    let c = s.commit(vec![4u8; 300]).unwrap();
+    let st = s.stats();
+    assert_eq!((st.spills, st.spill_failures), (1, 2), "{st:?}");
+    assert!(!s.is_resident(r.id()) && r_path.exists());
+    assert!(st.bytes_resident <= 1000, "{st:?}");
+    assert!(
+        s.take_background_error().is_some(),
+        "the second failure, kept after the first was taken"
+    );
+    // And it reloads from its file, bit-identical.
+    assert_eq!(&*s.encoded(r.id()).unwrap().1, &*bytes);
+    assert_eq!(&*s.load_wait(c).unwrap(), &[4u8; 300]);
 }

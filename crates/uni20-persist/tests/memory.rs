@@ -10,10 +10,28 @@ use uni20_persist::*;
 #[test]
 fn object_id_display_parse_and_serde() {
     let id = ObjectId::new(3, 17);
+    assert_eq!(id.nonce, ObjectId::NIL_NONCE);
     assert_eq!(id.to_string(), "r3:17");
     assert_eq!("r3:17".parse::<ObjectId>().unwrap(), id);
-    assert!("3:17".parse::<ObjectId>().is_err());
-    assert!("r3-17".parse::<ObjectId>().is_err());
+    let full = ObjectId::with_nonce(3, 0x9f2c_04d1_e5a6_b7c8, 17);
+    assert_eq!(full.to_string(), "r3:17@9f2c04d1e5a6b7c8");
+    assert_eq!("r3:17@9f2c04d1e5a6b7c8".parse::<ObjectId>().unwrap(), full);
+    assert_eq!("r3:17@9F2C04D1E5A6B7C8".parse::<ObjectId>().unwrap(), full);
+    let small = ObjectId::with_nonce(0, 1, 0);
+    assert_eq!(small.to_string(), "r0:0@0000000000000001");
+    for bad in [
+        "3:17",
+        "r3-17",
+        "r3:17@",
+        "r3:17@9f2c",
+        "r3:17@9f2c04d1e5a6b7c8aa",
+        "r3:17@9f2c04d1e5a6b7cg",
+        "r3:+17",
+        "r:17",
+        "r3:17@+f2c04d1e5a6b7c8",
+    ] {
+        assert!(bad.parse::<ObjectId>().is_err(), "{bad}");
+    }
     let p = PersistentPtr::<Vec<f64>>::from_id(id);
     assert_eq!(p.id(), id);
     let a = postcard::to_allocvec(&p).unwrap();
@@ -54,7 +72,7 @@ fn misses_and_not_found() {
     assert!(matches!(s.encoded(p.id()), Err(PersistError::NotFound(_))));
     assert!(s.meta(p.id()).is_none());
     assert!(!s.contains(p.id()));
-    assert!(!s.release(p.id()));
+    assert!(!s.evict(p.id()));
     assert!(s.stats().misses >= 2);
 }
 
@@ -124,14 +142,39 @@ fn replica_checks() {
 #[test]
 fn own_origin_replica_moves_counter() {
     let a = Store::in_memory(0);
-    let meta = ObjectMeta::of_bytes(ObjectId::new(0, 10), "uni20.bytes.v1", b"xyz");
+    // Same rank, other nonce (another store, another job): not this store's ID.
+    let foreign = ObjectMeta::of_bytes(ObjectId::new(0, 50), "uni20.bytes.v1", b"abc");
+    a.insert_replica(foreign, b"abc".to_vec()).unwrap();
+    assert_eq!(a.commit(vec![0u8]).unwrap().id().seq, 0);
+    let meta = ObjectMeta::of_bytes(ObjectId::with_nonce(0, a.nonce(), 10), "uni20.bytes.v1", b"xyz");
     a.insert_replica(meta, b"xyz".to_vec()).unwrap();
     let p = a.commit(vec![1u8]).unwrap();
-    assert!(p.id().seq > 10);
+    assert_eq!(p.id().seq, 11);
 }
 
 #[test]
-fn pvalue_pins_and_release() {
+fn successive_in_memory_stores_issue_distinct_ids() {
+    let mut seen = std::collections::HashSet::new();
+    let mut nonces = std::collections::HashSet::new();
+    for _ in 0..50 {
+        // One store per "universe", all of rank 0, one after the other.
+        let s = Store::in_memory(0);
+        assert_ne!(s.nonce(), ObjectId::NIL_NONCE);
+        assert!(nonces.insert(s.nonce()), "nonce repeated");
+        for k in 0..3u8 {
+            let p = s.commit(vec![k]).unwrap();
+            assert_eq!(p.id().origin, 0);
+            assert_eq!(p.id().nonce, s.nonce());
+            assert_eq!(p.id().seq, u64::from(k));
+            assert!(seen.insert(p.id()), "id {} repeated", p.id());
+            assert_eq!(p.id().to_string().parse::<ObjectId>().unwrap(), p.id());
+        }
+    }
+    assert_eq!(seen.len(), 150);
+}
+
+#[test]
+fn pvalue_pins_and_evict() {
     let s = Store::in_memory(0);
     let p = s.commit(vec![5u32; 10]).unwrap();
     let v = s.load_wait(p).unwrap();
@@ -142,7 +185,7 @@ fn pvalue_pins_and_release() {
     drop(v2);
     assert!(!s.is_pinned(p.id()));
     let v = s.load_wait(p).unwrap();
-    assert!(s.release(p.id()));
+    assert!(s.evict(p.id()));
     assert!(!s.contains(p.id()));
     // The PValue keeps its value.
     assert_eq!(v.len(), 10);
@@ -347,4 +390,31 @@ fn panicking_decode_in_async_load_does_not_hang() {
     // The store still works afterwards.
     let q = b.commit(vec![1u8]).unwrap();
     assert_eq!(&*common::block_on(b.load(q)).unwrap(), &[1]);
+}
+
+#[test]
+fn a_replica_is_decoded_once_and_cached() {
+    let a = Store::in_memory(0);
+    let p = a.commit((0..1000u64).collect::<Vec<_>>()).unwrap();
+    let (meta, bytes) = a.encoded(p.id()).unwrap();
+    let b = Store::in_memory(1);
+    b.insert_replica(meta, bytes.to_vec()).unwrap();
+    assert_eq!(b.stats().bytes_resident, 8000);
+    let v1 = b.try_load_local(p).unwrap();
+    let v2 = b.try_load_local(p).unwrap();
+    let v3 = b.load_wait(p).unwrap();
+    let v4 = common::block_on(b.load(p)).unwrap();
+    for v in [&v2, &v3, &v4] {
+        assert!(std::ptr::eq(&**v, &*v1), "one shared decoded value");
+    }
+    drop((v1, v2, v3, v4));
+    // Still cached once no PValue is left: no second decode.
+    assert_eq!(b.try_load_local(p).unwrap()[999], 999);
+    let st = b.stats();
+    assert_eq!(st.materializations, 1);
+    assert_eq!(st.hits, 4);
+    // The decoded value replaced the bytes: charged once.
+    assert_eq!(st.bytes_resident, 8000);
+    // Serving it to a third rank re-encodes the cached value to the same bytes.
+    assert_eq!(&*b.encoded(p.id()).unwrap().1, &*bytes);
 }

@@ -21,6 +21,24 @@ proptest! {
     }
 
     #[test]
+    fn object_id_text_round_trips(origin in any::<u32>(), nonce in any::<u64>(), seq in any::<u64>()) {
+        let id = ObjectId::with_nonce(origin, nonce, seq);
+        let text = id.to_string();
+        prop_assert_eq!(text.parse::<ObjectId>().unwrap(), id);
+        prop_assert_eq!(text.contains('@'), nonce != ObjectId::NIL_NONCE);
+        let wire = postcard::to_allocvec(&id).unwrap();
+        prop_assert_eq!(postcard::from_bytes::<ObjectId>(&wire).unwrap(), id);
+    }
+
+    #[test]
+    fn object_id_parse_never_panics(text in "\\PC{0,40}") {
+        if let Ok(id) = text.parse::<ObjectId>() {
+            // Whatever parses prints back to something that parses to the same ID.
+            prop_assert_eq!(id.to_string().parse::<ObjectId>().unwrap(), id);
+        }
+    }
+
+    #[test]
     fn decode_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
         let _ = <Vec<f64>>::decode(&bytes);
         let _ = <Vec<u32>>::decode(&bytes);

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use uni20_persist::*;
 
 #[test]
-fn serve_get_put_has_pin_release() {
+fn serve_get_put_has_pin_unpin() {
     let server = Store::in_memory(9);
     let client = Store::in_memory(0);
     let p = client.commit(vec![1.0f64, 2.0]).unwrap();
@@ -35,10 +35,10 @@ fn serve_get_put_has_pin_release() {
     assert_eq!(server.serve(StorageRequest::Has(missing)), StorageResponse::Has(false));
     assert_eq!(server.serve(StorageRequest::Pin(p.id())), StorageResponse::Done);
     assert!(server.is_pinned(p.id()));
-    assert_eq!(server.serve(StorageRequest::Release(p.id())), StorageResponse::Done);
+    assert_eq!(server.serve(StorageRequest::Unpin(p.id())), StorageResponse::Done);
     assert!(!server.is_pinned(p.id()));
     assert_eq!(
-        server.serve(StorageRequest::Release(p.id())),
+        server.serve(StorageRequest::Unpin(p.id())),
         StorageResponse::NotFound(p.id())
     );
 

@@ -35,9 +35,9 @@ impl CommandSpec for ReplicateV1 {
 fn handle_replicate(ctx: &mut WorkerContext<'_>, d: ReplicateDesc) -> Result<u64, HandlerError> {
     let replicas = exchange_blocks(ctx, &d.transfers)?;
     if d.release_after {
-        for id in &replicas {
-            ctx.store().release(*id);
-        }
+        ctx.store()
+            .release_many(&replicas)
+            .map_err(|e| HandlerError::from(e).context("dropping the verified replicas"))?;
     }
     Ok(replicas.len() as u64)
 }

@@ -160,9 +160,9 @@ fn handle_contract(
         out.push((idx, p.id()));
     }
     // 3. The replicas were needed only for this command.
-    for id in replicas {
-        store.release(id);
-    }
+    store
+        .release_many(&replicas)
+        .map_err(|e| HandlerError::from(e).context("dropping the replicas of this command"))?;
     Ok(out)
 }
 

@@ -1,9 +1,9 @@
-//! Checkpoint manifests and gc: reachable and pinned objects are kept.
+//! Object sets (checkpoints) and gc: reachable and pinned objects are kept.
 
 use uni20_persist::*;
 
 #[test]
-fn gc_keeps_manifest_targets_and_pinned_objects_across_restart() {
+fn gc_keeps_object_set_targets_and_pinned_objects_across_restart() {
     let tmp = tempfile::tempdir().unwrap();
     let (m, a, b, pinned_only, garbage) = {
         let s = Store::open(tmp.path(), 0, StoreOptions::new()).unwrap();
@@ -13,7 +13,7 @@ fn gc_keeps_manifest_targets_and_pinned_objects_across_restart() {
         let garbage = s.commit(vec![4u8; 10]).unwrap();
         let m = s
             .commit(
-                Manifest::new()
+                ObjectSet::new()
                     .with(a)
                     .with(b)
                     .with_meta("step", 7)
@@ -47,7 +47,7 @@ fn gc_keeps_manifest_targets_and_pinned_objects_across_restart() {
     drop(pin);
     assert_eq!(s.gc(&[]).unwrap().removed, 1);
     assert!(!s.contains(pinned_only.id()));
-    // Dropping the root releases the manifest and its targets.
+    // Dropping the root frees the object set and its targets.
     drop(man);
     s.remove_root("checkpoint/latest").unwrap();
     assert_eq!(s.gc(&[]).unwrap().removed, 3);
@@ -55,16 +55,16 @@ fn gc_keeps_manifest_targets_and_pinned_objects_across_restart() {
 }
 
 #[test]
-fn manifest_replica_references_are_found_without_decoding_first() {
+fn object_set_replica_references_are_found_without_decoding_first() {
     let src = Store::in_memory(1);
     let a = src.commit(vec![1u32, 2, 3]).unwrap();
-    let m = src.commit(Manifest::new().with(a)).unwrap();
+    let m = src.commit(ObjectSet::new().with(a)).unwrap();
     let dst = Store::in_memory(2);
     for id in [a.id(), m.id()] {
         let (meta, bytes) = src.encoded(id).unwrap();
         dst.insert_replica(meta, bytes.to_vec()).unwrap();
     }
-    // The manifest is byte-only in `dst`: gc decodes it with the built-in registration.
+    // The object set is byte-only in `dst`: gc decodes it with the built-in registration.
     let r = dst.gc(&[m.id()]).unwrap();
     assert_eq!(r.removed, 0);
     assert!(dst.contains(a.id()));

@@ -1,0 +1,186 @@
+//! New objects entering the store: [`Store::commit`] (and the bytes form used by
+//! `persist_copy`) allocates a fresh ID, writes the object file of a disk store and
+//! inserts the entry; [`Store::insert_replica`] takes in a verified copy of an object
+//! from another rank. Both hand over to the residency layer's budget check
+//! afterwards. Also the ID counter (`alloc_id`) with its durable reservation.
+
+use std::sync::Arc;
+
+use super::state::{encode_erased, refs_erased, verify, AnyArc, Entry, OnDisk};
+use super::Store;
+use crate::{ObjectId, ObjectMeta, Persist, PersistError, PersistentPtr};
+
+/// The resident form a commit leaves behind.
+enum Resident {
+    Value(AnyArc),
+    Bytes(Arc<Vec<u8>>),
+}
+
+/// Seq numbers reserved (and recorded durably) at a time by a disk store.
+const SEQ_BLOCK: u64 = 4096;
+
+impl Store {
+    fn alloc_id(&self) -> Result<ObjectId, PersistError> {
+        let mut a = self.inner.alloc.lock();
+        let seq = a.next;
+        if let Some(disk) = &self.inner.disk {
+            if seq >= a.reserved {
+                let new = seq.saturating_add(SEQ_BLOCK);
+                disk.write_counter(new)?;
+                a.reserved = new;
+            }
+        }
+        a.next = seq
+            .checked_add(1)
+            .ok_or_else(|| PersistError::Decode("object id counter exhausted".into()))?;
+        Ok(ObjectId::with_nonce(self.inner.rank, self.inner.nonce, seq))
+    }
+
+    /// Commits `value` as a new immutable object and returns its handle.
+    ///
+    /// The value is encoded once (to compute its size and CRC-32 and, for a disk store,
+    /// to write its file), then kept resident as the decoded value. Types whose
+    /// [`Persist::encode_borrowed`] gives a view are checksummed and written in place,
+    /// with no encoding copy. The handle is
+    /// returned only once the object is servable by this store; in a disk store the
+    /// file exists under its final name but is not yet durable (see [`flush`](Store::flush)).
+    ///
+    /// # Errors
+    /// [`PersistError::Io`] if the object file or the counter file cannot be written
+    /// (fatal: no ID escapes). Work done on the side (the budget check's spills, the
+    /// deletion of released objects' files) does not fail the commit; see
+    /// [`Store::take_background_error`].
+    pub fn commit<T: Persist>(&self, value: T) -> Result<PersistentPtr<T>, PersistError> {
+        let refs = value.references();
+        let id = {
+            let value = Arc::new(value);
+            let resident: AnyArc = value.clone();
+            let owned;
+            let bytes: &[u8] = match value.encode_borrowed() {
+                // Zero-copy: checksum and write the value's own memory.
+                Some(b) => b,
+                None => {
+                    owned = value.encode();
+                    &owned
+                }
+            };
+            self.commit_parts::<T>(bytes, refs, move || Resident::Value(resident))?
+        };
+        // After the local handle is gone, so the new entry is not counted as pinned.
+        self.sweep_released(true);
+        self.enforce_budget();
+        Ok(PersistentPtr::from_id(id))
+    }
+
+    /// Commits already-encoded bytes of a `T` (from [`Persist::encode`]) with the
+    /// references of the value they encode; the bytes are kept resident and decoded on
+    /// the first load. Used by `persist_copy`, which only borrows the value.
+    pub(crate) fn commit_encoded<T: Persist>(
+        &self,
+        bytes: Vec<u8>,
+        refs: Vec<ObjectId>,
+    ) -> Result<PersistentPtr<T>, PersistError> {
+        let bytes: Arc<Vec<u8>> = bytes.into();
+        let id = self.commit_parts::<T>(&bytes, refs, || Resident::Bytes(bytes.clone()))?;
+        self.sweep_released(true);
+        self.enforce_budget();
+        Ok(PersistentPtr::from_id(id))
+    }
+
+    /// Allocates an ID for `bytes`, writes the object file (disk store), then inserts
+    /// the entry with the resident form made by `resident`. No ID escapes on error.
+    /// The caller enforces the memory budget afterwards.
+    fn commit_parts<T: Persist>(
+        &self,
+        bytes: &[u8],
+        refs: Vec<ObjectId>,
+        resident: impl FnOnce() -> Resident,
+    ) -> Result<ObjectId, PersistError> {
+        let id = self.alloc_id()?;
+        self.take_injected_io_failure(id)?;
+        let meta = ObjectMeta::of_bytes(id, T::TYPE_NAME, bytes);
+        let mut disk_state = OnDisk::No;
+        if let Some(disk) = &self.inner.disk {
+            disk.write_object(&meta, Some(&refs), bytes)?;
+            disk_state = OnDisk::Written;
+        }
+        {
+            let mut st = self.inner.state.lock();
+            if st.entries.contains_key(&id) {
+                // Only possible if a replica of a not-yet-allocated own ID was inserted.
+                return Err(PersistError::Conflict(id));
+            }
+            st.refs_fns.entry(T::TYPE_NAME.to_owned()).or_insert(refs_erased::<T>);
+            if disk_state != OnDisk::No {
+                st.stats.disk_writes += 1;
+            }
+            let form = resident();
+            st.insert(Entry::new(meta, disk_state, Some(refs)));
+            st.update(id, |e| match form {
+                Resident::Value(v) => {
+                    e.value = Some(v);
+                    e.encoder = Some(encode_erased::<T>);
+                }
+                Resident::Bytes(b) => e.bytes = Some(b),
+            });
+            st.stats.commits += 1;
+        }
+        Ok(id)
+    }
+
+    /// Inserts a copy of an object (usually from another rank, possibly this one's).
+    ///
+    /// Checks that `bytes` has `meta.size` bytes and CRC-32 `meta.checksum`. If the
+    /// store already holds `meta.id`: identical metadata (and identical bytes, when
+    /// its bytes are resident) is a no-op; anything else is a conflict. The replica is
+    /// kept as bytes and decoded on first load. A replica of an ID of this store (its
+    /// rank and nonce) moves this store's counter past it. A disk store writes the replica to disk only when
+    /// it is evicted or flushed.
+    ///
+    /// # Errors
+    /// [`PersistError::Checksum`] if the bytes do not match `meta`;
+    /// [`PersistError::Conflict`] (fatal) if the ID already names different content.
+    pub fn insert_replica(&self, meta: ObjectMeta, bytes: Vec<u8>) -> Result<(), PersistError> {
+        verify(&meta, &bytes, None)?;
+        self.insert_verified(meta, bytes.into(), true)
+    }
+
+    pub(super) fn insert_verified(
+        &self,
+        meta: ObjectMeta,
+        bytes: Arc<Vec<u8>>,
+        budget: bool,
+    ) -> Result<(), PersistError> {
+        let id = meta.id;
+        {
+            let mut st = self.inner.state.lock();
+            if let Some(e) = st.entries.get(&id) {
+                if e.dead() {
+                    // A released object that nothing held: this copy starts afresh.
+                    st.remove(id);
+                } else {
+                    if e.meta != meta || e.bytes.as_ref().is_some_and(|b| **b != *bytes) {
+                        return Err(PersistError::Conflict(id));
+                    }
+                    return Ok(());
+                }
+            }
+            if st.corrupt.remove(&id).is_some() {
+                tracing::warn!(object = %id, "replacing unreadable object file content with a verified replica");
+            }
+            st.insert(Entry::new(meta, OnDisk::No, None));
+            st.update(id, |e| e.bytes = Some(bytes));
+        }
+        if id.origin == self.inner.rank && id.nonce == self.inner.nonce {
+            let mut a = self.inner.alloc.lock();
+            if a.next <= id.seq {
+                a.next = id.seq.saturating_add(1);
+            }
+        }
+        if budget {
+            self.sweep_released(true);
+            self.enforce_budget();
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,490 @@
+//! The store's mutable state: the entry of each object (its metadata, resident forms,
+//! disk state, references, pins), the LRU index over resident entries, the
+//! resident-bytes account that the memory budget reads, the named roots and the
+//! counters. `State::update`, `State::insert` and `State::remove` are the only
+//! places that change resident forms, so the account and the LRU index stay exact.
+//! Also the type-erased helpers that let one map hold objects of every type.
+
+use std::any::Any;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::{ObjectId, ObjectMeta, Persist, PersistError};
+
+/// A decoded value of any `Persist` type.
+pub(super) type AnyArc = Arc<dyn Any + Send + Sync>;
+/// A weak reference to an [`AnyArc`].
+pub(super) type WeakAny = std::sync::Weak<dyn Any + Send + Sync>;
+/// Re-encodes a type-erased value (`None` if it is not the expected type).
+pub(super) type EncodeFn = fn(&(dyn Any + Send + Sync)) -> Option<Vec<u8>>;
+/// Decodes a payload and returns the references of the value.
+pub(super) type RefsFn = fn(&[u8]) -> Result<Vec<ObjectId>, PersistError>;
+
+/// [`EncodeFn`] of `T`.
+pub(super) fn encode_erased<T: Persist>(v: &(dyn Any + Send + Sync)) -> Option<Vec<u8>> {
+    v.downcast_ref::<T>().map(T::encode)
+}
+
+/// [`RefsFn`] of `T`.
+pub(super) fn refs_erased<T: Persist>(b: &[u8]) -> Result<Vec<ObjectId>, PersistError> {
+    Ok(T::decode(b)?.references())
+}
+
+/// Hasher for `ObjectId` keys: the IDs are not attacker-controlled, so a multiply-xor
+/// mix replaces SipHash on the cache-hit path.
+#[derive(Clone, Copy, Default)]
+pub(super) struct IdHash;
+
+impl std::hash::BuildHasher for IdHash {
+    type Hasher = IdHasher;
+    fn build_hasher(&self) -> IdHasher {
+        IdHasher(0)
+    }
+}
+
+#[derive(Clone, Copy)]
+pub(super) struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        let x = self.0 ^ (self.0 >> 29);
+        x.wrapping_mul(0xbf58_476d_1ce4_e5b9) ^ (x >> 32)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.write_u64(u64::from(i));
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+/// Where an object's file stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum OnDisk {
+    /// No file: resident only.
+    No,
+    /// Written (temp file + rename) but not fsynced.
+    Written,
+    /// Written, fsynced, directory fsynced.
+    Durable,
+}
+
+/// Usage and counters of one store, from [`Store::stats`](crate::Store::stats).
+///
+/// The first group is a snapshot of what the store holds now (computed by
+/// `stats`); the rest are counters since the store was created or opened. Sizes are
+/// encoded payload sizes ([`ObjectMeta::size`]); a resident entry holding both its
+/// decoded value and its bytes is charged twice.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StoreStats {
+    /// Objects this store can serve without a remote fetch (resident or on disk;
+    /// released objects still pinned included).
+    pub objects: u64,
+    /// Objects with a resident form held by the store (decoded value or bytes).
+    pub resident_objects: u64,
+    /// Bytes charged to resident forms (what
+    /// [`StoreOptions::memory_budget`](crate::StoreOptions::memory_budget) bounds).
+    pub bytes_resident: u64,
+    /// Objects pinned by an explicit pin or a live `PValue`.
+    pub pinned_objects: u64,
+    /// Bytes of the pinned objects: their resident charge, or their size for a
+    /// released object that only `PValue`s hold. Not evictable.
+    pub bytes_pinned: u64,
+    /// Objects only on disk (a file and no resident form).
+    pub spilled_objects: u64,
+    /// Bytes of the objects only on disk.
+    pub bytes_spilled: u64,
+    /// Released objects still present because pinned, being loaded or reachable
+    /// from a named root (see [`Store::release`](crate::Store::release)).
+    pub releases_pending: u64,
+
+    /// Loads served from an already-decoded resident value.
+    pub hits: u64,
+    /// Loads that found no decoded resident value (whether or not they then succeeded).
+    pub misses: u64,
+    /// Entries whose resident forms were dropped by the cache policy.
+    pub evictions: u64,
+    /// Evicted entries written to disk because they were not there yet.
+    pub spills: u64,
+    /// Spill writes that failed (the object stayed resident; see
+    /// [`Store::take_background_error`](crate::Store::take_background_error)).
+    pub spill_failures: u64,
+    /// Times a value was decoded from bytes (resident, disk or remote).
+    pub materializations: u64,
+    /// Successful `commit` calls.
+    pub commits: u64,
+    /// Object files read from disk (loads, `encoded`, pins, gc reading references).
+    pub disk_reads: u64,
+    /// Object files written to disk (commit, spill or flush).
+    pub disk_writes: u64,
+    /// Object files deleted (release, gc).
+    pub disk_deletes: u64,
+    /// Deletions of released objects' files that failed (see
+    /// [`Store::take_background_error`](crate::Store::take_background_error)).
+    pub delete_failures: u64,
+    /// Every filesystem operation of a disk store: object-file reads, header reads,
+    /// writes, fsyncs and deletions, directory fsyncs and listings, reads and writes
+    /// of the nonce, counter and roots files (0 for an in-memory store).
+    pub io_ops: u64,
+    /// Objects fetched from the remote source.
+    pub remote_fetches: u64,
+    /// Released objects freed (removed from memory and disk), by
+    /// [`Store::release`](crate::Store::release) or a later sweep.
+    pub releases: u64,
+}
+
+impl StoreStats {
+    /// Object-file operations: `disk_reads + disk_writes + disk_deletes`.
+    pub fn object_io(&self) -> u64 {
+        self.disk_reads + self.disk_writes + self.disk_deletes
+    }
+}
+
+/// One object known to the store.
+pub(super) struct Entry {
+    /// Its metadata.
+    pub(super) meta: ObjectMeta,
+    /// Resident decoded value; extra strong references are live `PValue`s.
+    pub(super) value: Option<AnyArc>,
+    /// Encoder of `value`'s type (to re-encode for `encoded` and spills).
+    pub(super) encoder: Option<EncodeFn>,
+    /// Resident encoded payload.
+    pub(super) bytes: Option<Arc<Vec<u8>>>,
+    /// Disk state of its file.
+    pub(super) disk: OnDisk,
+    /// IDs it references, once known (from the value or the file header).
+    pub(super) refs: Option<Vec<ObjectId>>,
+    /// Its key in the LRU index while resident.
+    pub(super) tick: u64,
+    /// A spill of it is in progress (not a candidate again meanwhile).
+    pub(super) spilling: bool,
+    /// Its last spill failed (logged once until a spill succeeds).
+    pub(super) spill_failed: bool,
+    /// Explicit pins by ID (`Store::pin`), on top of live `PValue`s.
+    pub(super) pins: u64,
+    /// The owner released it (`Store::release`): it goes once nothing pins it and no
+    /// named root reaches it.
+    pub(super) released: bool,
+    /// Released but reachable from a named root at the last check (kept).
+    pub(super) rooted: bool,
+    /// A released object's value, still referenced by live `PValue`s: the store
+    /// dropped its own strong reference so that the memory goes with the last one.
+    pub(super) held: Option<WeakAny>,
+}
+
+impl Entry {
+    /// A fresh entry with no resident form (add forms with [`State::update`]).
+    pub(super) fn new(meta: ObjectMeta, disk: OnDisk, refs: Option<Vec<ObjectId>>) -> Entry {
+        Entry {
+            meta,
+            value: None,
+            encoder: None,
+            bytes: None,
+            disk,
+            refs,
+            tick: 0,
+            spilling: false,
+            spill_failed: false,
+            pins: 0,
+            released: false,
+            rooted: false,
+            held: None,
+        }
+    }
+
+    /// The decoded value: resident, or still held by `PValue`s of a released object.
+    pub(super) fn decoded(&self) -> Option<AnyArc> {
+        self.value.clone().or_else(|| self.held.as_ref()?.upgrade())
+    }
+
+    /// Released and not kept by a root: only pins (or a load) keep it, and it needs
+    /// no file.
+    pub(super) fn released_unrooted(&self) -> bool {
+        self.released && !self.rooted
+    }
+
+    /// Released, not kept by a root and not pinned: logically gone (loads say
+    /// `NotFound`), removed from the map at the next sweep.
+    pub(super) fn dead(&self) -> bool {
+        self.released_unrooted() && !self.pinned()
+    }
+
+    /// Bytes charged to the memory budget: the encoded size for a resident value
+    /// plus the length of resident bytes.
+    pub(super) fn charge(&self) -> u64 {
+        let v = if self.value.is_some() { self.meta.size } else { 0 };
+        let b = self.bytes.as_ref().map_or(0, |b| b.len() as u64);
+        v + b
+    }
+    /// Has a resident form held by the store (value or bytes).
+    pub(super) fn resident(&self) -> bool {
+        self.value.is_some() || self.bytes.is_some()
+    }
+    /// An explicit pin, or a live `PValue` (a strong reference besides the store's,
+    /// or a live value of a released object).
+    pub(super) fn pinned(&self) -> bool {
+        self.pins > 0
+            || self.value.as_ref().is_some_and(|v| Arc::strong_count(v) > 1)
+            || self.held.as_ref().is_some_and(|w| w.strong_count() > 0)
+    }
+}
+
+/// Everything behind the store's state lock.
+#[derive(Default)]
+pub(super) struct State {
+    /// Every object this store can serve without a remote fetch.
+    pub(super) entries: HashMap<ObjectId, Entry, IdHash>,
+    /// Whether hits reorder the LRU index (only a disk store with a budget evicts).
+    pub(super) track_lru: bool,
+    /// Objects whose files were found unreadable at open, with the error.
+    pub(super) corrupt: HashMap<ObjectId, PersistError>,
+    /// Resident entries by last-use tick (oldest first).
+    pub(super) lru: BTreeMap<u64, ObjectId>,
+    /// Last tick handed out.
+    pub(super) tick: u64,
+    /// How to find the references of a byte-only object, by type name.
+    pub(super) refs_fns: HashMap<String, RefsFn>,
+    /// Named gc roots.
+    pub(super) roots: BTreeMap<String, ObjectId>,
+    /// Released objects still present and not kept by a root (pinned, being loaded,
+    /// or dead and awaiting removal): looked at by every sweep.
+    pub(super) pending: HashSet<ObjectId, IdHash>,
+    /// Released objects kept because a named root reaches them: looked at again
+    /// only when roots change or on the next release or gc.
+    pub(super) retained: HashSet<ObjectId, IdHash>,
+    /// Files of released objects were deleted since the last directory fsync.
+    pub(super) unsynced_deletes: bool,
+    /// The first spill or sweep-deletion failure not yet taken by
+    /// `Store::take_background_error`.
+    pub(super) background_error: Option<PersistError>,
+    /// Counters (the snapshot fields are filled in by `Store::stats`, except
+    /// `bytes_resident` and `resident_objects`, kept exact here).
+    pub(super) stats: StoreStats,
+}
+
+impl State {
+    /// Empty state with the crate's built-in `Persist` types registered for `gc`.
+    pub(super) fn new() -> State {
+        let mut st = State::default();
+        let builtins: [(&str, RefsFn); 10] = [
+            (<Vec<u8>>::TYPE_NAME, refs_erased::<Vec<u8>>),
+            (String::TYPE_NAME, refs_erased::<String>),
+            (<Vec<f64>>::TYPE_NAME, refs_erased::<Vec<f64>>),
+            (<Vec<f32>>::TYPE_NAME, refs_erased::<Vec<f32>>),
+            (<Vec<i64>>::TYPE_NAME, refs_erased::<Vec<i64>>),
+            (<Vec<u64>>::TYPE_NAME, refs_erased::<Vec<u64>>),
+            (<Vec<i32>>::TYPE_NAME, refs_erased::<Vec<i32>>),
+            (<Vec<u32>>::TYPE_NAME, refs_erased::<Vec<u32>>),
+            (<Vec<ObjectId>>::TYPE_NAME, refs_erased::<Vec<ObjectId>>),
+            (crate::ObjectSet::TYPE_NAME, refs_erased::<crate::ObjectSet>),
+        ];
+        for (name, f) in builtins {
+            st.refs_fns.insert(name.to_owned(), f);
+        }
+        st
+    }
+
+    /// Applies `f` to entry `id`, keeping the resident-bytes account and LRU index right.
+    pub(super) fn update<R>(&mut self, id: ObjectId, f: impl FnOnce(&mut Entry) -> R) -> Option<R> {
+        let e = self.entries.get_mut(&id)?;
+        let before = e.charge();
+        let was_resident = e.resident();
+        let r = f(e);
+        let after = e.charge();
+        let now_resident = e.resident();
+        let old_tick = e.tick;
+        self.stats.bytes_resident = self.stats.bytes_resident.saturating_sub(before) + after;
+        if was_resident {
+            self.lru.remove(&old_tick);
+            self.stats.resident_objects = self.stats.resident_objects.saturating_sub(1);
+        }
+        if now_resident {
+            self.tick += 1;
+            let t = self.tick;
+            if let Some(e) = self.entries.get_mut(&id) {
+                e.tick = t;
+            }
+            self.lru.insert(t, id);
+            self.stats.resident_objects += 1;
+        }
+        Some(r)
+    }
+
+    /// Inserts an entry that has no resident form yet (add forms with `update`).
+    pub(super) fn insert(&mut self, e: Entry) {
+        debug_assert!(!e.resident());
+        if let Some(old) = self.remove(e.meta.id) {
+            tracing::error!(object = %old.meta.id, "replacing an existing entry");
+        }
+        self.entries.insert(e.meta.id, e);
+    }
+
+    pub(super) fn remove(&mut self, id: ObjectId) -> Option<Entry> {
+        let e = self.entries.remove(&id)?;
+        if e.resident() {
+            self.lru.remove(&e.tick);
+            self.stats.resident_objects = self.stats.resident_objects.saturating_sub(1);
+            self.stats.bytes_resident = self.stats.bytes_resident.saturating_sub(e.charge());
+        }
+        self.pending.remove(&id);
+        self.retained.remove(&id);
+        Some(e)
+    }
+
+    /// Applies the release rule to released entry `id` (see `Store::release`).
+    ///
+    /// `rooted`: `Some(r)` after a reachability check from the named roots, `None` to
+    /// keep the last verdict. `loading`: a load of `id` is in progress (kept, file
+    /// kept). `io`: whether the caller deletes files; if not, an entry whose file must
+    /// go stays, hidden ([`Entry::dead`]), for a later sweep. A released object that
+    /// only live `PValue`s pin loses the store's own strong reference here, so its
+    /// memory goes with the last `PValue`. Never does I/O itself.
+    pub(super) fn settle(&mut self, id: ObjectId, rooted: Option<bool>, loading: bool, io: bool) -> Settled {
+        let Some(e) = self.entries.get_mut(&id) else {
+            self.pending.remove(&id);
+            self.retained.remove(&id);
+            return Settled::Missing;
+        };
+        if !e.released {
+            self.pending.remove(&id);
+            self.retained.remove(&id);
+            return Settled::Kept { delete_file: false };
+        }
+        if let Some(r) = rooted {
+            e.rooted = r;
+        }
+        if e.rooted {
+            // Kept by a root: take back a value that only `PValue`s were holding.
+            if let Some(v) = e.held.take().and_then(|w| w.upgrade()) {
+                self.update(id, |e| {
+                    if e.value.is_none() {
+                        e.value = Some(v);
+                    }
+                });
+            }
+            self.pending.remove(&id);
+            self.retained.insert(id);
+            return Settled::Kept { delete_file: false };
+        }
+        self.retained.remove(&id);
+        self.pending.insert(id);
+        if loading {
+            return Settled::Kept { delete_file: false };
+        }
+        if e.pins == 0 && e.resident() {
+            self.update(id, |e| {
+                if let Some(v) = e.value.take() {
+                    if Arc::strong_count(&v) > 1 {
+                        e.held = Some(Arc::downgrade(&v));
+                    }
+                }
+                e.bytes = None;
+            });
+        }
+        let Some(e) = self.entries.get_mut(&id) else {
+            return Settled::Missing;
+        };
+        let file = e.disk != OnDisk::No;
+        if e.pinned() {
+            // Pins keep it resident and `PValue`s hold their value: no file needed.
+            if file && io {
+                e.disk = OnDisk::No;
+                return Settled::Kept { delete_file: true };
+            }
+            return Settled::Kept { delete_file: false };
+        }
+        if file && !io {
+            return Settled::Kept { delete_file: false };
+        }
+        let size = e.meta.size;
+        self.remove(id);
+        self.stats.releases += 1;
+        Settled::Freed { size, file }
+    }
+
+    pub(super) fn touch(&mut self, id: ObjectId) {
+        let _ = self.update(id, |_| ());
+    }
+
+    /// A resident decoded value of type `T`, if any (counts a hit).
+    pub(super) fn resident_value<T: Persist>(&mut self, id: ObjectId) -> Option<Result<Arc<T>, PersistError>> {
+        let e = self.entries.get(&id)?;
+        let v = e.decoded()?;
+        if e.meta.type_name != T::TYPE_NAME {
+            return Some(Err(type_mismatch::<T>(&e.meta)));
+        }
+        let r = v.downcast::<T>().map_err(|_| PersistError::TypeMismatch {
+            id,
+            expected: T::TYPE_NAME.to_owned(),
+            found: format!("{} (a different Rust type)", e.meta.type_name),
+        });
+        if r.is_ok() {
+            self.stats.hits += 1;
+            if self.track_lru {
+                self.touch(id);
+            }
+        }
+        Some(r)
+    }
+}
+
+/// The `TypeMismatch` error for loading `meta` as a `T`.
+pub(super) fn type_mismatch<T: Persist>(meta: &ObjectMeta) -> PersistError {
+    PersistError::TypeMismatch {
+        id: meta.id,
+        expected: T::TYPE_NAME.to_owned(),
+        found: meta.type_name.clone(),
+    }
+}
+
+/// Checks `bytes` against the size and CRC-32 recorded in `meta`.
+pub(super) fn verify(meta: &ObjectMeta, bytes: &[u8], path: Option<&Path>) -> Result<(), PersistError> {
+    let actual = crc32fast::hash(bytes);
+    if bytes.len() as u64 != meta.size || actual != meta.checksum {
+        return Err(PersistError::Checksum {
+            id: meta.id,
+            expected: meta.checksum,
+            actual,
+            expected_size: meta.size,
+            actual_size: bytes.len() as u64,
+            path: path.map(Path::to_owned),
+        });
+    }
+    Ok(())
+}
+
+/// What [`State::settle`] did with one released object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Settled {
+    /// Not in the map (removed earlier).
+    Missing,
+    /// Still present (rooted, pinned, being loaded, or waiting for a sweep that may
+    /// delete its file); `delete_file`: the caller must delete its file now.
+    Kept {
+        /// The object's file is no longer needed: delete it.
+        delete_file: bool,
+    },
+    /// Removed from the map; `file`: the caller must delete its file.
+    Freed {
+        /// Encoded payload size in bytes.
+        size: u64,
+        /// It had a file.
+        file: bool,
+    },
+}
+
+/// The ID counter of a store.
+pub(super) struct Alloc {
+    /// Next sequence number to issue.
+    pub(super) next: u64,
+    /// Durably reserved high-water mark (disk store): `next` may reach it before the
+    /// counter file is rewritten.
+    pub(super) reserved: u64,
+}
