@@ -1,8 +1,9 @@
 //! The `uni20` command-line tool.
 //!
-//! - `uni20 contract SPEC A.npy B.npy -o C.npy [--ranks N] [--block SIZE]`
-//!   contracts two npy files with an einsum spec on the in-process universe,
-//!   or on MPI when launched by `mpirun` from a build with feature `mpi`.
+//! - `uni20 contract SPEC A.npy [B.npy] -o C.npy [--ranks N] [--block SIZE]`
+//!   evaluates a numpy einsum spec over one or two npy files on the
+//!   in-process universe, or on MPI when launched by `mpirun` from a build
+//!   with feature `mpi`.
 //! - `uni20 info` prints the transport, ranks, registered commands and local
 //!   backends.
 //!
@@ -48,15 +49,18 @@ output's name.";
 
 #[derive(Subcommand)]
 enum Command {
-    /// C = alpha * einsum(SPEC, A, B) [+ beta * C_IN], written to OUTPUT.
+    /// C = alpha * einsum(SPEC, A[, B]) [+ beta * C_IN], written to OUTPUT.
     #[command(after_help = OUTPUT_HELP)]
     Contract {
-        /// Einsum spec with explicit output, e.g. "ij,jk->ik".
+        /// numpy einsum spec over one or two operands: "ij,jk->ik", "ij,jk"
+        /// (implicit output), "ii->" (trace), "ii->i" (diagonal),
+        /// "...ij,...jk->...ik" (ellipsis with broadcasting).
+        #[arg(allow_hyphen_values = true)]
         spec: String,
-        /// First operand (.npy: f4 f8 c8 c16, little- or big-endian, C or Fortran order).
-        a: PathBuf,
-        /// Second operand (.npy).
-        b: PathBuf,
+        /// The operands, one per input of SPEC (.npy: f4 f8 c8 c16, little-
+        /// or big-endian, C or Fortran order).
+        #[arg(required = true, num_args = 1..=2, value_name = "OPERAND")]
+        operands: Vec<PathBuf>,
         /// Output file (.npy, little-endian, C order); written only on success (see below).
         #[arg(short, long)]
         output: PathBuf,
@@ -92,8 +96,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 Command::Info => info(ctl),
                 Command::Contract {
                     spec,
-                    a,
-                    b,
+                    operands,
                     output,
                     block,
                     alpha,
@@ -111,14 +114,23 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                         "--beta needs --c-in (the output to accumulate into)"
                     );
                     // Validate the spec and the output path before touching any file.
-                    uni20::EinsumSpec::parse(spec).map_err(|e| {
+                    let parsed = uni20::EinsumSpec::parse(spec).map_err(|e| {
                         anyhow::anyhow!("invalid einsum spec {:?}: {}", clip(spec), clip(&e.to_string()))
                     })?;
+                    anyhow::ensure!(
+                        parsed.num_inputs() == operands.len(),
+                        "einsum spec {:?} has {} input(s), but {} operand file(s) were given",
+                        clip(spec),
+                        parsed.num_inputs(),
+                        operands.len()
+                    );
                     uni20::dist::resolve_npy_output(output)?;
                     // On the root: SIGTERM/SIGINT/SIGHUP remove the temporary output file.
                     uni20::worker::cleanup::install_signal_handlers().map_err(anyhow::Error::msg)?;
-                    let ta = read_npy(ctl, a, *block)?;
-                    let tb = read_npy(ctl, b, *block)?;
+                    let inputs = operands
+                        .iter()
+                        .map(|p| read_npy(ctl, p, *block))
+                        .collect::<Result<Vec<_>, _>>()?;
                     let tc = match c_in {
                         Some(p) => Some(read_npy(ctl, p, *block)?),
                         None => None,
@@ -129,7 +141,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                         c: tc.as_ref(),
                         ..Default::default()
                     };
-                    let c = contract_with(ctl, spec, &ta, &tb, &opts)?;
+                    let refs: Vec<&DistTensor> = inputs.iter().collect();
+                    let c = uni20::dist::einsum(ctl, &parsed, &refs, &opts)?;
                     write_npy(ctl, &c, output)?;
                     if let (true, Some(p)) = (*plan, c.plan_summary()) {
                         eprintln!("plan: {p}");
