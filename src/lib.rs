@@ -96,3 +96,9 @@ where
         }
     }
 }
+
+/// The README's Rust examples, compiled (and run, unless marked `no_run`)
+/// as doctests so that they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
