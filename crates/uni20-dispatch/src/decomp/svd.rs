@@ -67,17 +67,20 @@ impl DecompBackendList<dyn SvdBackend> {
 /// The kept rank `k` is chosen from the non-increasing singular values `s_0 >= s_1 >= ...`
 /// (`r` of them) in this order:
 ///
-/// 1. Accuracy: `k` is the smallest rank meeting both `cutoff` (every kept value is
-///    `> cutoff`) and `max_discarded_weight` (`sum_{i>=k} s_i^2 / sum_i s_i^2 <=
-///    max_discarded_weight`); with neither set, `k = r`.
+/// 1. Dropping: a value is dropped when any criterion drops it (as TeNPy's `svd_min` and
+///    `trunc_cut`): `cutoff` drops every value `<= cutoff`; `max_discarded_weight` drops
+///    the smallest values as long as `sum_{i>=k} s_i^2 / sum_i s_i^2 <=
+///    max_discarded_weight`. So `k = min(k_cutoff, k_weight)`, and `k = r` with neither
+///    set. (With both set, the discarded weight may exceed the target because the cutoff
+///    dropped more.)
 /// 2. At least one: if `k == 0` and `s_0 > 0`, then `k = 1`. Only a zero (or empty) matrix
 ///    can keep nothing (then `u` is `m x 0` and `vh` is `0 x n`).
 /// 3. Multiplets: values `s_i`, `s_{i+1}` belong to one degenerate multiplet when
 ///    `s_i - s_{i+1} <= degeneracy_rtol * s_0` (chained: a multiplet is a maximal run of
-///    such neighbours). A cut inside a multiplet is moved down to keep the whole multiplet,
-///    so the accuracy targets still hold.
-/// 4. `max_rank`: if `k > max_rank`, `k = max_rank`, and a cut inside a multiplet is then
-///    moved up to drop the whole multiplet. If that would keep nothing (the leading
+///    such neighbours). A cut inside a multiplet moves past the multiplet's end, keeping it
+///    whole (so a weight target still holds).
+/// 4. `max_rank`: if `k > max_rank`, `k = max_rank`, and a cut inside a multiplet then
+///    moves to the multiplet's start, dropping it whole. If that would keep nothing (the leading
 ///    multiplet alone is larger than `max_rank`), the multiplet is split instead: the
 ///    first `max_rank` values (in the backend's order) are kept and
 ///    [`SvdResult::degenerate_split`] is set.
