@@ -8,7 +8,11 @@
 //!   plain `zip().map().sum()` over the same slices (one thread, no compensation: the
 //!   memory-bandwidth floor for one core). numpy's `vdot` is compared by the lead outside.
 //!
-//! Run: `cargo bench -p uni20-dispatch --bench decomp`. Besides criterion's report each
+//! - `permute_4096x2048`: `permute(a, [1, 0])` (a tiled transpose) of a 4096 x 2048 f64
+//!   tensor against `LocalTensor::clone` of the same tensor (a contiguous copy of the same
+//!   bytes: the floor any permutation can reach).
+//!
+//! Run: `cargo bench -p uni20-dispatch --bench decomp [svd|inner|permute]`. Besides criterion's report each
 //! group prints a line such as `ratio svd_2000 dispatch/faer 1.01 (faer 2.91 s, median of 3)`
 //! from its own interleaved timing (median of N alternating calls).
 
@@ -17,7 +21,14 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, SamplingMode};
 use faer::{Mat, Par};
-use uni20_dispatch::{inner, random_block, svd, DType, LocalTensor, SvdBackendList, SvdOptions, TensorData};
+use uni20_dispatch::{inner, permute, random_block, svd, DType, LocalTensor, SvdBackendList, SvdOptions, TensorData};
+
+/// True unless a name filter was given on the command line that `group` does not contain
+/// (so the interleaved ratio runs only for the groups criterion runs).
+fn selected(group: &str) -> bool {
+    let filters: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    filters.is_empty() || filters.iter().any(|f| group.contains(f.as_str()))
+}
 
 fn threads() -> usize {
     std::thread::available_parallelism().map_or(1, |c| c.get())
@@ -58,6 +69,9 @@ fn matrix(seed: u64, n: usize) -> LocalTensor {
 }
 
 fn bench_svd(c: &mut Criterion) {
+    if !selected("svd_2000") {
+        return;
+    }
     let th = threads();
     let n = 2000;
     let a = matrix(1, n);
@@ -94,6 +108,9 @@ fn bench_svd(c: &mut Criterion) {
 }
 
 fn bench_inner(c: &mut Criterion) {
+    if !selected("inner_4096") {
+        return;
+    }
     let th = threads();
     let n = 4096;
     let (a, b) = (matrix(2, n), matrix(3, n));
@@ -129,9 +146,40 @@ fn bench_inner(c: &mut Criterion) {
     );
 }
 
+fn bench_permute(c: &mut Criterion) {
+    if !selected("permute_4096x2048") {
+        return;
+    }
+    let th = threads();
+    let a = random_block(4, DType::F64, &[4096, 2048], &[0, 0], &[4096, 2048]).expect("random tensor");
+    let mut run_permute = || {
+        black_box(permute(&a, &[1, 0], th).expect("permute"));
+    };
+    let mut run_clone = || {
+        black_box(a.clone());
+    };
+    let mut g = c.benchmark_group("permute_4096x2048");
+    g.sampling_mode(SamplingMode::Flat)
+        .sample_size(20)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(3));
+    g.bench_function(BenchmarkId::new("permute", th), |bch| bch.iter(&mut run_permute));
+    g.bench_function(BenchmarkId::new("clone", 1), |bch| bch.iter(&mut run_clone));
+    g.finish();
+    let reps = 9;
+    let t = interleaved(reps, &mut [&mut run_permute, &mut run_clone]);
+    println!(
+        "ratio permute_4096x2048 permute({th})/clone {:.3} (clone {:.2} ms, permute {:.2} ms, median of {reps})",
+        t[0] / t[1],
+        t[1] * 1e3,
+        t[0] * 1e3
+    );
+}
+
 fn main() {
     let mut c = Criterion::default().configure_from_args();
     bench_svd(&mut c);
     bench_inner(&mut c);
+    bench_permute(&mut c);
     c.final_summary();
 }

@@ -6,6 +6,9 @@
 //! Arithmetic is done in double precision (`f64` or `C64`) and rounded once to the output
 //! dtype. Large outputs are split into at most `threads` contiguous chunks of the output,
 //! filled in parallel on the global rayon pool; the result does not depend on `threads`.
+//! When the permutation moves the first operand's contiguous axis away from the output's
+//! last axis (a transpose), the fill walks `32 x 32` tiles so that reads and writes both
+//! stay in cache, and the parallel chunks are slabs of output axis 0.
 
 use std::borrow::Cow;
 
@@ -284,15 +287,35 @@ impl<'a, T: Lane> Operand<'a, T> {
     }
 }
 
-/// The output of `a (+ b)` over `shape`, in parallel chunks when large.
+/// Edge of the square tiles of [`fill_tiled`] (elements).
+const TILE: usize = 32;
+
+/// The output of `a (+ b)` over `shape`, in parallel chunks when large (at most `threads`
+/// of them, and none smaller than `PAR_MIN / 8` elements).
 fn fill_par<T: Lane>(shape: &[usize], a: &Operand<'_, T>, b: Option<&Operand<'_, T>>, threads: usize) -> Vec<T> {
     let n: usize = shape.iter().product();
     let mut out = vec![T::zero(); n];
     if n == 0 {
         return out;
     }
-    if threads > 1 && n >= PAR_MIN {
-        let chunk = n.div_ceil(threads);
+    let parts = if n >= PAR_MIN {
+        threads.min(n / (PAR_MIN / 8)).max(1)
+    } else {
+        1
+    };
+    if let Some(q) = tiled_axis(shape, a) {
+        if parts == 1 {
+            fill_tiled(&mut out, 0, shape, q, a, b);
+            return out;
+        }
+        // Split along output axis 0 into contiguous slabs of whole axis-0 indices.
+        let rows = shape[0].div_ceil(parts.min(shape[0]));
+        let slab = n / shape[0];
+        out.par_chunks_mut(rows * slab)
+            .enumerate()
+            .for_each(|(c, part)| fill_tiled(part, c * rows, shape, q, a, b));
+    } else if parts > 1 {
+        let chunk = n.div_ceil(parts);
         out.par_chunks_mut(chunk)
             .enumerate()
             .for_each(|(c, part)| fill(part, c * chunk, shape, a, b));
@@ -300,6 +323,88 @@ fn fill_par<T: Lane>(shape: &[usize], a: &Operand<'_, T>, b: Option<&Operand<'_,
         fill(&mut out, 0, shape, a, b);
     }
     out
+}
+
+/// The output axis along which `a` is contiguous, when it is not the output's last axis
+/// (a transposing permutation: [`fill_tiled`] then keeps both reads and writes in cache).
+fn tiled_axis<T: Lane>(shape: &[usize], a: &Operand<'_, T>) -> Option<usize> {
+    let last = shape.len().checked_sub(1)?;
+    if last == 0 || shape[last] == 1 || a.strides[last] == 1 {
+        return None;
+    }
+    (0..last).find(|&d| a.strides[d] == 1 && shape[d] > 1)
+}
+
+/// Fills `out`, the output elements of axis-0 indices `lo..lo + out.len() / slab`, in
+/// `TILE x TILE` tiles of the plane spanned by output axes `q` (along which `a` is
+/// contiguous) and `last` (along which `out` is contiguous), for every index of the other
+/// axes.
+fn fill_tiled<T: Lane>(
+    out: &mut [T],
+    lo: usize,
+    shape: &[usize],
+    q: usize,
+    a: &Operand<'_, T>,
+    b: Option<&Operand<'_, T>>,
+) {
+    let rank = shape.len();
+    let last = rank - 1;
+    let mut os = vec![1usize; rank];
+    for d in (0..last).rev() {
+        os[d] = os[d + 1] * shape[d + 1];
+    }
+    let hi = lo + out.len() / os[0];
+    // Range of each axis inside this slab: axis 0 is [lo, hi), the others whole.
+    let range = |d: usize| if d == 0 { (lo, hi) } else { (0, shape[d]) };
+    let others: Vec<usize> = (0..last).filter(|&d| d != q).collect();
+    let mut idx: Vec<usize> = (0..rank).map(|d| range(d).0).collect();
+    let (q0, q1) = range(q);
+    let (nl, sal) = (shape[last], a.strides[last]);
+    let zero_b = [0usize; 0];
+    let b_strides = b.map_or(&zero_b[..], |b| &b.strides[..]);
+    loop {
+        let off = |s: &[usize]| others.iter().map(|&d| idx[d] * s[d]).sum::<usize>();
+        let base_out = off(&os) - lo * os[0] * usize::from(q != 0);
+        let base_a = off(&a.strides);
+        let base_b = if b.is_some() { off(b_strides) } else { 0 };
+        for i0 in (q0..q1).step_by(TILE) {
+            for j0 in (0..nl).step_by(TILE) {
+                for i in i0..(i0 + TILE).min(q1) {
+                    let o = base_out + (i - if q == 0 { lo } else { 0 }) * os[q];
+                    let oa = base_a + i * a.strides[q];
+                    let jr = j0..(j0 + TILE).min(nl);
+                    let dst = &mut out[o + jr.start..o + jr.end];
+                    match b {
+                        Some(b) => {
+                            let ob = base_b + i * b.strides[q];
+                            for (x, j) in dst.iter_mut().zip(jr) {
+                                *x = T::narrow(a.term(oa + j * sal) + b.term(ob + j * b.strides[last]));
+                            }
+                        }
+                        None => {
+                            for (x, j) in dst.iter_mut().zip(jr) {
+                                *x = T::narrow(a.term(oa + j * sal));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // Next index of the other axes (odometer, last of `others` fastest).
+        let mut k = others.len();
+        loop {
+            if k == 0 {
+                return;
+            }
+            k -= 1;
+            let d = others[k];
+            idx[d] += 1;
+            if idx[d] < range(d).1 {
+                break;
+            }
+            idx[d] = range(d).0;
+        }
+    }
 }
 
 /// Fills `out`, the row-major output elements `start..start + out.len()` over `shape`.

@@ -148,6 +148,36 @@ fn thread_budget_does_not_change_results() {
 }
 
 #[test]
+fn tiled_transposes_match_naive() {
+    let cases: [(&[usize], &[usize], &[usize]); 6] = [
+        (&[70, 45], &[1, 0], &[0, 1]),
+        (&[3, 40, 37], &[2, 0, 1], &[1, 2, 0]),
+        (&[3, 40, 37], &[1, 2, 0], &[0, 1, 2]),
+        (&[5, 33, 2, 35], &[3, 1, 0, 2], &[2, 1, 3, 0]),
+        (&[5, 33, 2, 35], &[0, 3, 2, 1], &[0, 1, 2, 3]),
+        // Large enough to be split across threads, contiguous axis in the middle.
+        (&[40, 30, 33], &[1, 2, 0], &[2, 0, 1]),
+    ];
+    for (k, (shape, pa, pb)) in cases.into_iter().enumerate() {
+        let a = tensor(k as u64, DType::C64, shape);
+        let out: Vec<usize> = pa.iter().map(|&p| shape[p]).collect();
+        let mut b_shape = vec![0; shape.len()];
+        for (i, &p) in pb.iter().enumerate() {
+            b_shape[p] = out[i];
+        }
+        let b = tensor(50 + k as u64, DType::F64, &b_shape);
+        let (alpha, beta) = (C64::new(0.5, -0.25), C64::new(2.0, 1.0));
+        let want = naive(alpha, &a, pa, true, beta, Some((&b, pb, false)), DType::C64);
+        for t in [1, 2, 3] {
+            let got = axpby(alpha, &a, pa, true, beta, Some((&b, pb, false)), None, t).unwrap();
+            assert_eq!(got, want, "case {k}, threads {t}");
+        }
+        let want = naive(C64::new(1.0, 0.0), &b, pb, false, beta, None, DType::F64);
+        assert_eq!(permute(&b, pb, 2).unwrap(), want, "permute case {k}");
+    }
+}
+
+#[test]
 fn wrappers_scale_conj_permute() {
     let c = LocalTensor::from_c64(&[2, 1], vec![C64::new(1.0, 2.0), C64::new(-3.0, 0.5)]).unwrap();
     assert_eq!(
