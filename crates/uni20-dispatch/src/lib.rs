@@ -63,18 +63,23 @@ mod backend;
 mod contract;
 #[cfg(feature = "cuda")]
 mod cuda;
+mod decomp;
 mod defaults;
 mod dtype;
+mod elementwise;
 mod error;
 mod faer_backend;
 mod lower;
 mod options;
 mod permute;
 mod problem;
+mod random;
+mod reduce;
 mod reference;
 mod scalar;
 mod spec;
 mod tensor;
+mod typed;
 mod view;
 
 pub use backend::{AttemptOutcome, BackendList, ContractBackend, KernelAttempt, KernelDispatchError, KernelError};
@@ -84,11 +89,23 @@ pub use contract::{
 #[cfg(feature = "cuda")]
 pub use cuda::CudaBackend;
 pub use defaults::{available_backends, GPU_MIN_MACS};
-pub use dtype::{DType, DTypeError, C32, C64};
 pub use error::{check_scalars, ContractError, ScalarRole};
-pub use faer_backend::FaerBackend;
 pub use options::ContractOptions;
 pub use problem::{ContractProblem, IndexClasses};
+#[cfg(feature = "cuda")]
+pub use decomp::cuda_decline::CudaDecompBackend;
+pub use decomp::eigh::{eigh, eigh_with_attempts, EighBackend, EighBackendList, EighFactors, EighOptions, EighResult};
+pub use decomp::faer_decomp::FaerDecompBackend;
+pub use decomp::qr::{
+    lq, lq_with_attempts, qr, qr_with_attempts, LqResult, QrBackend, QrBackendList, QrFactors, QrResult,
+};
+pub use decomp::svd::{svd, svd_with_attempts, SvdBackend, SvdBackendList, SvdFactors, SvdOptions, SvdResult};
+pub use decomp::{DecompBackend, DecompBackendList, DecompError, DecompKind, MatrixProblem};
+pub use dtype::{DType, DTypeError, C32, C64};
+pub use elementwise::{axpby, conj, permute, reshape, reshape_owned, scale, ElementwiseError};
+pub use faer_backend::FaerBackend;
+pub use random::{identity_block, random_block, zeros_block, BlockError};
+pub use reduce::{inner, max_abs, norm_sqr};
 pub use reference::{reference_contract, ReferenceBackend};
 pub use scalar::Element;
 pub use spec::{EinsumSpec, ResolveSpec, ResolvedSpec, SpecError};

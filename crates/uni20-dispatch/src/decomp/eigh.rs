@@ -1,0 +1,198 @@
+//! The Hermitian eigendecomposition family: the [`EighBackend`] trait, its list, and the
+//! [`eigh`] front end, which checks that the input is Hermitian within a relative tolerance
+//! and hands backends its exact Hermitian part.
+
+use std::sync::Arc;
+
+use super::{
+    check_factor, check_matrix, check_tol, default_rtol, DecompBackend, DecompBackendList, DecompError, DecompKind,
+    MatrixProblem,
+};
+use crate::backend::{KernelAttempt, KernelError};
+use crate::dtype::DType;
+use crate::tensor::LocalTensor;
+use crate::typed::{elems_of, for_dtype, tensor, Lane};
+
+/// The eigendecomposition `A = V diag(values) V^H` a backend returns for an `n x n`
+/// Hermitian matrix.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EighFactors {
+    /// `n` real eigenvalues, non-decreasing.
+    pub values: Vec<f64>,
+    /// `n x n`, column `j` the unit eigenvector of `values[j]`, orthonormal columns, the
+    /// matrix's dtype.
+    pub vectors: LocalTensor,
+}
+
+/// An eigendecomposition backend: [`DecompBackend`] plus the computation.
+pub trait EighBackend: DecompBackend {
+    /// The eigendecomposition of `problem.matrix`, which is square and exactly Hermitian.
+    ///
+    /// # Errors
+    /// Any [`KernelError`]; dispatch then fails without trying further backends.
+    fn eigh(&self, problem: &MatrixProblem<'_>) -> Result<EighFactors, KernelError>;
+}
+
+/// Ordered list of Hermitian eigendecomposition backends.
+pub type EighBackendList = DecompBackendList<dyn EighBackend>;
+
+impl DecompBackendList<dyn EighBackend> {
+    /// `[faer(threads)]`; see [`crate::FaerDecompBackend::new`] for `threads`.
+    pub fn default_cpu(threads: usize) -> Self {
+        Self::new(vec![Arc::new(super::faer_decomp::FaerDecompBackend::new(threads))])
+    }
+
+    /// With the `cuda` feature `[cuda, faer(threads)]`, where cuda declines every
+    /// eigendecomposition ("not implemented for eigh"); without it, the same as
+    /// [`Self::default_cpu`].
+    pub fn default_gpu_first(threads: usize) -> Self {
+        #[cfg(feature = "cuda")]
+        {
+            Self::new(vec![
+                Arc::new(super::cuda_decline::CudaDecompBackend),
+                Arc::new(super::faer_decomp::FaerDecompBackend::new(threads)),
+            ])
+        }
+        #[cfg(not(feature = "cuda"))]
+        {
+            Self::default_cpu(threads)
+        }
+    }
+}
+
+/// Options of [`eigh`].
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct EighOptions {
+    /// The input is accepted as Hermitian when `max |A - A^H| <= hermitian_rtol * max |A|`
+    /// (finite, `>= 0`). `None`: `1e-12` for `f64`/`c64`, `1e-5` for `f32`/`c32`.
+    pub hermitian_rtol: Option<f64>,
+}
+
+/// The eigendecomposition from [`eigh`].
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct EighResult {
+    /// The `n` eigenvalues, non-decreasing, as `f64` whatever the dtype.
+    pub values: Vec<f64>,
+    /// `n x n`, the input's dtype: column `j` is a unit eigenvector of `values[j]`; the
+    /// columns are orthonormal.
+    pub vectors: LocalTensor,
+}
+
+/// Eigendecomposition of the Hermitian `n x n` `matrix`: `matrix = V diag(values) V^H`
+/// with `values` non-decreasing and `V` (`vectors`) unitary.
+///
+/// The matrix must be Hermitian within the tolerance of [`EighOptions::hermitian_rtol`];
+/// the decomposition is then of its Hermitian part `(A + A^H) / 2` (so both triangles are
+/// used, and a real diagonal is enforced). An empty `0 x 0` matrix gives no eigenvalues and
+/// a `0 x 0` `vectors`. The eigenvectors of a repeated eigenvalue are any orthonormal basis
+/// of its eigenspace (the backend's choice).
+///
+/// # Errors
+/// [`DecompError::NotMatrix`], [`DecompError::NotSquare`], [`DecompError::NonFinite`],
+/// [`DecompError::InvalidOption`] (negative or non-finite tolerance),
+/// [`DecompError::NotHermitian`] (naming the largest deviation and where),
+/// [`DecompError::Dispatch`] (every backend declined, or the committed one failed or
+/// returned eigenvalues that are not finite or not sorted, or vectors of the wrong
+/// dtype/shape), [`DecompError::Tensor`].
+pub fn eigh(matrix: &LocalTensor, opts: &EighOptions, backends: &EighBackendList) -> Result<EighResult, DecompError> {
+    eigh_with_attempts(matrix, opts, backends).map(|(r, _)| r)
+}
+
+/// Like [`eigh`], also returning the dispatch log.
+///
+/// # Errors
+/// As [`eigh`].
+pub fn eigh_with_attempts(
+    matrix: &LocalTensor,
+    opts: &EighOptions,
+    backends: &EighBackendList,
+) -> Result<(EighResult, Vec<KernelAttempt>), DecompError> {
+    let op = DecompKind::Eigh;
+    let (rows, cols) = check_matrix(op, matrix)?;
+    if rows != cols {
+        return Err(DecompError::NotSquare { op, rows, cols });
+    }
+    let dtype = matrix.dtype();
+    let tol = opts.hermitian_rtol.unwrap_or(default_rtol(dtype));
+    check_tol(op, "hermitian_rtol", tol)?;
+    let n = rows;
+    let herm = for_dtype!(dtype, T => {
+        let a = elems_of::<T>(matrix);
+        check_hermitian(a, n, tol)?;
+        tensor(&[n, n], hermitian_part(a, n))?
+    });
+    let problem = MatrixProblem {
+        kind: op,
+        matrix: &herm,
+        rows: n,
+        cols: n,
+    };
+    let (f, attempts) = backends.dispatch(&problem, |b, p| b.eigh(p), |f| check_factors(f, dtype, n))?;
+    Ok((
+        EighResult {
+            values: f.values,
+            vectors: f.vectors,
+        },
+        attempts,
+    ))
+}
+
+/// `Err(NotHermitian)` if `max |a_ij - conj(a_ji)| > tol * max |a_ij|`.
+fn check_hermitian<T: Lane>(a: &[T], n: usize, tol: f64) -> Result<(), DecompError> {
+    let max_abs = a.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    let mut worst = (0.0f64, 0, 0);
+    for i in 0..n {
+        for j in i..n {
+            let d = a[i * n + j].to_c64() - a[j * n + i].to_c64().conj();
+            let d = d.norm();
+            if d > worst.0 {
+                worst = (d, i, j);
+            }
+        }
+    }
+    let (deviation, row, col) = worst;
+    if deviation > tol * max_abs {
+        return Err(DecompError::NotHermitian {
+            row,
+            col,
+            deviation,
+            max_abs,
+            tolerance: tol,
+        });
+    }
+    Ok(())
+}
+
+/// `(a + a^H) / 2`, computed in double precision and rounded once.
+fn hermitian_part<T: Lane>(a: &[T], n: usize) -> Vec<T> {
+    let mut out = Vec::with_capacity(n * n);
+    for i in 0..n {
+        for j in 0..n {
+            let s = a[i * n + j].widen() + T::conj_w(a[j * n + i].widen());
+            out.push(T::narrow(s * T::scalar(crate::dtype::C64::new(0.5, 0.0))));
+        }
+    }
+    out
+}
+
+/// Checks a backend's factors: eigenvalue count, range and order; the vectors' dtype and
+/// shape.
+fn check_factors(f: &EighFactors, dtype: DType, n: usize) -> Result<(), String> {
+    check_factor("vectors", &f.vectors, dtype, [n, n])?;
+    if f.values.len() != n {
+        return Err(format!("backend returned {} eigenvalues, expected {n}", f.values.len()));
+    }
+    if let Some(i) = f.values.iter().position(|x| !x.is_finite()) {
+        return Err(format!("eigenvalue {i} is {}", f.values[i]));
+    }
+    if let Some(i) = f.values.windows(2).position(|w| w[0] > w[1]) {
+        return Err(format!(
+            "eigenvalues not ascending: values[{i}] = {} > values[{}] = {}",
+            f.values[i],
+            i + 1,
+            f.values[i + 1]
+        ));
+    }
+    Ok(())
+}

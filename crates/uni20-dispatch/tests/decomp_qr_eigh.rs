@@ -1,0 +1,280 @@
+//! QR, LQ and Hermitian eigendecomposition through the dispatcher: reconstruction,
+//! orthonormality, triangular structure with a real non-negative diagonal, eigen-residuals
+//! and order, empty matrices, and the typed errors (NaN/Inf, not square, not Hermitian).
+
+mod kernels_common;
+
+use kernels_common::*;
+use uni20_dispatch::*;
+
+fn tol(dtype: DType) -> f64 {
+    if eps(dtype) > 1e-10 {
+        2e-5
+    } else {
+        1e-12
+    }
+}
+
+const SHAPES: [(usize, usize); 8] = [(1, 1), (1, 6), (6, 1), (5, 5), (9, 4), (4, 9), (33, 20), (20, 33)];
+
+#[test]
+fn qr_reconstructs_with_orthonormal_q_and_upper_r() {
+    let list = QrBackendList::default_cpu(1);
+    for (i, dtype) in DType::ALL.into_iter().enumerate() {
+        for (j, &(m, n)) in SHAPES.iter().enumerate() {
+            let a = rand_matrix((i * 50 + j) as u64, dtype, m, n);
+            let (r, attempts) = qr_with_attempts(&a, &list).unwrap();
+            assert_eq!(attempts.len(), 1);
+            let k = m.min(n);
+            assert_eq!((r.q.shape(), r.r.shape()), (&[m, k][..], &[k, n][..]));
+            assert_eq!((r.q.dtype(), r.r.dtype()), (dtype, dtype));
+            let (q, _, _) = mat(&r.q);
+            let (rr, _, _) = mat(&r.r);
+            let (av, _, _) = mat(&a);
+            let t = tol(dtype);
+            assert!(
+                max_diff(&matmul(&q, &rr, m, k, n), &av) <= t * max_norm(&av),
+                "{dtype} {m}x{n}"
+            );
+            assert!(column_orthonormality(&q, m, k) <= t);
+            for row in 0..k {
+                for col in 0..row.min(n) {
+                    assert_eq!(rr[row * n + col], C64::new(0.0, 0.0), "R below the diagonal");
+                }
+                let d = rr[row * n + row];
+                assert!(d.im == 0.0 && d.re >= 0.0, "R diagonal {d}");
+            }
+        }
+    }
+}
+
+#[test]
+fn lq_reconstructs_with_lower_l_and_orthonormal_rows() {
+    let list = QrBackendList::default_cpu(1);
+    for (i, dtype) in DType::ALL.into_iter().enumerate() {
+        for (j, &(m, n)) in SHAPES.iter().enumerate() {
+            let a = rand_matrix((i * 70 + j + 1000) as u64, dtype, m, n);
+            let (r, attempts) = lq_with_attempts(&a, &list).unwrap();
+            assert_eq!(attempts[0].outcome, AttemptOutcome::Accepted);
+            let k = m.min(n);
+            assert_eq!((r.l.shape(), r.q.shape()), (&[m, k][..], &[k, n][..]));
+            let (l, _, _) = mat(&r.l);
+            let (q, _, _) = mat(&r.q);
+            let (av, _, _) = mat(&a);
+            let t = tol(dtype);
+            assert!(
+                max_diff(&matmul(&l, &q, m, k, n), &av) <= t * max_norm(&av),
+                "{dtype} {m}x{n}"
+            );
+            assert!(row_orthonormality(&q, k, n) <= t);
+            for row in 0..m {
+                for col in (row + 1)..k {
+                    assert_eq!(l[row * k + col], C64::new(0.0, 0.0), "L above the diagonal");
+                }
+                if row < k {
+                    let d = l[row * k + row];
+                    assert!(d.im == 0.0 && d.re >= 0.0, "L diagonal {d}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn qr_is_unique_for_full_rank_input_across_thread_budgets() {
+    let a = rand_matrix(3, DType::C64, 80, 50);
+    let r1 = qr(&a, &QrBackendList::default_cpu(1)).unwrap();
+    let r2 = qr(&a, &QrBackendList::default_cpu(2)).unwrap();
+    assert!(r1.q.max_abs_diff(&r2.q).unwrap() < 1e-12);
+    assert!(r1.r.max_abs_diff(&r2.r).unwrap() < 1e-12);
+}
+
+#[test]
+fn empty_qr_lq_eigh() {
+    for dtype in DType::ALL {
+        for (m, n) in [(0, 4), (4, 0), (0, 0)] {
+            let a = LocalTensor::zeros(dtype, &[m, n]).unwrap();
+            let r = qr(&a, &QrBackendList::default_cpu(1)).unwrap();
+            assert_eq!((r.q.shape(), r.r.shape()), (&[m, 0][..], &[0, n][..]));
+            let r = lq(&a, &QrBackendList::default_cpu(1)).unwrap();
+            assert_eq!((r.l.shape(), r.q.shape()), (&[m, 0][..], &[0, n][..]));
+        }
+        let e = eigh(
+            &LocalTensor::zeros(dtype, &[0, 0]).unwrap(),
+            &EighOptions::default(),
+            &EighBackendList::default_cpu(1),
+        )
+        .unwrap();
+        assert!(e.values.is_empty());
+        assert_eq!(e.vectors.shape(), &[0, 0]);
+    }
+}
+
+/// A Hermitian `n x n` matrix of `dtype`: `(X + X^H) / 2` of a random `X`, exact in `dtype`.
+fn hermitian(seed: u64, dtype: DType, n: usize) -> LocalTensor {
+    let x = rand_matrix(seed, dtype, n, n).to_c64_vec();
+    let h: Vec<C64> = (0..n * n)
+        .map(|k| {
+            let (i, j) = (k / n, k % n);
+            (x[i * n + j] + x[j * n + i].conj()) * 0.5
+        })
+        .collect();
+    from_c64(dtype, &[n, n], &h)
+}
+
+#[test]
+fn eigh_residuals_order_and_orthonormality() {
+    let list = EighBackendList::default_cpu(1);
+    for (i, dtype) in DType::ALL.into_iter().enumerate() {
+        for n in [1, 2, 7, 40] {
+            let a = hermitian((i * 10 + n) as u64, dtype, n);
+            let (r, attempts) = eigh_with_attempts(&a, &EighOptions::default(), &list).unwrap();
+            assert_eq!(attempts[0].backend, "faer");
+            assert_eq!(r.values.len(), n);
+            assert!(r.values.windows(2).all(|w| w[0] <= w[1]), "{:?}", r.values);
+            assert_eq!((r.vectors.shape(), r.vectors.dtype()), (&[n, n][..], dtype));
+            let (v, _, _) = mat(&r.vectors);
+            let (av, _, _) = mat(&a);
+            let av_v = matmul(&av, &v, n, n, n);
+            let scale = max_norm(&av).max(1.0);
+            let res_tol = if eps(dtype) > 1e-10 { 1e-4 } else { 1e-10 };
+            for j in 0..n {
+                for row in 0..n {
+                    let res = (av_v[row * n + j] - v[row * n + j] * r.values[j]).norm();
+                    assert!(res <= res_tol * scale, "{dtype} n={n}: residual {res} of eigenpair {j}");
+                }
+            }
+            assert!(column_orthonormality(&v, n, n) <= tol(dtype));
+        }
+    }
+}
+
+#[test]
+fn eigh_known_spectrum() {
+    // diag(2, 3, -1): eigenvalues -1, 2, 3 in ascending order.
+    let a = LocalTensor::from_f64(&[3, 3], vec![2.0, 0.0, 0.0, 0.0, 3.0, 0.0, 0.0, 0.0, -1.0]).unwrap();
+    let r = eigh(&a, &EighOptions::default(), &EighBackendList::default_cpu(1)).unwrap();
+    for (x, y) in r.values.iter().zip([-1.0, 2.0, 3.0]) {
+        assert!((x - y).abs() < 1e-14, "{:?}", r.values);
+    }
+    // [[2, i], [-i, 2]] has eigenvalues 1 and 3.
+    let c = LocalTensor::from_c64(
+        &[2, 2],
+        vec![
+            C64::new(2.0, 0.0),
+            C64::new(0.0, 1.0),
+            C64::new(0.0, -1.0),
+            C64::new(2.0, 0.0),
+        ],
+    )
+    .unwrap();
+    let r = eigh(&c, &EighOptions::default(), &EighBackendList::default_cpu(1)).unwrap();
+    assert!((r.values[0] - 1.0).abs() < 1e-14 && (r.values[1] - 3.0).abs() < 1e-14);
+}
+
+#[test]
+fn eigh_rejects_non_hermitian_naming_the_deviation() {
+    let list = EighBackendList::default_cpu(1);
+    let mut v = hermitian(5, DType::F64, 6).to_c64_vec();
+    v[4 * 6 + 1] += 1e-6; // A[4, 1] no longer matches A[1, 4]
+    let a = from_c64(DType::F64, &[6, 6], &v);
+    match eigh(&a, &EighOptions::default(), &list) {
+        Err(DecompError::NotHermitian {
+            row,
+            col,
+            deviation,
+            tolerance,
+            max_abs,
+        }) => {
+            assert_eq!((row, col), (1, 4));
+            assert!((deviation - 1e-6).abs() < 1e-12, "{deviation}");
+            assert_eq!(tolerance, 1e-12);
+            assert!(max_abs > 0.0);
+        }
+        other => panic!("{other:?}"),
+    }
+    // A looser tolerance accepts it (and decomposes the Hermitian part).
+    let loose = EighOptions {
+        hermitian_rtol: Some(1e-3),
+    };
+    assert_eq!(eigh(&a, &loose, &list).unwrap().values.len(), 6);
+    // A complex diagonal entry with an imaginary part deviates by 2 |Im|.
+    let mut w = hermitian(6, DType::C64, 3).to_c64_vec();
+    w[2 * 3 + 2] += C64::new(0.0, 0.25);
+    let a = from_c64(DType::C64, &[3, 3], &w);
+    let e = eigh(&a, &EighOptions::default(), &list).unwrap_err();
+    assert!(
+        matches!(e, DecompError::NotHermitian { row: 2, col: 2, deviation, .. } if (deviation - 0.5).abs() < 1e-15),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("not Hermitian"), "{e}");
+}
+
+#[test]
+fn eigh_input_errors() {
+    let list = EighBackendList::default_cpu(1);
+    let r = LocalTensor::zeros(DType::C64, &[2, 3]).unwrap();
+    assert_eq!(
+        eigh(&r, &EighOptions::default(), &list).unwrap_err(),
+        DecompError::NotSquare {
+            op: DecompKind::Eigh,
+            rows: 2,
+            cols: 3
+        }
+    );
+    let mut v = vec![C64::new(0.0, 0.0); 4];
+    v[3] = C64::new(f64::NAN, 0.0);
+    let a = from_c64(DType::F32, &[2, 2], &v);
+    assert!(matches!(
+        eigh(&a, &EighOptions::default(), &list),
+        Err(DecompError::NonFinite {
+            op: DecompKind::Eigh,
+            row: 1,
+            col: 1,
+            ..
+        })
+    ));
+    let bad = EighOptions {
+        hermitian_rtol: Some(f64::NAN),
+    };
+    assert!(matches!(
+        eigh(&hermitian(1, DType::F64, 2), &bad, &list),
+        Err(DecompError::InvalidOption {
+            option: "hermitian_rtol",
+            ..
+        })
+    ));
+}
+
+#[test]
+fn qr_and_lq_reject_non_finite_input() {
+    let list = QrBackendList::default_cpu(1);
+    let mut v = vec![C64::new(1.0, 0.0); 6];
+    v[2] = C64::new(f64::INFINITY, 0.0);
+    for dtype in DType::ALL {
+        let a = from_c64(dtype, &[2, 3], &v);
+        assert!(matches!(
+            qr(&a, &list),
+            Err(DecompError::NonFinite {
+                op: DecompKind::Qr,
+                row: 0,
+                col: 2,
+                ..
+            })
+        ));
+        assert!(matches!(
+            lq(&a, &list),
+            Err(DecompError::NonFinite {
+                op: DecompKind::Lq,
+                row: 0,
+                col: 2,
+                ..
+            })
+        ));
+    }
+    let v = LocalTensor::zeros(DType::F64, &[5]).unwrap();
+    assert!(matches!(
+        qr(&v, &list),
+        Err(DecompError::NotMatrix { op: DecompKind::Qr, .. })
+    ));
+}

@@ -1,0 +1,116 @@
+//! Helpers shared by the kernel tests: `.npy` fixtures (header parsed by `npyz`), naive
+//! matrix algebra in `C64` as the oracle, and deterministic test matrices.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use uni20_dispatch::{random_block, DType, LocalTensor, TensorData, C32, C64};
+
+/// `crates/uni20-dispatch/tests/fixtures/kernels/<name>`.
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/kernels")
+        .join(name)
+}
+
+/// Reads a C-order `.npy` file of dtype `<f4`, `<f8`, `<c8` or `<c16`.
+pub fn read_npy(path: &Path) -> LocalTensor {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut reader = &bytes[..];
+    let header = npyz::NpyHeader::from_reader(&mut reader).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert_eq!(header.order(), npyz::Order::C, "{}", path.display());
+    let descr = match header.dtype() {
+        npyz::DType::Plain(ts) => ts.to_string(),
+        other => panic!("{}: unsupported dtype {other:?}", path.display()),
+    };
+    let dtype = DType::from_npy_descr(&descr).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let shape: Vec<usize> = header.shape().iter().map(|&d| d as usize).collect();
+    LocalTensor::from_bytes(dtype, &shape, reader).unwrap()
+}
+
+/// Elements of a rank-2 tensor as `C64`, with its `(rows, cols)`.
+pub fn mat(t: &LocalTensor) -> (Vec<C64>, usize, usize) {
+    let &[r, c] = t.shape() else {
+        panic!("not a matrix: {:?}", t.shape())
+    };
+    (t.to_c64_vec(), r, c)
+}
+
+/// Naive `a (m x k) * b (k x n)` in `C64`.
+pub fn matmul(a: &[C64], b: &[C64], m: usize, k: usize, n: usize) -> Vec<C64> {
+    let mut out = vec![C64::new(0.0, 0.0); m * n];
+    for i in 0..m {
+        for l in 0..k {
+            let x = a[i * k + l];
+            for j in 0..n {
+                out[i * n + j] += x * b[l * n + j];
+            }
+        }
+    }
+    out
+}
+
+/// The adjoint of a row-major `r x c` matrix.
+pub fn adjoint(a: &[C64], r: usize, c: usize) -> Vec<C64> {
+    let mut out = Vec::with_capacity(r * c);
+    for j in 0..c {
+        for i in 0..r {
+            out.push(a[i * c + j].conj());
+        }
+    }
+    out
+}
+
+/// `max |x - y|`.
+pub fn max_diff(x: &[C64], y: &[C64]) -> f64 {
+    assert_eq!(x.len(), y.len());
+    x.iter().zip(y).map(|(a, b)| (a - b).norm()).fold(0.0, f64::max)
+}
+
+/// `max |x|` (0 for empty).
+pub fn max_norm(x: &[C64]) -> f64 {
+    x.iter().map(|a| a.norm()).fold(0.0, f64::max)
+}
+
+/// `max |Q^H Q - I|` for the `r x c` matrix `q` (orthonormal columns).
+pub fn column_orthonormality(q: &[C64], r: usize, c: usize) -> f64 {
+    let g = matmul(&adjoint(q, r, c), q, c, r, c);
+    let id: Vec<C64> = (0..c * c)
+        .map(|i| C64::new(if i / c == i % c { 1.0 } else { 0.0 }, 0.0))
+        .collect();
+    max_diff(&g, &id)
+}
+
+/// `max |Q Q^H - I|` for the `r x c` matrix `q` (orthonormal rows).
+pub fn row_orthonormality(q: &[C64], r: usize, c: usize) -> f64 {
+    column_orthonormality(&adjoint(q, r, c), c, r)
+}
+
+/// Narrows `C64` values into a tensor of `dtype` (real part for real dtypes).
+pub fn from_c64(dtype: DType, shape: &[usize], v: &[C64]) -> LocalTensor {
+    let data = if dtype == DType::F32 {
+        TensorData::F32(v.iter().map(|z| z.re as f32).collect())
+    } else if dtype == DType::F64 {
+        TensorData::F64(v.iter().map(|z| z.re).collect())
+    } else if dtype == DType::C32 {
+        TensorData::C32(v.iter().map(|z| C32::new(z.re as f32, z.im as f32)).collect())
+    } else {
+        TensorData::C64(v.to_vec())
+    };
+    LocalTensor::from_data(shape, data).unwrap()
+}
+
+/// A deterministic `rows x cols` matrix with entries uniform in [-1, 1).
+pub fn rand_matrix(seed: u64, dtype: DType, rows: usize, cols: usize) -> LocalTensor {
+    random_block(seed, dtype, &[rows, cols], &[0, 0], &[rows, cols]).unwrap()
+}
+
+/// Machine epsilon of the dtype's real type.
+pub fn eps(dtype: DType) -> f64 {
+    if dtype == DType::F32 || dtype == DType::C32 {
+        f32::EPSILON as f64
+    } else {
+        f64::EPSILON
+    }
+}
