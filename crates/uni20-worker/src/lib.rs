@@ -17,12 +17,18 @@ mod controller;
 mod diag;
 mod envelope;
 pub mod fault;
+mod handler;
 mod inproc;
+mod launch;
 #[cfg(feature = "mpi")]
 mod mpi_transport;
+mod panics;
+mod protocol;
 mod registry;
+mod startup;
 mod transport;
 mod universe;
+mod worker;
 
 pub use context::{decode_descriptor, encode_reply, CommandSpec, WorkerContext};
 pub use controller::{Controller, DeferredJob, OnDone, PendingOp, RawReplies};
@@ -33,6 +39,7 @@ pub use envelope::{
 };
 pub use fault::{Fault, FaultKind, FaultPlan};
 pub use inproc::InProcessTransport;
+pub use launch::{rank_backends, DEFAULT_RANKS};
 #[cfg(feature = "mpi")]
 pub use mpi_transport::MpiTransport;
 pub use registry::{
@@ -42,9 +49,8 @@ pub use registry::{
 pub use transport::{
     data_tag, Tag, Transport, TransportError, TAG_CMD, TAG_DATA_BASE, TAG_HELLO, TAG_REPLY, TAG_ROOT_DATA, TAG_START,
 };
-pub use universe::{
-    launched_by_mpi, rank_backends, worker_loop, TransportChoice, UniverseBuilder, WorkerExit, DEFAULT_RANKS,
-};
+pub use universe::{launched_by_mpi, RunResult, TransportChoice, UniverseBuilder};
+pub use worker::{worker_loop, WorkerExit};
 
 #[doc(hidden)]
 pub use linkme;

@@ -1,0 +1,288 @@
+//! Launching a universe: the in-process universe (ranks as scoped threads)
+//! and the MPI universe (one rank per process), and the root's main routine
+//! shared by both: handshake, the user's closure on a [`Controller`], drain,
+//! shutdown.
+//!
+//! [`UniverseBuilder`](crate::UniverseBuilder) resolves its settings into a
+//! [`Launch`] and calls [`in_process`] or [`mpi`]; this module never looks at
+//! the builder.
+
+use std::collections::BTreeMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Duration;
+
+use uni20_dispatch::BackendList;
+use uni20_persist::Store;
+
+use crate::controller::Controller;
+use crate::diag::JobError;
+use crate::envelope::encode;
+use crate::fault::{FaultKind, FaultPlan};
+use crate::inproc::{InProcessTransport, Shared};
+use crate::panics::{install_quiet_handler_panic_hook, panic_message};
+use crate::protocol::Control;
+use crate::registry::{CommandEntry, Registry};
+use crate::startup::root_handshake;
+use crate::transport::{Transport, TAG_CMD};
+use crate::worker::{worker_loop, WorkerExit};
+
+/// Everything a launch needs, resolved by the builder.
+pub(crate) struct Launch {
+    pub(crate) ranks: Option<usize>,
+    pub(crate) threads_per_rank: Option<usize>,
+    pub(crate) startup_timeout: Duration,
+    pub(crate) registry_overrides: BTreeMap<usize, Vec<CommandEntry>>,
+    pub(crate) faults: Option<FaultPlan>,
+    pub(crate) store_dir: Option<std::path::PathBuf>,
+    pub(crate) memory_budget: Option<u64>,
+    pub(crate) storage_ranks: Option<usize>,
+}
+
+/// Default number of ranks of the in-process universe.
+pub const DEFAULT_RANKS: usize = 4;
+
+fn env_usize(name: &str) -> Option<usize> {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .filter(|&n| n > 0)
+}
+
+/// The local contraction backends of a rank: `UNI20_BACKENDS=gpu-first`
+/// puts the CUDA backend (build with feature `cuda`) before the CPU ones;
+/// anything else, or unset, gives [`BackendList::default_cpu`]. Either way a
+/// backend that cannot run here declines and the next one is tried.
+pub fn rank_backends(threads: usize) -> BackendList {
+    match std::env::var("UNI20_BACKENDS").as_deref() {
+        Ok("gpu-first") => BackendList::default_gpu_first(threads),
+        _ => BackendList::default_cpu(threads),
+    }
+}
+
+impl Launch {
+    fn storage_count(&self, size: usize) -> Result<usize, JobError> {
+        let k = self
+            .storage_ranks
+            .or_else(|| env_usize("UNI20_STORAGE_RANKS"))
+            .unwrap_or(0);
+        if k > 0 && k + 2 > size {
+            return Err(JobError::Startup(format!(
+                "{k} storage rank(s) need at least {} ranks (root + one worker + storage), the universe has {size}",
+                k + 2
+            )));
+        }
+        Ok(k)
+    }
+
+    fn open_store(&self, rank: usize) -> Result<Store, JobError> {
+        match &self.store_dir {
+            None => Ok(Store::in_memory(rank as u32)),
+            Some(dir) => {
+                let mut opts = uni20_persist::StoreOptions::new();
+                if let Some(b) = self.memory_budget {
+                    opts = opts.memory_budget(b);
+                }
+                Store::open(dir, rank as u32, opts)
+                    .map_err(|e| JobError::Startup(format!("rank {rank}: opening the store in {}: {e}", dir.display())))
+            }
+        }
+    }
+
+    fn fault_plan(&self, size: usize) -> Result<FaultPlan, JobError> {
+        let plan = match &self.faults {
+            Some(p) => p.clone(),
+            None => FaultPlan::from_env().map_err(JobError::Startup)?,
+        };
+        plan.validate(size).map_err(JobError::Startup)?;
+        Ok(plan)
+    }
+
+    fn registry_of(&self, rank: usize, faults: &FaultPlan) -> Result<Registry, JobError> {
+        let registry = match self.registry_overrides.get(&rank) {
+            Some(entries) => Registry::from_entries(entries.iter().copied())?,
+            None => Registry::linked()?,
+        };
+        if faults.has(rank, FaultKind::Registry) {
+            // Simulate a rank built from different sources: one command missing.
+            return Ok(Registry::from_entries(registry.entries().into_iter().skip(1).copied())?);
+        }
+        Ok(registry)
+    }
+}
+
+/// Runs the universe with ranks as threads of this process; `f` runs on the
+/// calling thread as rank 0.
+pub(crate) fn in_process<R>(launch: Launch, f: impl FnOnce(&Controller<'_>) -> R) -> Result<R, JobError> {
+    let n = launch
+        .ranks
+        .or_else(|| env_usize("UNI20_RANKS"))
+        .unwrap_or(DEFAULT_RANKS);
+    if n == 0 {
+        return Err(JobError::Startup("a universe needs at least one rank".into()));
+    }
+    let cores = std::thread::available_parallelism().map(|c| c.get()).unwrap_or(1);
+    let threads = launch
+        .threads_per_rank
+        .or_else(|| env_usize("UNI20_THREADS_PER_RANK"))
+        .unwrap_or((cores / n).max(1));
+    let faults = launch.fault_plan(n)?;
+    install_quiet_handler_panic_hook();
+    let shared = Shared::new(n);
+    let root_registry = launch.registry_of(0, &faults)?;
+    let mut worker_registries = Vec::new();
+    for r in 1..n {
+        worker_registries.push(launch.registry_of(r, &faults)?);
+    }
+    let faults = &faults;
+    let storage = launch.storage_count(n)?;
+    let mut stores = Vec::with_capacity(n);
+    for r in 0..n {
+        stores.push(launch.open_store(r)?);
+    }
+    let mut stores = stores.into_iter();
+    let root_store = stores.next().ok_or_else(|| JobError::Startup("no rank 0".into()))?;
+    std::thread::scope(|scope| {
+        for (i, (registry, store)) in worker_registries.into_iter().zip(stores).enumerate() {
+            let rank = i + 1;
+            let shared = shared.clone();
+            std::thread::Builder::new()
+                .name(format!("uni20-rank-{rank}"))
+                .spawn_scoped(scope, move || {
+                    let t = InProcessTransport::new(rank, shared);
+                    let backends = rank_backends(threads);
+                    let _span = tracing::info_span!("rank", rank).entered();
+                    let exit = catch_unwind(AssertUnwindSafe(|| {
+                        worker_loop(&t, &registry, &store, &backends, threads, faults)
+                    }));
+                    match exit {
+                        Ok(WorkerExit::Died(why)) => t.abort(&why),
+                        Ok(_) => {}
+                        Err(p) => t.abort(&format!(
+                            "rank {rank} panicked outside a command handler: {}",
+                            panic_message(&*p)
+                        )),
+                    }
+                })
+                .map_err(|e| JobError::Startup(format!("spawning rank {rank}: {e}")))?;
+        }
+        let t = InProcessTransport::new(0, shared.clone());
+        let _span = tracing::info_span!("rank", rank = 0).entered();
+        let result = root_main(
+            &t,
+            root_registry,
+            root_store,
+            threads,
+            storage,
+            launch.startup_timeout,
+            faults.clone(),
+            f,
+        );
+        if result.is_err() {
+            t.abort("the root stopped the job");
+        }
+        result
+    })
+}
+
+/// Without feature `mpi`: an MPI launch is a start-up error.
+#[cfg(not(feature = "mpi"))]
+pub(crate) fn mpi<R>(_launch: Launch, _f: impl FnOnce(&Controller<'_>) -> R) -> Result<R, JobError> {
+    Err(JobError::Startup(
+        "this build has no MPI support: rebuild with `--features mpi`".into(),
+    ))
+}
+
+/// Runs this process as one rank of an MPI universe. Only the root returns;
+/// workers exit the process when the job ends.
+#[cfg(feature = "mpi")]
+pub(crate) fn mpi<R>(launch: Launch, f: impl FnOnce(&Controller<'_>) -> R) -> Result<R, JobError> {
+    let (universe, _threading) = mpi::initialize_with_threading(mpi::Threading::Funneled)
+        .ok_or_else(|| JobError::Startup("MPI was already initialised in this process".into()))?;
+    let world = universe.world();
+    crate::panics::install_mpi_panic_hook();
+    let t = crate::mpi_transport::MpiTransport::new(world);
+    let size = t.size();
+    let rank = t.rank();
+    let cores = std::thread::available_parallelism().map(|c| c.get()).unwrap_or(1);
+    let local = env_usize("OMPI_COMM_WORLD_LOCAL_SIZE")
+        .or_else(|| env_usize("MPI_LOCALNRANKS"))
+        .unwrap_or(size);
+    let threads = launch
+        .threads_per_rank
+        .or_else(|| env_usize("UNI20_THREADS_PER_RANK"))
+        .unwrap_or((cores / local).max(1));
+    let faults = launch.fault_plan(size)?;
+    let registry = launch.registry_of(rank, &faults)?;
+    let _span = tracing::info_span!("rank", rank).entered();
+    let storage = launch.storage_count(size)?;
+    let store = launch.open_store(rank)?;
+    if rank == 0 {
+        let result = root_main(&t, registry, store, threads, storage, launch.startup_timeout, faults, f);
+        if let Err(e) = &result {
+            // Every start-up or job failure ends every rank.
+            t.abort(&e.to_string());
+        }
+        drop(t);
+        drop(universe);
+        result
+    } else {
+        let backends = rank_backends(threads);
+        let outcome = worker_loop(&t, &registry, &store, &backends, threads, &faults);
+        match &outcome {
+            WorkerExit::Died(why) => t.abort(why),
+            // The root prints why and aborts the job; exiting first could
+            // make mpirun kill the root before it has said anything.
+            WorkerExit::Refused(_) => {
+                let _ = t.recv(0, TAG_CMD);
+            }
+            _ => {}
+        }
+        drop(t);
+        drop(universe);
+        std::process::exit(match outcome {
+            WorkerExit::Shutdown => 0,
+            _ => 1,
+        });
+    }
+}
+
+/// The root: handshake, the user's closure, drain, shutdown.
+#[allow(clippy::too_many_arguments)]
+fn root_main<R>(
+    t: &dyn Transport,
+    registry: Registry,
+    store: Store,
+    threads: usize,
+    storage_ranks: usize,
+    timeout: Duration,
+    faults: FaultPlan,
+    f: impl FnOnce(&Controller<'_>) -> R,
+) -> Result<R, JobError> {
+    root_handshake(t, &registry, timeout)?;
+    let ctl = Controller::new(
+        t,
+        registry,
+        store,
+        rank_backends(threads),
+        threads,
+        storage_ranks,
+        faults,
+    );
+    let out = catch_unwind(AssertUnwindSafe(|| {
+        let v = f(&ctl);
+        // Operations submitted without waiting finish before shutdown.
+        ctl.drain().map(|()| v)
+    }));
+    if !ctl.has_failed() {
+        for r in 1..t.size() {
+            let _ = t.send(r, TAG_CMD, &encode(&Control::Shutdown));
+        }
+    }
+    match out {
+        Ok(v) => v,
+        Err(p) => {
+            t.abort("the root panicked");
+            std::panic::resume_unwind(p)
+        }
+    }
+}
