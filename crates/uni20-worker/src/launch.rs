@@ -9,15 +9,14 @@
 
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::time::Duration;
 
-use uni20_dispatch::BackendList;
 use uni20_persist::Store;
 
+use crate::config::{RankConfig, MAX_IN_PROCESS_RANKS};
 use crate::controller::Controller;
 use crate::diag::JobError;
 use crate::envelope::encode;
-use crate::fault::{FaultKind, FaultPlan};
+use crate::fault::FaultKind;
 use crate::inproc::{InProcessTransport, Shared};
 use crate::panics::{install_quiet_handler_panic_hook, panic_message};
 use crate::protocol::Control;
@@ -28,43 +27,18 @@ use crate::worker::{worker_loop, WorkerExit};
 
 /// Everything a launch needs, resolved by the builder.
 pub(crate) struct Launch {
-    pub(crate) ranks: Option<usize>,
-    pub(crate) threads_per_rank: Option<usize>,
-    pub(crate) startup_timeout: Duration,
+    /// The configuration, environment and builder overrides applied.
+    pub(crate) config: RankConfig,
+    /// Per-rank registries replacing the link-time one (tests, plugins).
     pub(crate) registry_overrides: BTreeMap<usize, Vec<CommandEntry>>,
-    pub(crate) faults: Option<FaultPlan>,
-    pub(crate) store_dir: Option<std::path::PathBuf>,
-    pub(crate) memory_budget: Option<u64>,
-    pub(crate) storage_ranks: Option<usize>,
 }
 
 /// Default number of ranks of the in-process universe.
 pub const DEFAULT_RANKS: usize = 4;
 
-fn env_usize(name: &str) -> Option<usize> {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .filter(|&n| n > 0)
-}
-
-/// The local contraction backends of a rank: `UNI20_BACKENDS=gpu-first`
-/// puts the CUDA backend (build with feature `cuda`) before the CPU ones;
-/// anything else, or unset, gives [`BackendList::default_cpu`]. Either way a
-/// backend that cannot run here declines and the next one is tried.
-pub fn rank_backends(threads: usize) -> BackendList {
-    match std::env::var("UNI20_BACKENDS").as_deref() {
-        Ok("gpu-first") => BackendList::default_gpu_first(threads),
-        _ => BackendList::default_cpu(threads),
-    }
-}
-
 impl Launch {
     fn storage_count(&self, size: usize) -> Result<usize, JobError> {
-        let k = self
-            .storage_ranks
-            .or_else(|| env_usize("UNI20_STORAGE_RANKS"))
-            .unwrap_or(0);
+        let k = self.config.storage_ranks;
         if k > 0 && k + 2 > size {
             return Err(JobError::Startup(format!(
                 "{k} storage rank(s) need at least {} ranks (root + one worker + storage), the universe has {size}",
@@ -75,11 +49,11 @@ impl Launch {
     }
 
     fn open_store(&self, rank: usize) -> Result<Store, JobError> {
-        match &self.store_dir {
+        match &self.config.store_dir {
             None => Ok(Store::in_memory(rank as u32)),
             Some(dir) => {
                 let mut opts = uni20_persist::StoreOptions::new();
-                if let Some(b) = self.memory_budget {
+                if let Some(b) = self.config.store_budget {
                     opts = opts.memory_budget(b);
                 }
                 Store::open(dir, rank as u32, opts)
@@ -88,52 +62,52 @@ impl Launch {
         }
     }
 
-    fn fault_plan(&self, size: usize) -> Result<FaultPlan, JobError> {
-        let plan = match &self.faults {
-            Some(p) => p.clone(),
-            None => FaultPlan::from_env().map_err(JobError::Startup)?,
-        };
-        plan.validate(size).map_err(JobError::Startup)?;
-        Ok(plan)
+    fn check_faults(&self, size: usize) -> Result<(), JobError> {
+        self.config.faults.validate(size).map_err(JobError::Startup)
     }
 
-    fn registry_of(&self, rank: usize, faults: &FaultPlan) -> Result<Registry, JobError> {
+    fn registry_of(&self, rank: usize) -> Result<Registry, JobError> {
         let registry = match self.registry_overrides.get(&rank) {
             Some(entries) => Registry::from_entries(entries.iter().copied())?,
             None => Registry::linked()?,
         };
-        if faults.has(rank, FaultKind::Registry) {
+        if self.config.faults.has(rank, FaultKind::Registry) {
             // Simulate a rank built from different sources: one command missing.
             return Ok(Registry::from_entries(registry.entries().into_iter().skip(1).copied())?);
         }
         Ok(registry)
+    }
+
+    /// The thread budget of each rank when `local` ranks share this node.
+    fn threads(&self, local: usize) -> usize {
+        let cores = std::thread::available_parallelism().map(|c| c.get()).unwrap_or(1);
+        self.config.threads_per_rank.unwrap_or((cores / local.max(1)).max(1))
     }
 }
 
 /// Runs the universe with ranks as threads of this process; `f` runs on the
 /// calling thread as rank 0.
 pub(crate) fn in_process<R>(launch: Launch, f: impl FnOnce(&Controller<'_>) -> R) -> Result<R, JobError> {
-    let n = launch
-        .ranks
-        .or_else(|| env_usize("UNI20_RANKS"))
-        .unwrap_or(DEFAULT_RANKS);
+    let n = launch.config.ranks.unwrap_or(DEFAULT_RANKS);
     if n == 0 {
         return Err(JobError::Startup("a universe needs at least one rank".into()));
     }
-    let cores = std::thread::available_parallelism().map(|c| c.get()).unwrap_or(1);
-    let threads = launch
-        .threads_per_rank
-        .or_else(|| env_usize("UNI20_THREADS_PER_RANK"))
-        .unwrap_or((cores / n).max(1));
-    let faults = launch.fault_plan(n)?;
+    if n > MAX_IN_PROCESS_RANKS {
+        return Err(JobError::Startup(format!(
+            "{n} in-process ranks requested: at most {MAX_IN_PROCESS_RANKS} (each rank is a thread with its own \
+             store); use MPI for more"
+        )));
+    }
+    let threads = launch.threads(n);
+    launch.check_faults(n)?;
     install_quiet_handler_panic_hook();
     let shared = Shared::new(n);
-    let root_registry = launch.registry_of(0, &faults)?;
+    let root_registry = launch.registry_of(0)?;
     let mut worker_registries = Vec::new();
     for r in 1..n {
-        worker_registries.push(launch.registry_of(r, &faults)?);
+        worker_registries.push(launch.registry_of(r)?);
     }
-    let faults = &faults;
+    let config = &launch.config;
     let storage = launch.storage_count(n)?;
     let mut stores = Vec::with_capacity(n);
     for r in 0..n {
@@ -149,10 +123,10 @@ pub(crate) fn in_process<R>(launch: Launch, f: impl FnOnce(&Controller<'_>) -> R
                 .name(format!("uni20-rank-{rank}"))
                 .spawn_scoped(scope, move || {
                     let t = InProcessTransport::new(rank, shared);
-                    let backends = rank_backends(threads);
+                    let backends = config.backends.backend_list(threads);
                     let _span = tracing::info_span!("rank", rank).entered();
                     let exit = catch_unwind(AssertUnwindSafe(|| {
-                        worker_loop(&t, &registry, &store, &backends, threads, faults)
+                        worker_loop(&t, &registry, &store, &backends, threads, config)
                     }));
                     match exit {
                         Ok(WorkerExit::Died(why)) => t.abort(&why),
@@ -167,16 +141,7 @@ pub(crate) fn in_process<R>(launch: Launch, f: impl FnOnce(&Controller<'_>) -> R
         }
         let t = InProcessTransport::new(0, shared.clone());
         let _span = tracing::info_span!("rank", rank = 0).entered();
-        let result = root_main(
-            &t,
-            root_registry,
-            root_store,
-            threads,
-            storage,
-            launch.startup_timeout,
-            faults.clone(),
-            f,
-        );
+        let result = root_main(&t, root_registry, root_store, threads, storage, config, f);
         if result.is_err() {
             t.abort("the root stopped the job");
         }
@@ -203,21 +168,14 @@ pub(crate) fn mpi<R>(launch: Launch, f: impl FnOnce(&Controller<'_>) -> R) -> Re
     let t = crate::mpi_transport::MpiTransport::new(world);
     let size = t.size();
     let rank = t.rank();
-    let cores = std::thread::available_parallelism().map(|c| c.get()).unwrap_or(1);
-    let local = env_usize("OMPI_COMM_WORLD_LOCAL_SIZE")
-        .or_else(|| env_usize("MPI_LOCALNRANKS"))
-        .unwrap_or(size);
-    let threads = launch
-        .threads_per_rank
-        .or_else(|| env_usize("UNI20_THREADS_PER_RANK"))
-        .unwrap_or((cores / local).max(1));
-    let faults = launch.fault_plan(size)?;
-    let registry = launch.registry_of(rank, &faults)?;
+    let threads = launch.threads(launch.config.launcher.local_size.unwrap_or(size));
+    launch.check_faults(size)?;
+    let registry = launch.registry_of(rank)?;
     let _span = tracing::info_span!("rank", rank).entered();
     let storage = launch.storage_count(size)?;
     let store = launch.open_store(rank)?;
     if rank == 0 {
-        let result = root_main(&t, registry, store, threads, storage, launch.startup_timeout, faults, f);
+        let result = root_main(&t, registry, store, threads, storage, &launch.config, f);
         if let Err(e) = &result {
             // Every start-up or job failure ends every rank.
             t.abort(&e.to_string());
@@ -226,8 +184,8 @@ pub(crate) fn mpi<R>(launch: Launch, f: impl FnOnce(&Controller<'_>) -> R) -> Re
         drop(universe);
         result
     } else {
-        let backends = rank_backends(threads);
-        let outcome = worker_loop(&t, &registry, &store, &backends, threads, &faults);
+        let backends = launch.config.backends.backend_list(threads);
+        let outcome = worker_loop(&t, &registry, &store, &backends, threads, &launch.config);
         match &outcome {
             WorkerExit::Died(why) => t.abort(why),
             // The root prints why and aborts the job; exiting first could
@@ -247,26 +205,24 @@ pub(crate) fn mpi<R>(launch: Launch, f: impl FnOnce(&Controller<'_>) -> R) -> Re
 }
 
 /// The root: handshake, the user's closure, drain, shutdown.
-#[allow(clippy::too_many_arguments)]
 fn root_main<R>(
     t: &dyn Transport,
     registry: Registry,
     store: Store,
     threads: usize,
     storage_ranks: usize,
-    timeout: Duration,
-    faults: FaultPlan,
+    config: &RankConfig,
     f: impl FnOnce(&Controller<'_>) -> R,
 ) -> Result<R, JobError> {
-    root_handshake(t, &registry, timeout)?;
+    root_handshake(t, &registry, config.startup_timeout)?;
     let ctl = Controller::new(
         t,
         registry,
         store,
-        rank_backends(threads),
+        config.backends.backend_list(threads),
         threads,
         storage_ranks,
-        faults,
+        config.faults.clone(),
     );
     let out = catch_unwind(AssertUnwindSafe(|| {
         let v = f(&ctl);

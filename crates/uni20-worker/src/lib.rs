@@ -12,6 +12,7 @@
 
 #![warn(missing_docs)]
 
+mod config;
 mod context;
 mod controller;
 mod diag;
@@ -30,16 +31,17 @@ mod transport;
 mod universe;
 mod worker;
 
+pub use config::{
+    BackendChoice, LauncherEnv, RankConfig, DEFAULT_CHUNK_BYTES, DEFAULT_STARTUP_TIMEOUT, LAUNCHER_VARIABLES,
+    MAX_CHUNK_BYTES, MAX_IN_PROCESS_RANKS, MIN_CHUNK_BYTES, RUNTIME_VARIABLES,
+};
 pub use context::{decode_descriptor, encode_reply, CommandSpec, WorkerContext};
 pub use controller::{Controller, DeferredJob, OnDone, PendingOp, RawReplies};
 pub use diag::{Diagnostic, HandlerError, JobError};
-pub use envelope::{
-    decode_exact, encode, max_envelope_bytes, DecodeError, Envelope, DEFAULT_MAX_ENVELOPE_BYTES,
-    ENVELOPE_FORMAT_VERSION,
-};
+pub use envelope::{decode_exact, encode, DecodeError, Envelope, DEFAULT_MAX_ENVELOPE_BYTES, ENVELOPE_FORMAT_VERSION};
 pub use fault::{Fault, FaultKind, FaultPlan};
 pub use inproc::InProcessTransport;
-pub use launch::{rank_backends, DEFAULT_RANKS};
+pub use launch::DEFAULT_RANKS;
 #[cfg(feature = "mpi")]
 pub use mpi_transport::MpiTransport;
 pub use registry::{

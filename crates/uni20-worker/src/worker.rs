@@ -8,9 +8,9 @@
 use uni20_dispatch::BackendList;
 use uni20_persist::Store;
 
+use crate::config::RankConfig;
 use crate::context::WorkerContext;
 use crate::envelope::{decode_exact, encode, Envelope};
-use crate::fault::FaultPlan;
 use crate::handler::{execute, undecodable, Executed};
 use crate::protocol::{Control, Reply};
 use crate::registry::Registry;
@@ -33,15 +33,19 @@ pub enum WorkerExit {
 
 /// The worker loop of one rank: handshake, then execute commands until
 /// shutdown or abort.
+///
+/// `threads` is the rank's kernel thread budget; `config` gives the injected
+/// faults and the envelope size limit.
 pub fn worker_loop(
     t: &dyn Transport,
     registry: &Registry,
     store: &Store,
     backends: &BackendList,
     threads: usize,
-    faults: &FaultPlan,
+    config: &RankConfig,
 ) -> WorkerExit {
     let rank = t.rank();
+    let faults = &config.faults;
     match worker_handshake(t, registry, faults) {
         Ok(()) => {}
         Err(NoStart::Refused(why)) => return WorkerExit::Refused(why),
@@ -54,7 +58,7 @@ pub fn worker_loop(
         };
         let (op_id, outcome) = match decode_exact::<Control>(&frame, "control frame") {
             Ok(Control::Shutdown) => return WorkerExit::Shutdown,
-            Ok(Control::Run(bytes)) => match Envelope::decode(&bytes) {
+            Ok(Control::Run(bytes)) => match Envelope::decode_limited(&bytes, config.max_envelope_bytes) {
                 Ok(env) => {
                     let mut ctx = WorkerContext {
                         transport: t,
