@@ -31,7 +31,10 @@ pub struct Envelope {
     pub debug_name: String,
     /// Descriptor schema version.
     pub schema_version: u32,
-    /// postcard-encoded descriptor.
+    /// postcard-encoded descriptor (serialised as one byte string, which
+    /// postcard writes exactly like a sequence of `u8`, only without a call
+    /// per byte).
+    #[serde(with = "serde_bytes")]
     pub descriptor: Vec<u8>,
 }
 

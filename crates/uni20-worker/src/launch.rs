@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
 
 use uni20_persist::Store;
 
@@ -165,7 +166,7 @@ pub(crate) fn mpi<R>(launch: Launch, f: impl FnOnce(&Controller<'_>) -> R) -> Re
         .ok_or_else(|| JobError::Startup("MPI was already initialised in this process".into()))?;
     let world = universe.world();
     crate::panics::install_mpi_panic_hook();
-    let t = crate::mpi_transport::MpiTransport::new(world);
+    let t = crate::mpi_transport::MpiTransport::with_chunk_bytes(world, launch.config.chunk_bytes);
     let size = t.size();
     let rank = t.rank();
     let threads = launch.threads(launch.config.launcher.local_size.unwrap_or(size));
@@ -214,7 +215,7 @@ fn root_main<R>(
     config: &RankConfig,
     f: impl FnOnce(&Controller<'_>) -> R,
 ) -> Result<R, JobError> {
-    root_handshake(t, &registry, config.startup_timeout)?;
+    root_handshake(t, &registry, config)?;
     let ctl = Controller::new(
         t,
         registry,
@@ -230,9 +231,13 @@ fn root_main<R>(
         ctl.drain().map(|()| v)
     }));
     if !ctl.has_failed() {
+        let shutdown: Arc<[u8]> = encode(&Control::Shutdown).into();
         for r in 1..t.size() {
-            let _ = t.send(r, TAG_CMD, &encode(&Control::Shutdown));
+            let _ = t.post(r, TAG_CMD, shutdown.clone());
         }
+        // Every worker receives its shutdown frame before the root returns
+        // (under MPI: before the communicator is finalised).
+        let _ = t.flush();
     }
     match out {
         Ok(v) => v,

@@ -4,11 +4,15 @@
 //! a [`Start`] verdict (`TAG_START`). Commands: the root sends a [`Control`]
 //! frame (`TAG_CMD`) and each participant answers a [`Reply`] (`TAG_REPLY`).
 //! Every type is postcard-encoded and decoded with
-//! [`decode_exact`](crate::decode_exact). This module depends on nothing but
+//! [`decode_exact`](crate::decode_exact); byte payloads are serialised as
+//! byte strings (`serde_bytes`: on the wire identical to a `u8` sequence, but
+//! one copy instead of a serde call per byte, which matters for frames of
+//! megabytes). This module depends on nothing but
 //! the envelope, diagnostic and registry types, so the controller (root side)
 //! and the worker loop both import it and neither imports the other.
 
 use serde::{Deserialize, Serialize};
+use serde_bytes::ByteBuf;
 
 use crate::diag::Diagnostic;
 use crate::registry::CommandSignature;
@@ -22,6 +26,9 @@ pub(crate) struct Hello {
     pub(crate) digest: u64,
     /// Its sorted registry signatures.
     pub(crate) signatures: Vec<CommandSignature>,
+    /// Its chunk size ([`RankConfig::chunk_bytes`](crate::RankConfig::chunk_bytes)),
+    /// which must equal the root's.
+    pub(crate) chunk_bytes: u64,
 }
 
 /// Root -> worker at start-up: run, or refuse with the reason.
@@ -37,7 +44,7 @@ pub(crate) enum Start {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) enum Control {
     /// Run the encoded [`Envelope`](crate::Envelope).
-    Run(Vec<u8>),
+    Run(#[serde(with = "serde_bytes")] Vec<u8>),
     /// Leave the worker loop (clean shutdown).
     Shutdown,
 }
@@ -48,5 +55,5 @@ pub(crate) struct Reply {
     /// The operation replied to.
     pub(crate) op_id: u64,
     /// The handler's encoded reply, or where and why it failed.
-    pub(crate) outcome: Result<Vec<u8>, Box<Diagnostic>>,
+    pub(crate) outcome: Result<ByteBuf, Box<Diagnostic>>,
 }

@@ -8,11 +8,12 @@
 //! [`JobError::Startup`]; any disagreement is a
 //! [`JobError::RegistryMismatch`] on the root and a refusal on the workers.
 
-use std::time::Duration;
+use std::sync::Arc;
 
+use crate::config::RankConfig;
 use crate::diag::JobError;
 use crate::envelope::{decode_exact, encode};
-use crate::fault::{FaultKind, FaultPlan};
+use crate::fault::FaultKind;
 use crate::protocol::{Hello, Start};
 use crate::registry::{diff_signatures, Registry};
 use crate::transport::{Transport, TransportError, TAG_HELLO, TAG_START};
@@ -20,12 +21,15 @@ use crate::transport::{Transport, TransportError, TAG_HELLO, TAG_START};
 /// The root's side: waits for every worker's hello and sends the verdict.
 ///
 /// # Errors
-/// [`JobError::Startup`] if a rank does not arrive within `timeout`,
+/// [`JobError::Startup`] if a rank does not arrive within the start-up
+/// timeout, sends a malformed hello, or uses another chunk size,
 /// [`JobError::RegistryMismatch`] if registries differ (every worker has been
-/// told to stop), [`JobError::Decode`] for a malformed hello,
+/// told to stop),
 /// [`JobError::Transport`] if communication fails.
-pub(crate) fn root_handshake(t: &dyn Transport, registry: &Registry, timeout: Duration) -> Result<(), JobError> {
+pub(crate) fn root_handshake(t: &dyn Transport, registry: &Registry, config: &RankConfig) -> Result<(), JobError> {
     let n = t.size();
+    let timeout = config.startup_timeout;
+    let mut settings = Vec::new();
     let mine = registry.signatures();
     let mut differences = Vec::new();
     let mut arrived = vec![false; n];
@@ -42,7 +46,19 @@ pub(crate) fn root_handshake(t: &dyn Transport, registry: &Registry, timeout: Du
             other => JobError::Transport(other),
         })?;
         arrived[src] = true;
-        let hello: Hello = decode_exact(&bytes, "hello")?;
+        let hello: Hello = decode_exact(&bytes, "hello").map_err(|e| {
+            JobError::Startup(format!(
+                "rank {src} sent a malformed hello ({e}): do all ranks run the same binary with the same \
+                 UNI20_CHUNK_BYTES?"
+            ))
+        })?;
+        if hello.chunk_bytes != config.chunk_bytes as u64 {
+            settings.push(format!(
+                "rank {} splits messages into chunks of {} bytes, rank 0 into chunks of {} bytes \
+                 (UNI20_CHUNK_BYTES must be equal on every rank)",
+                hello.rank, hello.chunk_bytes, config.chunk_bytes
+            ));
+        }
         if hello.digest != registry.digest() || hello.signatures != mine {
             differences.extend(diff_signatures(&mine, &hello.signatures, hello.rank));
             if differences.is_empty() {
@@ -50,16 +66,27 @@ pub(crate) fn root_handshake(t: &dyn Transport, registry: &Registry, timeout: Du
             }
         }
     }
-    let verdict = if differences.is_empty() {
+    let verdict = if differences.is_empty() && settings.is_empty() {
         Start::Go
     } else {
-        Start::Refuse(differences.join("; "))
+        Start::Refuse(
+            differences
+                .iter()
+                .chain(&settings)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("; "),
+        )
     };
+    let verdict: Arc<[u8]> = encode(&verdict).into();
     for r in 1..n {
-        t.send(r, TAG_START, &encode(&verdict))?;
+        t.post(r, TAG_START, verdict.clone())?;
     }
     if !differences.is_empty() {
         return Err(JobError::RegistryMismatch { differences });
+    }
+    if !settings.is_empty() {
+        return Err(JobError::Startup(settings.join("; ")));
     }
     Ok(())
 }
@@ -79,8 +106,9 @@ pub(crate) enum NoStart {
 /// [`NoStart::Refused`] when the root refuses to start,
 /// [`NoStart::Aborted`] when communication fails (or the injected
 /// `noarrive` fault keeps this rank away until the root gives up).
-pub(crate) fn worker_handshake(t: &dyn Transport, registry: &Registry, faults: &FaultPlan) -> Result<(), NoStart> {
+pub(crate) fn worker_handshake(t: &dyn Transport, registry: &Registry, config: &RankConfig) -> Result<(), NoStart> {
     let rank = t.rank();
+    let faults = &config.faults;
     if faults.has(rank, FaultKind::NoArrive) {
         tracing::warn!(rank, "injected fault: never sending the start-up hello");
         // Wait to be aborted by the root's start-up timeout.
@@ -91,8 +119,9 @@ pub(crate) fn worker_handshake(t: &dyn Transport, registry: &Registry, faults: &
         rank,
         digest: registry.digest(),
         signatures: registry.signatures(),
+        chunk_bytes: config.chunk_bytes as u64,
     };
-    t.send(0, TAG_HELLO, &encode(&hello))
+    t.post(0, TAG_HELLO, encode(&hello).into())
         .map_err(|e| NoStart::Aborted(e.to_string()))?;
     match t.recv(0, TAG_START).map(|b| decode_exact::<Start>(&b, "start verdict")) {
         Ok(Ok(Start::Go)) => Ok(()),

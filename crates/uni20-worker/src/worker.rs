@@ -5,6 +5,9 @@
 //! Workers execute one command at a time, in the order the root sent them,
 //! so the data tags of one operation are never confused with another's.
 
+use std::sync::Arc;
+
+use serde_bytes::ByteBuf;
 use uni20_dispatch::BackendList;
 use uni20_persist::Store;
 
@@ -46,7 +49,7 @@ pub fn worker_loop(
 ) -> WorkerExit {
     let rank = t.rank();
     let faults = &config.faults;
-    match worker_handshake(t, registry, faults) {
+    match worker_handshake(t, registry, config) {
         Ok(()) => {}
         Err(NoStart::Refused(why)) => return WorkerExit::Refused(why),
         Err(NoStart::Aborted(why)) => return WorkerExit::Aborted(why),
@@ -71,7 +74,7 @@ pub fn worker_loop(
                         Executed::Reply(r) => (env.op_id, r),
                         Executed::Died(why) => return WorkerExit::Died(why),
                         Executed::BadReply => {
-                            if let Err(e) = t.send(0, TAG_REPLY, b"\xff\xffnot a reply") {
+                            if let Err(e) = t.post(0, TAG_REPLY, Arc::from(&b"\xff\xffnot a reply"[..])) {
                                 return WorkerExit::Aborted(e.to_string());
                             }
                             continue;
@@ -85,7 +88,10 @@ pub fn worker_loop(
         if let Err(d) = &outcome {
             tracing::warn!(rank, op_id, "command failed: {}", d.error);
         }
-        if let Err(e) = t.send(0, TAG_REPLY, &encode(&Reply { op_id, outcome })) {
+        // Posted, not sent: the root may be busy sending this rank the next
+        // (large) command frame, and neither may wait for the other.
+        let outcome = outcome.map(ByteBuf::from);
+        if let Err(e) = t.post(0, TAG_REPLY, encode(&Reply { op_id, outcome }).into()) {
             return WorkerExit::Aborted(e.to_string());
         }
     }

@@ -83,7 +83,7 @@ impl<'a> Controller<'a> {
     /// the last one.
     pub(super) fn accept_reply(&self, src: usize, reply: Reply) {
         let bytes = match reply.outcome {
-            Ok(b) => b,
+            Ok(b) => b.into_vec(),
             Err(d) => {
                 let _ = self.fail(*d);
                 return;

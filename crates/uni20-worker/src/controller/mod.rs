@@ -31,7 +31,9 @@ pub use deferred::DeferredJob;
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, VecDeque};
 use std::marker::PhantomData;
+use std::sync::Arc;
 
+use serde_bytes::ByteBuf;
 use uni20_dispatch::BackendList;
 use uni20_persist::Store;
 
@@ -279,7 +281,9 @@ impl<'a> Controller<'a> {
             }
         }
         tracing::debug!(op_id, wire = C::WIRE_NAME, participants = participants.len(), "submit");
-        let frame = encode(&Control::Run(env.encode()));
+        // One shared frame, posted to every participant: submission never
+        // waits for a worker to receive (it may be busy replying).
+        let frame: Arc<[u8]> = encode(&Control::Run(env.encode())).into();
         let remote: Vec<usize> = participants.iter().copied().filter(|&r| r != 0).collect();
         self.inflight.borrow_mut().insert(
             op_id,
@@ -292,7 +296,7 @@ impl<'a> Controller<'a> {
             },
         );
         for &r in &remote {
-            if let Err(e) = self.transport.send(r, TAG_CMD, &frame) {
+            if let Err(e) = self.transport.post(r, TAG_CMD, frame.clone()) {
                 self.inflight.borrow_mut().remove(&op_id);
                 return Err(self.fail_transport(e));
             }
@@ -306,7 +310,13 @@ impl<'a> Controller<'a> {
                 op_id,
             };
             let outcome = run_handler(&self.registry, &mut ctx, &env, None);
-            self.accept_reply(0, Reply { op_id, outcome });
+            self.accept_reply(
+                0,
+                Reply {
+                    op_id,
+                    outcome: outcome.map(ByteBuf::from),
+                },
+            );
         }
         Ok(op_id)
     }
