@@ -7,9 +7,9 @@
 //! - storage requests carrying 8 MB objects, submitted without waiting: the
 //!   root posts an 8 MB `Put` frame to each worker while the workers reply
 //!   with 8 MB `Get` answers (this deadlocked when sends were blocking).
-//! - a chunk size of 40,000 bytes (not a power of two), so every frame and
-//!   every block above it travels as several messages, including blocks of
-//!   an exact multiple of the chunk size (an empty last part).
+//! - a chunk size of about 40,000 bytes (not a power of two), so every frame
+//!   and every block above it travels as several messages, including a block
+//!   whose encoding is exactly one chunk (then an empty last part).
 //!
 //! Every result is checked against a value computed here. A failure panics
 //! on the root, which aborts the communicator: non-zero exit.
@@ -22,8 +22,8 @@ use uni20::persist::{StorageRequest, StorageResponse};
 use uni20::prelude::*;
 use uni20::worker::StorageCommand;
 
-/// Chunk size of this test: frames of megabytes become hundreds of messages.
-const CHUNK: usize = 40_000;
+/// Elements of the block whose encoding is exactly one chunk.
+const EXACT: usize = 5000;
 
 /// Payload of each storage request frame (the encoding of its bytes through
 /// serde dominates the run time of a debug build, so not more).
@@ -97,9 +97,9 @@ fn crossing_frames(ctl: &Controller<'_>, rounds: usize) {
     );
 }
 
-/// A matrix product whose blocks (128 KiB = 3 chunks and a rest, or exactly
-/// a multiple of the chunk size) cross between workers and the root.
-fn chunked_blocks(ctl: &Controller<'_>) {
+/// A matrix product whose blocks (125 x 125 f64: 3 chunks and a rest) cross
+/// between workers and the root, and a block of exactly one chunk.
+fn chunked_blocks(ctl: &Controller<'_>, chunk: usize) {
     let (m, k, n) = (200, 250, 160);
     let a = matrix(m, k, 1);
     let b = matrix(k, n, 2);
@@ -114,21 +114,27 @@ fn chunked_blocks(ctl: &Controller<'_>) {
     let c = contract(ctl, "ij,jk->ik", &da, &db).unwrap().to_local(ctl).unwrap();
     let got: Vec<f64> = c.to_c64_vec().iter().map(|z| z.re).collect();
     assert_eq!(got, want, "ij,jk->ik with blocks above the chunk size");
-    // 5000 f64 = 40,000 bytes: exactly one chunk, so an empty last part.
-    let exact = LocalTensor::from_f64(&[5000], (0..5000).map(f64::from).collect()).unwrap();
-    let back = DistTensor::from_local(ctl, &exact, 5000).unwrap().to_local(ctl).unwrap();
+    let exact = LocalTensor::from_f64(&[EXACT], (0..EXACT).map(|i| i as f64).collect()).unwrap();
+    assert_eq!(exact.encode().len(), chunk);
+    let back = DistTensor::from_local(ctl, &exact, EXACT)
+        .unwrap()
+        .to_local(ctl)
+        .unwrap();
     assert_eq!(back.to_c64_vec(), exact.to_c64_vec());
-    println!("mpi_large_frames: blocks split into {CHUNK}-byte chunks: ok");
+    println!("mpi_large_frames: blocks split into {chunk}-byte chunks: ok");
 }
 
 fn main() {
+    // The chunk size: the encoding of a block of EXACT f64 (40,000 bytes of
+    // elements plus the block header).
+    let chunk = LocalTensor::zeros(DType::F64, &[EXACT]).unwrap().encode().len();
     let size = uni20::universe()
-        .chunk_bytes(CHUNK)
+        .chunk_bytes(chunk)
         .run(|ctl| {
             assert_eq!(ctl.transport_kind(), "mpi", "not launched by mpirun");
             long_dot(ctl, 20_000);
             crossing_frames(ctl, 2);
-            chunked_blocks(ctl);
+            chunked_blocks(ctl, chunk);
             ctl.size()
         })
         .unwrap();
