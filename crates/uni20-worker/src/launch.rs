@@ -206,7 +206,7 @@ pub(crate) fn mpi<R>(launch: Launch, f: impl FnOnce(&Controller<'_>) -> R) -> Re
 }
 
 /// The root: handshake, the user's closure, drain, shutdown.
-fn root_main<R>(
+pub(crate) fn root_main<R>(
     t: &dyn Transport,
     registry: Registry,
     store: Store,
@@ -245,5 +245,116 @@ fn root_main<R>(
             t.abort("the root panicked");
             std::panic::resume_unwind(p)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+    use crate::envelope::decode_exact;
+    use crate::protocol::{Hello, Start};
+    use crate::scripted::Scripted;
+    use crate::transport::{TAG_HELLO, TAG_START};
+    use crate::Flush;
+
+    fn arrive(t: &Scripted, registry: &Registry, ranks: std::ops::Range<usize>) {
+        for rank in ranks {
+            let hello = Hello {
+                rank,
+                digest: registry.digest(),
+                signatures: registry.signatures(),
+                chunk_bytes: RankConfig::default().chunk_bytes as u64,
+            };
+            t.deliver(rank, TAG_HELLO, encode(&hello));
+        }
+    }
+
+    /// Operations still in flight when the closure returns are drained
+    /// before any worker is told to shut down.
+    #[test]
+    fn shutdown_waits_for_operations_in_flight() {
+        let t = Scripted::new(3);
+        let registry = Registry::linked().unwrap();
+        arrive(&t, &registry, 1..3);
+        // Replies to ops 1 and 2, op 2 first; the closure never waits for them.
+        for (op, r) in [(2, 1), (2, 2), (1, 2), (1, 1)] {
+            t.reply(r, op, &(op * 10 + r as u64));
+        }
+        let done = std::rc::Rc::new(Cell::new(0));
+        let out = root_main(&t, registry, Store::in_memory(0), 1, 0, &RankConfig::default(), |ctl| {
+            for _ in 0..2 {
+                let done = done.clone();
+                ctl.submit_nowait::<Flush>(&(), &[1, 2], move |_, r| {
+                    assert_eq!(r.unwrap().len(), 2);
+                    done.set(done.get() + 1);
+                })
+                .unwrap();
+            }
+            assert_eq!(ctl.in_flight(), 2);
+            "closure result"
+        });
+        assert_eq!(out.unwrap(), "closure result");
+        assert_eq!(done.get(), 2);
+        let sent = t.sent();
+        let verdicts: Vec<usize> = sent.iter().filter(|s| s.tag == TAG_START).map(|s| s.dest).collect();
+        assert_eq!(verdicts, [1, 2]);
+        assert!(sent
+            .iter()
+            .filter(|s| s.tag == TAG_START)
+            .all(|s| decode_exact::<Start>(&s.bytes, "start").unwrap() == Start::Go));
+        let shutdowns: Vec<&crate::scripted::Sent> = sent
+            .iter()
+            .filter(|s| s.tag == TAG_CMD && s.control() == Control::Shutdown)
+            .collect();
+        assert_eq!(shutdowns.iter().map(|s| s.dest).collect::<Vec<_>>(), [1, 2]);
+        // 2 hellos + 4 replies had been received before the first shutdown.
+        assert!(shutdowns.iter().all(|s| s.after_received == 6));
+        assert_eq!(sent.last().map(|s| s.control()), Some(Control::Shutdown));
+        assert!(t.aborted().is_none());
+    }
+
+    /// A failure drained at the end stops the job: no shutdown, an abort.
+    #[test]
+    fn a_failure_found_while_draining_aborts_instead_of_shutting_down() {
+        let t = Scripted::new(2);
+        let registry = Registry::linked().unwrap();
+        arrive(&t, &registry, 1..2);
+        t.fail(1, 1, "uni20.flush.v1", "flush failed");
+        let out = root_main(&t, registry, Store::in_memory(0), 1, 0, &RankConfig::default(), |ctl| {
+            ctl.submit_nowait::<Flush>(&(), &[1], |_, r| assert!(r.is_err()))
+                .unwrap();
+        });
+        assert!(matches!(out, Err(JobError::Command(d)) if d.rank == 1));
+        assert!(t
+            .sent()
+            .iter()
+            .all(|s| s.tag != TAG_CMD || s.control() != Control::Shutdown));
+        assert!(t.aborted().unwrap().contains("flush failed"));
+    }
+
+    /// A worker with another chunk size is refused at start-up.
+    #[test]
+    fn a_chunk_size_mismatch_is_refused_at_start_up() {
+        let t = Scripted::new(2);
+        let registry = Registry::linked().unwrap();
+        let hello = Hello {
+            rank: 1,
+            digest: registry.digest(),
+            signatures: registry.signatures(),
+            chunk_bytes: 4096,
+        };
+        t.deliver(1, TAG_HELLO, encode(&hello));
+        let out = root_main(&t, registry, Store::in_memory(0), 1, 0, &RankConfig::default(), |_| ());
+        let Err(JobError::Startup(m)) = out else {
+            panic!("{out:?}")
+        };
+        assert!(m.contains("rank 1 splits messages into chunks of 4096 bytes"), "{m}");
+        let verdict = t.sent().into_iter().find(|s| s.tag == TAG_START).unwrap();
+        assert!(matches!(
+            decode_exact::<Start>(&verdict.bytes, "start").unwrap(),
+            Start::Refuse(_)
+        ));
     }
 }

@@ -29,6 +29,8 @@ mod mpi_transport;
 mod panics;
 mod protocol;
 mod registry;
+#[cfg(test)]
+mod scripted;
 mod startup;
 mod transport;
 mod universe;

@@ -16,8 +16,12 @@ impl<'a> Controller<'a> {
     ///
     /// # Errors
     /// [`JobError::Command`] if a participant reported a failure meanwhile;
+    /// [`JobError::Stopped`] after an earlier failure;
     /// [`JobError::Transport`] if the job was aborted.
     pub fn send_data(&self, dest: usize, bytes: &[u8]) -> Result<(), JobError> {
+        if let Some(e) = self.stopped() {
+            return Err(e);
+        }
         let mut failure = None;
         let sent = self.transport.send_polling(dest, crate::TAG_ROOT_DATA, bytes, &mut || {
             self.pump_replies().map_err(|e| {
@@ -37,8 +41,12 @@ impl<'a> Controller<'a> {
     ///
     /// # Errors
     /// [`JobError::Command`] if a participant reported a failure before
-    /// sending; [`JobError::Transport`] if the job was aborted.
+    /// sending; [`JobError::Stopped`] after an earlier failure;
+    /// [`JobError::Transport`] if the job was aborted.
     pub fn recv_data(&self, src: usize) -> Result<Vec<u8>, JobError> {
+        if let Some(e) = self.stopped() {
+            return Err(e);
+        }
         let mut spins = 0u32;
         loop {
             match self.transport.try_recv(Some(src), crate::TAG_ROOT_DATA) {

@@ -25,6 +25,8 @@
 mod data;
 mod deferred;
 mod inflight;
+#[cfg(test)]
+mod tests;
 
 pub use deferred::DeferredJob;
 
