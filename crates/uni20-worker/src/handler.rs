@@ -12,7 +12,7 @@ use crate::context::WorkerContext;
 use crate::diag::{Diagnostic, HandlerError};
 use crate::envelope::Envelope;
 use crate::fault::{FaultKind, FaultPlan};
-use crate::panics::{panic_message, set_in_handler};
+use crate::panics::{panic_message, take_helper_panics, HandlerRunning};
 use crate::registry::Registry;
 
 /// What running one command on a worker produced.
@@ -40,6 +40,7 @@ pub(crate) fn execute(
         &[
             FaultKind::Error,
             FaultKind::Panic,
+            FaultKind::HelperPanic,
             FaultKind::Exit,
             FaultKind::Kill,
             FaultKind::BadReply,
@@ -85,7 +86,11 @@ pub(crate) fn execute(
 
 /// Looks the command up, checks its schema, runs its handler and turns an
 /// error or a panic into a [`Diagnostic`] naming rank, op_id and command.
-/// `injected` makes the handler fail (`error`) or panic (`panic`) instead.
+/// A panic on a helper thread of the handler (rayon, a scoped thread)
+/// reaches the handler's thread and is reported the same way, with the
+/// helper's thread, place and message as `caused by` lines. `injected`
+/// makes the handler fail (`error`), panic (`panic`) or panic on a helper
+/// thread (`helperpanic`) instead.
 pub(crate) fn run_handler(
     registry: &Registry,
     ctx: &mut WorkerContext<'_>,
@@ -125,21 +130,31 @@ pub(crate) fn run_handler(
         ));
     }
     let _span = tracing::debug_span!("command", rank, op_id = env.op_id, wire = %env.wire_name).entered();
-    set_in_handler(true);
+    let running = HandlerRunning::enter();
     let outcome = catch_unwind(AssertUnwindSafe(|| match &injected {
         Some((FaultKind::Panic, f)) => panic!("injected panic {f} (UNI20_INJECT_FAULT)"),
+        Some((FaultKind::HelperPanic, f)) => std::thread::scope(|s| {
+            let helper = std::thread::Builder::new().name(format!("uni20-helper-{rank}"));
+            // A spawn failure is an error of its own, not the injected panic.
+            helper
+                .spawn_scoped(s, || panic!("injected helper panic {f} (UNI20_INJECT_FAULT)"))
+                .map(|_| Vec::new())
+                .map_err(|e| HandlerError::from(e).context("spawning a helper thread"))
+        }),
         Some((FaultKind::Error, f)) => Err(HandlerError::msg(format!("injected error {f} (UNI20_INJECT_FAULT)"))),
         _ => (entry.handler)(ctx, env),
     }));
-    set_in_handler(false);
-    match outcome {
+    let outcome = match outcome {
         Ok(Ok(bytes)) => Ok(bytes),
         Ok(Err(e)) => Err(diag(location, e)),
-        Err(p) => Err(diag(
-            location,
-            HandlerError::msg(format!("handler panicked: {}", panic_message(&*p))),
-        )),
-    }
+        Err(p) => {
+            let mut error = HandlerError::msg(format!("handler panicked: {}", panic_message(&*p)));
+            error.chain.extend(take_helper_panics());
+            Err(diag(location, error))
+        }
+    };
+    drop(running);
+    outcome
 }
 
 /// The diagnostic of a control frame or envelope that could not be decoded
@@ -154,5 +169,138 @@ pub(crate) fn undecodable(rank: usize, why: String) -> Diagnostic {
         schema_version: 0,
         location: "worker loop".into(),
         error: HandlerError::msg(format!("undecodable command frame: {why}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use uni20_dispatch::BackendList;
+    use uni20_persist::Store;
+
+    use super::*;
+    use crate::inproc::{InProcessTransport, Shared};
+    use crate::registry::{command_id, CommandEntry, HandlerLocation};
+
+    fn rayon_panic(_: &mut WorkerContext<'_>, _: &Envelope) -> Result<Vec<u8>, HandlerError> {
+        let (a, b) = rayon::join(|| 1, || -> i32 { panic!("boom on a rayon worker") });
+        Ok(vec![(a + b) as u8])
+    }
+
+    fn scoped_panic(_: &mut WorkerContext<'_>, _: &Envelope) -> Result<Vec<u8>, HandlerError> {
+        std::thread::scope(|s| {
+            std::thread::Builder::new()
+                .name("kernel-helper".into())
+                .spawn_scoped(s, || panic!("boom on a scoped thread"))
+                .unwrap();
+        });
+        Ok(Vec::new())
+    }
+
+    fn fine(_: &mut WorkerContext<'_>, _: &Envelope) -> Result<Vec<u8>, HandlerError> {
+        let (a, b) = rayon::join(|| 20, || 22);
+        Ok(vec![a + b])
+    }
+
+    fn entry(wire: &'static str, handler: crate::HandlerFn) -> CommandEntry {
+        CommandEntry {
+            wire_name: wire,
+            debug_name: wire,
+            schema_version: 1,
+            command_id: command_id(wire),
+            handler,
+            location: HandlerLocation {
+                module_path: "handler::tests",
+                file: "handler.rs",
+                line: 1,
+            },
+        }
+    }
+
+    /// The tests of this module run handlers one at a time: in-process, a
+    /// helper panic is attributed to a handler only while it runs alone.
+    static ONE_AT_A_TIME: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
+
+    fn run(
+        wire: &'static str,
+        registry: &Registry,
+        injected: Option<(FaultKind, String)>,
+    ) -> Result<Vec<u8>, Box<Diagnostic>> {
+        let _alone = ONE_AT_A_TIME.lock();
+        crate::panics::install_panic_hook(false);
+        let t = InProcessTransport::new(0, Shared::new(1));
+        let store = Store::in_memory(0);
+        let backends = BackendList::default_cpu(1);
+        let mut ctx = WorkerContext {
+            transport: &t,
+            store: &store,
+            backends: &backends,
+            threads: 1,
+            op_id: 7,
+        };
+        let env = Envelope {
+            op_id: 7,
+            command_id: command_id(wire),
+            wire_name: wire.into(),
+            debug_name: wire.into(),
+            schema_version: 1,
+            descriptor: Vec::new(),
+        };
+        run_handler(registry, &mut ctx, &env, injected)
+    }
+
+    fn registry() -> Registry {
+        Registry::from_entries([
+            entry("test.rayon_panic.v1", rayon_panic),
+            entry("test.scoped_panic.v1", scoped_panic),
+            entry("test.fine.v1", fine),
+        ])
+        .unwrap()
+    }
+
+    #[test]
+    fn a_panic_on_a_rayon_worker_is_the_handlers_failure() {
+        let d = run("test.rayon_panic.v1", &registry(), None).unwrap_err();
+        assert_eq!((d.rank, d.op_id, d.wire_name.as_str()), (0, 7, "test.rayon_panic.v1"));
+        assert_eq!(d.error.chain[0], "handler panicked: boom on a rayon worker");
+        // Rayon may run the closure on the handler's own thread (then there
+        // is no helper note) or on a pool thread (then the note names it).
+        assert!(
+            d.error.chain[1..].iter().all(|c| c.contains("boom on a rayon worker")),
+            "{d}"
+        );
+    }
+
+    #[test]
+    fn a_panic_on_a_scoped_thread_names_the_thread_place_and_message() {
+        let d = run("test.scoped_panic.v1", &registry(), None).unwrap_err();
+        assert_eq!(d.error.chain[0], "handler panicked: a scoped thread panicked");
+        let note = d.error.chain.get(1).expect("a helper note");
+        assert!(
+            note.starts_with("helper thread `kernel-helper` panicked at ")
+                && note.contains("handler.rs")
+                && note.ends_with(": boom on a scoped thread"),
+            "{note}"
+        );
+        let text = d.to_string();
+        assert!(text.contains("caused by: helper thread `kernel-helper`"), "{text}");
+    }
+
+    #[test]
+    fn injected_helper_panic_and_handlers_that_use_helpers_normally() {
+        let reg = registry();
+        let d = run(
+            "test.fine.v1",
+            &reg,
+            Some((FaultKind::HelperPanic, "helperpanic@rank=0,op=7".into())),
+        )
+        .unwrap_err();
+        assert_eq!(d.error.chain[0], "handler panicked: a scoped thread panicked");
+        assert!(
+            d.error.chain[1].contains("injected helper panic helperpanic@rank=0,op=7"),
+            "{d}"
+        );
+        // A handler that uses helpers without panicking, after the failures:
+        // no stale note leaks into it, and it succeeds.
+        assert_eq!(run("test.fine.v1", &reg, None).unwrap(), vec![42]);
     }
 }

@@ -19,7 +19,7 @@ use crate::diag::JobError;
 use crate::envelope::encode;
 use crate::fault::FaultKind;
 use crate::inproc::{InProcessTransport, Shared};
-use crate::panics::{install_quiet_handler_panic_hook, panic_message};
+use crate::panics::{install_panic_hook, panic_message, RankThread};
 use crate::protocol::Control;
 use crate::registry::{CommandEntry, Registry};
 use crate::startup::root_handshake;
@@ -101,7 +101,7 @@ pub(crate) fn in_process<R>(launch: Launch, f: impl FnOnce(&Controller<'_>) -> R
     }
     let threads = launch.threads(n);
     launch.check_faults(n)?;
-    install_quiet_handler_panic_hook();
+    install_panic_hook(false);
     let shared = Shared::new(n);
     let root_registry = launch.registry_of(0)?;
     let mut worker_registries = Vec::new();
@@ -119,27 +119,43 @@ pub(crate) fn in_process<R>(launch: Launch, f: impl FnOnce(&Controller<'_>) -> R
     std::thread::scope(|scope| {
         for (i, (registry, store)) in worker_registries.into_iter().zip(stores).enumerate() {
             let rank = i + 1;
-            let shared = shared.clone();
-            std::thread::Builder::new()
-                .name(format!("uni20-rank-{rank}"))
-                .spawn_scoped(scope, move || {
-                    let t = InProcessTransport::new(rank, shared);
-                    let backends = config.backends.backend_list(threads);
-                    let _span = tracing::info_span!("rank", rank).entered();
-                    let exit = catch_unwind(AssertUnwindSafe(|| {
-                        worker_loop(&t, &registry, &store, &backends, threads, config)
-                    }));
-                    match exit {
-                        Ok(WorkerExit::Died(why)) => t.abort(&why),
-                        Ok(_) => {}
-                        Err(p) => t.abort(&format!(
-                            "rank {rank} panicked outside a command handler: {}",
-                            panic_message(&*p)
-                        )),
-                    }
-                })
-                .map_err(|e| JobError::Startup(format!("spawning rank {rank}: {e}")))?;
+            let rank_shared = shared.clone();
+            let spawned = if config.faults.has(rank, FaultKind::Spawn) {
+                Err(std::io::Error::other("injected spawn failure (UNI20_INJECT_FAULT)"))
+            } else {
+                std::thread::Builder::new()
+                    .name(format!("uni20-rank-{rank}"))
+                    .spawn_scoped(scope, move || {
+                        let _rank_thread = RankThread::enter();
+                        let t = InProcessTransport::new(rank, rank_shared);
+                        let backends = config.backends.backend_list(threads);
+                        let _span = tracing::info_span!("rank", rank).entered();
+                        let exit = catch_unwind(AssertUnwindSafe(|| {
+                            worker_loop(&t, &registry, &store, &backends, threads, config)
+                        }));
+                        match exit {
+                            Ok(WorkerExit::Died(why)) => t.abort(&why),
+                            Ok(_) => {}
+                            Err(p) => t.abort(&format!(
+                                "rank {rank} panicked outside a command handler: {}",
+                                panic_message(&*p)
+                            )),
+                        }
+                    })
+                    .map(drop)
+            };
+            if let Err(e) = spawned {
+                // The ranks already started wait for the start-up verdict:
+                // wake them, so that the scope can join them and return.
+                let why = format!("cannot start the thread of rank {rank} of {n}: {e}");
+                InProcessTransport::new(0, shared.clone()).abort(&why);
+                return Err(JobError::Startup(format!(
+                    "{why}; the {} rank(s) already started were stopped",
+                    rank - 1
+                )));
+            }
         }
+        let _rank_thread = RankThread::enter();
         let t = InProcessTransport::new(0, shared.clone());
         let _span = tracing::info_span!("rank", rank = 0).entered();
         let result = root_main(&t, root_registry, root_store, threads, storage, config, f);
@@ -165,12 +181,18 @@ pub(crate) fn mpi<R>(launch: Launch, f: impl FnOnce(&Controller<'_>) -> R) -> Re
     let (universe, _threading) = mpi::initialize_with_threading(mpi::Threading::Funneled)
         .ok_or_else(|| JobError::Startup("MPI was already initialised in this process".into()))?;
     let world = universe.world();
-    crate::panics::install_mpi_panic_hook();
+    install_panic_hook(true);
+    let _rank_thread = RankThread::enter();
     let t = crate::mpi_transport::MpiTransport::with_chunk_bytes(world, launch.config.chunk_bytes);
     let size = t.size();
     let rank = t.rank();
     let threads = launch.threads(launch.config.launcher.local_size.unwrap_or(size));
     launch.check_faults(size)?;
+    if launch.config.faults.has_kind(FaultKind::Spawn) {
+        return Err(JobError::Startup(
+            "UNI20_INJECT_FAULT: `spawn` applies to the in-process universe only".into(),
+        ));
+    }
     let registry = launch.registry_of(rank)?;
     let _span = tracing::info_span!("rank", rank).entered();
     let storage = launch.storage_count(size)?;
