@@ -9,6 +9,20 @@
 //!
 //! Layering (ARCHITECTURE.md): this crate knows ranks, envelopes and
 //! handlers, but nothing about contraction plans; those live in `uni20-dist`.
+//!
+//! Where things live (imports run one way, top to bottom):
+//!
+//! - `universe`: [`UniverseBuilder`], resolving a [`RankConfig`] (`config`:
+//!   every `UNI20_*` variable, read once) and the transport;
+//! - `launch`: starts the in-process or MPI universe and runs the root
+//!   (handshake, the user's closure on a [`Controller`], drain, shutdown);
+//! - `startup` (the registry handshake), `worker` ([`worker_loop`]) and
+//!   `controller` (submission, replies in flight, deferred jobs, data phases);
+//! - `handler` (running one command, [`Diagnostic`]s) and `panics` (which
+//!   panics are a handler's failure);
+//! - `protocol` (the wire types), `envelope`, `registry`, `context`, `diag`;
+//! - `transport` ([`Transport`]), `inproc`, `mpi_transport` and `chunk`
+//!   (splitting payloads above the chunk size).
 
 #![warn(missing_docs)]
 
