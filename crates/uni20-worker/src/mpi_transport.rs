@@ -48,23 +48,35 @@ struct State {
 }
 
 /// How long an idle wait spins before it sleeps.
-#[derive(Default)]
 struct Backoff {
-    idle: u32,
+    /// When the wait last made progress (or started).
+    active: Instant,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff { active: Instant::now() }
+    }
 }
 
 impl Backoff {
     fn reset(&mut self) {
-        self.idle = 0;
+        self.active = Instant::now();
     }
 
-    /// Yields for about a millisecond of idle polls, then sleeps 50 us per
-    /// poll, then (after about a second without traffic) 500 us.
-    fn snooze(&mut self) {
-        self.idle = self.idle.saturating_add(1);
-        if self.idle < 1_000 {
+    /// Between two polls of a wait that saw nothing complete. `sending`:
+    /// this rank has messages in flight, which MPI moves only while this
+    /// rank calls into it, so it only yields the core (as Open MPI's own
+    /// blocking calls do with `mpi_yield_when_idle`). Otherwise it yields
+    /// for the first millisecond without progress, then sleeps 50 us per
+    /// poll, and after a second without traffic 500 us: an idle rank costs
+    /// almost no CPU, and waiting ranks do not starve working ones when
+    /// ranks outnumber cores.
+    fn snooze(&mut self, sending: bool) {
+        let idle = self.active.elapsed();
+        if sending || idle < Duration::from_millis(1) {
             std::thread::yield_now();
-        } else if self.idle < 20_000 {
+        } else if idle < Duration::from_secs(1) {
             std::thread::sleep(Duration::from_micros(50));
         } else {
             std::thread::sleep(Duration::from_micros(500));
@@ -190,17 +202,22 @@ impl MpiTransport {
             if let Some(v) = ready() {
                 return Ok(v);
             }
-            if self.progress()? {
-                backoff.reset();
-                continue;
-            }
             if let Some((d, t)) = deadline {
                 if Instant::now() >= d {
                     return Err(TransportError::Timeout(t));
                 }
             }
-            backoff.snooze();
+            if self.progress()? {
+                backoff.reset();
+            } else {
+                backoff.snooze(self.sending());
+            }
         }
+    }
+
+    /// True while messages posted by this rank are in flight.
+    fn sending(&self) -> bool {
+        !self.state.borrow().posted.is_empty()
     }
 
     /// Ends the job: requests in flight cannot be abandoned safely.
@@ -315,7 +332,7 @@ impl Transport for MpiTransport {
                 }
                 match self.progress() {
                     Ok(true) => backoff.reset(),
-                    Ok(false) => backoff.snooze(),
+                    Ok(false) => backoff.snooze(true),
                     Err(e) => self.die(&e.to_string()),
                 }
             }
@@ -372,7 +389,7 @@ impl Transport for MpiTransport {
                 }
                 match self.progress() {
                     Ok(true) => backoff.reset(),
-                    Ok(false) => backoff.snooze(),
+                    Ok(false) => backoff.snooze(!requests.is_empty() || self.sending()),
                     // Requests in flight cannot be abandoned: end the job.
                     Err(e) => self.die(&e.to_string()),
                 }
