@@ -251,6 +251,18 @@ const FAULT_CASES: &[(&str, &str, &[&str])] = &[
     ),
     (
         "contract",
+        "helperpanic@rank=1,op=3",
+        &[
+            "rank 1",
+            "op_id 3",
+            "uni20.contract.v1",
+            "handler panicked",
+            "helper thread",
+            "injected helper panic",
+        ],
+    ),
+    (
+        "contract",
         "exit@rank=1,op=3",
         &["rank 1", "op_id 3", "uni20.contract.v1", "injected exit"],
     ),

@@ -88,10 +88,6 @@ pub use contract::{
 };
 #[cfg(feature = "cuda")]
 pub use cuda::CudaBackend;
-pub use defaults::{available_backends, GPU_MIN_MACS};
-pub use error::{check_scalars, ContractError, ScalarRole};
-pub use options::ContractOptions;
-pub use problem::{ContractProblem, IndexClasses};
 #[cfg(feature = "cuda")]
 pub use decomp::cuda_decline::CudaDecompBackend;
 pub use decomp::eigh::{eigh, eigh_with_attempts, EighBackend, EighBackendList, EighFactors, EighOptions, EighResult};
@@ -101,9 +97,13 @@ pub use decomp::qr::{
 };
 pub use decomp::svd::{svd, svd_with_attempts, SvdBackend, SvdBackendList, SvdFactors, SvdOptions, SvdResult};
 pub use decomp::{DecompBackend, DecompBackendList, DecompError, DecompKind, MatrixProblem};
+pub use defaults::{available_backends, GPU_MIN_MACS};
 pub use dtype::{DType, DTypeError, C32, C64};
 pub use elementwise::{axpby, conj, permute, reshape, reshape_owned, scale, ElementwiseError};
+pub use error::{check_scalars, ContractError, ScalarRole};
 pub use faer_backend::FaerBackend;
+pub use options::ContractOptions;
+pub use problem::{ContractProblem, IndexClasses};
 pub use random::{identity_block, random_block, zeros_block, BlockError};
 pub use reduce::{inner, max_abs, norm_sqr};
 pub use reference::{reference_contract, ReferenceBackend};

@@ -121,6 +121,7 @@ impl fmt::Display for Diagnostic {
 
 /// Root-side error of a distributed job or operation.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum JobError {
     /// A command failed on a rank.
     #[error("{0}")]
@@ -150,7 +151,19 @@ pub enum JobError {
     /// that first failure.
     #[error("the job was stopped by an earlier failure: {0}")]
     Stopped(String),
-    /// Start-up failed (bad configuration, rank count, MPI initialisation).
+    /// Start-up failed (bad configuration, rank count, a rank that could
+    /// not be started or never arrived, MPI initialisation).
     #[error("start-up: {0}")]
     Startup(String),
+    /// A runtime variable has a malformed value
+    /// ([`RankConfig`](crate::RankConfig)); nothing was started.
+    #[error("{variable}={value:?} is not valid: expected {expected}")]
+    Config {
+        /// The variable, e.g. `UNI20_RANKS`.
+        variable: String,
+        /// Its value as found.
+        value: String,
+        /// The accepted form, e.g. `an integer from 1 to 1024`.
+        expected: String,
+    },
 }

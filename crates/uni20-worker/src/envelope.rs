@@ -12,21 +12,11 @@ use serde::{Deserialize, Serialize};
 /// Current envelope format version (the first byte on the wire).
 pub const ENVELOPE_FORMAT_VERSION: u8 = 1;
 
-/// Default largest envelope a rank accepts, in bytes (256 MiB); override
-/// with `UNI20_MAX_ENVELOPE_BYTES`. Decoding allocates at most about the
-/// input length, so this bounds the memory a malformed message can claim.
+/// Default largest envelope a rank accepts, in bytes (256 MiB); a universe
+/// uses [`RankConfig::max_envelope_bytes`](crate::RankConfig::max_envelope_bytes)
+/// (`UNI20_MAX_ENVELOPE_BYTES`). Decoding allocates at most about the input
+/// length, so this bounds the memory a malformed message can claim.
 pub const DEFAULT_MAX_ENVELOPE_BYTES: usize = 256 << 20;
-
-/// The configured envelope size limit (see [`DEFAULT_MAX_ENVELOPE_BYTES`]).
-pub fn max_envelope_bytes() -> usize {
-    static LIMIT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *LIMIT.get_or_init(|| {
-        std::env::var("UNI20_MAX_ENVELOPE_BYTES")
-            .ok()
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(DEFAULT_MAX_ENVELOPE_BYTES)
-    })
-}
 
 /// One command submission from the root to a worker.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -41,7 +31,10 @@ pub struct Envelope {
     pub debug_name: String,
     /// Descriptor schema version.
     pub schema_version: u32,
-    /// postcard-encoded descriptor.
+    /// postcard-encoded descriptor (serialised as one byte string, which
+    /// postcard writes exactly like a sequence of `u8`, only without a call
+    /// per byte).
+    #[serde(with = "serde_bytes")]
     pub descriptor: Vec<u8>,
 }
 
@@ -104,14 +97,14 @@ impl Envelope {
         out
     }
 
-    /// Decodes an envelope of at most [`max_envelope_bytes`] bytes.
+    /// Decodes an envelope of at most [`DEFAULT_MAX_ENVELOPE_BYTES`] bytes.
     ///
     /// # Errors
     /// [`DecodeError::Empty`], [`DecodeError::TooLarge`],
     /// [`DecodeError::UnknownVersion`], [`DecodeError::Malformed`] or
     /// [`DecodeError::TrailingBytes`].
     pub fn decode(bytes: &[u8]) -> Result<Envelope, DecodeError> {
-        Envelope::decode_limited(bytes, max_envelope_bytes())
+        Envelope::decode_limited(bytes, DEFAULT_MAX_ENVELOPE_BYTES)
     }
 
     /// Decodes an envelope of at most `limit` bytes.

@@ -8,12 +8,14 @@
 //! |---|---|---|
 //! | `error` | worker | the handler returns an error |
 //! | `panic` | worker | the handler panics |
+//! | `helperpanic` | worker | the handler panics on a helper thread it spawned (the panic reaches the handler as a scoped thread's) |
 //! | `exit` | worker | the rank dies without replying (MPI: `exit(17)`; in-process: the rank thread ends) |
 //! | `kill` | worker | MPI: the process sends itself `SIGKILL`; in-process: as `exit` |
 //! | `io` | worker | the rank's persistent store fails its next commit with an I/O error (`ENOSPC`) |
 //! | `badreply` | worker | the rank replies with undecodable bytes |
 //! | `noarrive` | worker | the rank never sends its start-up hello |
 //! | `registry` | worker | the rank drops one command from its registry (a different build) |
+//! | `spawn` | worker | in-process only: starting the rank's thread fails, as when the OS refuses a thread |
 //! | `unknowncmd` | root | op `N` is sent with a command id no rank knows |
 //! | `schema` | root | op `N` is sent with a descriptor schema version one too high |
 //! | `garbage` | root | op `N` is sent with a garbage descriptor |
@@ -31,6 +33,8 @@ pub enum FaultKind {
     Error,
     /// Handler panics.
     Panic,
+    /// Handler panics on a helper thread it spawned.
+    HelperPanic,
     /// Rank dies without replying.
     Exit,
     /// Process kills itself with SIGKILL (MPI).
@@ -43,6 +47,8 @@ pub enum FaultKind {
     NoArrive,
     /// Rank's registry lacks one command.
     Registry,
+    /// The rank's thread cannot be spawned (in-process universe only).
+    Spawn,
     /// Root sends an unknown command id.
     UnknownCmd,
     /// Root sends a wrong schema version.
@@ -58,12 +64,14 @@ impl FaultKind {
         Some(match s {
             "error" => FaultKind::Error,
             "panic" => FaultKind::Panic,
+            "helperpanic" => FaultKind::HelperPanic,
             "exit" => FaultKind::Exit,
             "kill" => FaultKind::Kill,
             "io" => FaultKind::Io,
             "badreply" => FaultKind::BadReply,
             "noarrive" => FaultKind::NoArrive,
             "registry" => FaultKind::Registry,
+            "spawn" => FaultKind::Spawn,
             "unknowncmd" => FaultKind::UnknownCmd,
             "schema" => FaultKind::Schema,
             "garbage" => FaultKind::Garbage,
@@ -179,6 +187,11 @@ impl FaultPlan {
     /// True if `kind` is injected on `rank` (at any operation).
     pub fn has(&self, rank: usize, kind: FaultKind) -> bool {
         self.faults.iter().any(|f| f.rank == rank && f.kind == kind)
+    }
+
+    /// True if `kind` is injected on any rank.
+    pub fn has_kind(&self, kind: FaultKind) -> bool {
+        self.faults.iter().any(|f| f.kind == kind)
     }
 
     /// True if no fault is configured.

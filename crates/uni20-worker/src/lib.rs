@@ -9,31 +9,59 @@
 //!
 //! Layering (ARCHITECTURE.md): this crate knows ranks, envelopes and
 //! handlers, but nothing about contraction plans; those live in `uni20-dist`.
+//!
+//! Where things live (imports run one way, top to bottom):
+//!
+//! - `universe`: [`UniverseBuilder`], resolving a [`RankConfig`] (`config`:
+//!   every `UNI20_*` variable, read once) and the transport;
+//! - `launch`: starts the in-process or MPI universe and runs the root
+//!   (handshake, the user's closure on a [`Controller`], drain, shutdown);
+//! - `startup` (the registry handshake), `worker` ([`worker_loop`]) and
+//!   `controller` (submission, replies in flight, deferred jobs, data phases);
+//! - `handler` (running one command, [`Diagnostic`]s) and `panics` (which
+//!   panics are a handler's failure);
+//! - `protocol` (the wire types), `envelope`, `registry`, `context`, `diag`;
+//! - `transport` ([`Transport`]), `inproc`, `mpi_transport` and `chunk`
+//!   (splitting payloads above the chunk size).
 
 #![warn(missing_docs)]
 
+// Used by the MPI transport; compiled (and unit-tested) in every build.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+mod chunk;
 pub mod cleanup;
+mod config;
 mod context;
 mod controller;
 mod diag;
 mod envelope;
 pub mod fault;
+mod handler;
 mod inproc;
+mod launch;
 #[cfg(feature = "mpi")]
 mod mpi_transport;
+mod panics;
+mod protocol;
 mod registry;
+#[cfg(test)]
+mod scripted;
+mod startup;
 mod transport;
 mod universe;
+mod worker;
 
+pub use config::{
+    BackendChoice, LauncherEnv, RankConfig, DEFAULT_CHUNK_BYTES, DEFAULT_STARTUP_TIMEOUT, LAUNCHER_VARIABLES,
+    MAX_CHUNK_BYTES, MAX_IN_PROCESS_RANKS, MIN_CHUNK_BYTES, RUNTIME_VARIABLES,
+};
 pub use context::{decode_descriptor, encode_reply, run_typed, CommandSpec, TypedHandler, WorkerContext};
 pub use controller::{Controller, DeferredJob, OnDone, PendingOp, RawReplies};
 pub use diag::{Diagnostic, HandlerError, JobError};
-pub use envelope::{
-    decode_exact, encode, max_envelope_bytes, DecodeError, Envelope, DEFAULT_MAX_ENVELOPE_BYTES,
-    ENVELOPE_FORMAT_VERSION,
-};
+pub use envelope::{decode_exact, encode, DecodeError, Envelope, DEFAULT_MAX_ENVELOPE_BYTES, ENVELOPE_FORMAT_VERSION};
 pub use fault::{Fault, FaultKind, FaultPlan};
 pub use inproc::InProcessTransport;
+pub use launch::DEFAULT_RANKS;
 #[cfg(feature = "mpi")]
 pub use mpi_transport::MpiTransport;
 pub use registry::{
@@ -43,9 +71,8 @@ pub use registry::{
 pub use transport::{
     data_tag, Tag, Transport, TransportError, TAG_CMD, TAG_DATA_BASE, TAG_HELLO, TAG_REPLY, TAG_ROOT_DATA, TAG_START,
 };
-pub use universe::{
-    launched_by_mpi, rank_backends, worker_loop, TransportChoice, UniverseBuilder, WorkerExit, DEFAULT_RANKS,
-};
+pub use universe::{launched_by_mpi, RunResult, TransportChoice, UniverseBuilder};
+pub use worker::{worker_loop, WorkerExit};
 
 #[doc(hidden)]
 pub use linkme;

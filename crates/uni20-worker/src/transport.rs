@@ -1,10 +1,19 @@
 //! Point-to-point transports: one protocol over two engines.
 //!
 //! [`Transport`] is the only thing the runtime needs from a communicator:
-//! tagged byte messages between ranks and a deadlock-free pairwise exchange.
+//! tagged byte messages of any size between ranks, sends that never wait on
+//! the peer ([`Transport::post`]), and a deadlock-free pairwise exchange.
 //! [`InProcess`](crate::inproc::InProcessTransport) runs ranks as threads of
 //! one process; the MPI transport (feature `mpi`) runs one rank per process.
+//!
+//! No send may depend on the transport buffering it: a rank that waits in any
+//! transport call (a blocking send, a receive, an exchange, a flush) keeps
+//! accepting incoming messages meanwhile, so two ranks that send each other
+//! large messages at the same time both complete. Payloads larger than the
+//! chunk size travel as several messages and are reassembled
+//! ([`crate::RankConfig::chunk_bytes`]); callers always see whole messages.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Message tag (MPI tags are non-negative `i32`; at least 32767 is valid).
@@ -32,6 +41,7 @@ pub fn data_tag(index: usize) -> Tag {
 
 /// Communication failure.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TransportError {
     /// The job was aborted (fail-stop) while this rank was communicating.
     #[error("job aborted: {0}")]
@@ -47,12 +57,19 @@ pub enum TransportError {
     /// A timed wait expired.
     #[error("timed out after {0:?}")]
     Timeout(Duration),
+    /// A message arrived in a form this rank cannot accept (for example a
+    /// part larger than its chunk size: the ranks disagree about
+    /// `UNI20_CHUNK_BYTES`).
+    #[error("transport protocol violation: {0}")]
+    Protocol(String),
 }
 
 /// Tagged point-to-point messaging between the ranks of one universe.
 ///
 /// Messages from one source with one tag arrive in send order; messages are
-/// matched by `(source, tag)`. Sending to one's own rank is allowed.
+/// matched by `(source, tag)`. Sending to one's own rank is allowed. A
+/// message may have any length; the transport splits and reassembles what
+/// its engine cannot carry in one piece.
 pub trait Transport {
     /// This rank, in `0..size()`.
     fn rank(&self) -> usize;
@@ -60,11 +77,33 @@ pub trait Transport {
     fn size(&self) -> usize;
     /// Transport name for `uni20 info`: `in-process` or `mpi`.
     fn kind(&self) -> &'static str;
-    /// Sends `bytes` to `dest` with `tag`.
+    /// Sends `bytes` to `dest` with `tag` and returns once `bytes` may be
+    /// reused: in-process at once, under MPI when `dest` has received the
+    /// message. While it waits, this rank keeps receiving, so a peer that
+    /// sends to this rank at the same time is never blocked by it.
     ///
     /// # Errors
     /// [`TransportError`] if the job was aborted or `dest` is out of range.
     fn send(&self, dest: usize, tag: Tag, bytes: &[u8]) -> Result<(), TransportError>;
+    /// Sends an owned payload without waiting for `dest` to receive it: the
+    /// message completes in the background, progressed by this rank's later
+    /// transport calls. Posts to one destination with one tag arrive in
+    /// order, also relative to [`Transport::send`]. Sharing one `Arc` among
+    /// several destinations costs no copy on MPI. Use it for control frames
+    /// and replies, which must never wait on a busy peer.
+    ///
+    /// # Errors
+    /// [`TransportError`] if the job was aborted or `dest` is out of range.
+    fn post(&self, dest: usize, tag: Tag, bytes: Arc<[u8]>) -> Result<(), TransportError>;
+    /// Waits until every message posted by this rank has been received,
+    /// receiving meanwhile. Call it before the transport is dropped (the MPI
+    /// transport also flushes on drop).
+    ///
+    /// # Errors
+    /// [`TransportError`] if the job was aborted.
+    fn flush(&self) -> Result<(), TransportError> {
+        Ok(())
+    }
     /// Receives the next message from `src` with `tag` (blocking).
     ///
     /// # Errors
@@ -80,8 +119,9 @@ pub trait Transport {
     /// # Errors
     /// [`TransportError::Timeout`] or [`TransportError::Aborted`].
     fn recv_any_timeout(&self, tag: Tag, timeout: Duration) -> Result<(usize, Vec<u8>), TransportError>;
-    /// Posts every outgoing message without blocking, then receives every
-    /// incoming one, in the order given. Deadlock-free for any pattern in
+    /// Starts every outgoing message without blocking, receives every
+    /// incoming one (returned in the order given), and returns once the
+    /// outgoing buffers may be reused. Deadlock-free for any pattern in
     /// which every incoming entry is matched by a peer's outgoing entry.
     ///
     /// # Errors
@@ -98,7 +138,7 @@ pub trait Transport {
     /// [`TransportError::Aborted`] if the job was aborted.
     fn try_recv(&self, src: Option<usize>, tag: Tag) -> Result<Option<(usize, Vec<u8>)>, TransportError>;
     /// Sends like [`Transport::send`], calling `poll` repeatedly while the
-    /// message is in flight (a large MPI send completes only when the peer
+    /// message is in flight (an MPI send completes only when the peer
     /// receives it). If `poll` fails, the job is aborted: a peer that will
     /// never receive must not leave this rank blocked.
     ///

@@ -1,0 +1,337 @@
+//! The root's [`Controller`]: submission of command descriptors, the table
+//! of operations in flight, and deferred jobs.
+//!
+//! This file owns the controller's state and submission; `inflight.rs`
+//! collects replies and records the first failure, `deferred.rs` runs
+//! deferred jobs and drains, `data.rs` holds the root-involving data phases.
+//!
+//! An operation is *submitted* when its envelope has been sent to every
+//! participant; it *completes* when every participant has replied. Between
+//! the two the root is free: [`Controller::submit_nowait`] returns at once
+//! and calls its completion callback later, from whichever root call next
+//! collects replies ([`Controller::progress`], [`Controller::wait_op`],
+//! [`Controller::drain`], or a data phase). Replies are matched by `op_id`,
+//! never by arrival order.
+//!
+//! A [`DeferredJob`] is work whose inputs are not ready yet (e.g. a
+//! contraction whose operand is still being computed). Jobs run in
+//! submission order as soon as [`DeferredJob::ready`] holds; program order of
+//! submission is causal order.
+//!
+//! Fail-stop: the first failure reply aborts the job (MPI: `MPI_Abort`; in
+//! process: every rank is woken), and every operation still in flight
+//! completes with [`JobError::Stopped`] naming that first failure.
+
+mod data;
+mod deferred;
+mod inflight;
+#[cfg(test)]
+mod tests;
+
+pub use deferred::DeferredJob;
+
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, VecDeque};
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use serde_bytes::ByteBuf;
+use uni20_dispatch::BackendList;
+use uni20_persist::Store;
+
+use crate::context::{CommandSpec, WorkerContext};
+use crate::diag::JobError;
+use crate::envelope::{decode_exact, encode, Envelope};
+use crate::fault::{FaultKind, FaultPlan};
+use crate::handler::run_handler;
+use crate::protocol::{Control, Reply};
+use crate::registry::{command_id, Registry};
+use crate::transport::{Transport, TAG_CMD};
+
+/// Raw replies of one operation: `(rank, reply bytes)` in rank order.
+pub type RawReplies = Vec<(usize, Vec<u8>)>;
+
+/// Completion callback of an operation submitted without waiting: called
+/// with the op_id and the raw replies (or the failure).
+pub type OnDone<'c> = Box<dyn FnOnce(&Controller<'c>, u64, Result<RawReplies, JobError>) + 'c>;
+
+struct InFlight<'c> {
+    wire_name: &'static str,
+    remaining: usize,
+    replies: RawReplies,
+    on_done: Option<OnDone<'c>>,
+    result: Option<Result<RawReplies, JobError>>,
+}
+
+/// The root's handle on the universe, passed to the user's closure.
+///
+/// Submits command descriptors to workers and collects their replies. All
+/// methods take `&self`; the controller is used from the root thread only.
+pub struct Controller<'a> {
+    transport: &'a dyn Transport,
+    registry: Registry,
+    store: Store,
+    backends: BackendList,
+    threads: usize,
+    storage_ranks: usize,
+    faults: FaultPlan,
+    next_op: Cell<u64>,
+    first_failure: RefCell<Option<String>>,
+    inflight: RefCell<BTreeMap<u64, InFlight<'a>>>,
+    deferred: RefCell<VecDeque<Box<dyn DeferredJob<'a> + 'a>>>,
+    running_jobs: Cell<bool>,
+}
+
+/// A submitted command whose replies have not been collected yet.
+#[must_use = "an operation must be finished with Controller::finish"]
+pub struct PendingOp<C: CommandSpec> {
+    /// The operation id.
+    pub op_id: u64,
+    _c: PhantomData<C>,
+}
+
+fn decode_replies<C: CommandSpec>(raw: RawReplies, op_id: u64) -> Result<Vec<(usize, C::Reply)>, JobError> {
+    raw.into_iter()
+        .map(|(r, b)| {
+            decode_exact::<C::Reply>(&b, "reply body").map(|v| (r, v)).map_err(|e| {
+                JobError::Protocol(format!(
+                    "op_id {op_id} (`{}`): reply body of rank {r}: {e}",
+                    C::WIRE_NAME
+                ))
+            })
+        })
+        .collect()
+}
+impl<'a> Controller<'a> {
+    pub(crate) fn new(
+        transport: &'a dyn Transport,
+        registry: Registry,
+        store: Store,
+        backends: BackendList,
+        threads: usize,
+        storage_ranks: usize,
+        faults: FaultPlan,
+    ) -> Controller<'a> {
+        Controller {
+            transport,
+            registry,
+            store,
+            backends,
+            threads,
+            storage_ranks,
+            faults,
+            next_op: Cell::new(1),
+            first_failure: RefCell::new(None),
+            inflight: RefCell::new(BTreeMap::new()),
+            deferred: RefCell::new(VecDeque::new()),
+            running_jobs: Cell::new(false),
+        }
+    }
+
+    /// Number of ranks.
+    /// Number of ranks.
+    pub fn size(&self) -> usize {
+        self.transport.size()
+    }
+    /// The compute workers, which hold blocks and run work items:
+    /// `1..size - k` for `k` storage ranks, or `[0]` when the root is alone.
+    pub fn worker_ranks(&self) -> Vec<usize> {
+        if self.size() == 1 {
+            vec![0]
+        } else {
+            (1..self.size() - self.storage_ranks).collect()
+        }
+    }
+    /// The storage ranks (the last `k` ranks): object servers that own
+    /// blocks placed on them and never compute.
+    pub fn storage_ranks(&self) -> Vec<usize> {
+        (self.size() - self.storage_ranks..self.size()).collect()
+    }
+    /// Every rank except the root: compute workers and storage ranks (or
+    /// `[0]` when the root is alone).
+    pub fn all_workers(&self) -> Vec<usize> {
+        if self.size() == 1 {
+            vec![0]
+        } else {
+            (1..self.size()).collect()
+        }
+    }
+    /// The transport (for root-involving data phases such as scatter/gather).
+    pub fn transport(&self) -> &dyn Transport {
+        self.transport
+    }
+    /// The root's own persistent store (holds blocks only when the root is
+    /// alone).
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+    /// The root's local backends.
+    pub fn backends(&self) -> &BackendList {
+        &self.backends
+    }
+    /// The root's registry (identical on every rank after start-up).
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+    /// Thread budget of each rank's local kernels.
+    pub fn threads_per_rank(&self) -> usize {
+        self.threads
+    }
+    /// Transport name: `in-process` or `mpi`.
+    pub fn transport_kind(&self) -> &'static str {
+        self.transport.kind()
+    }
+    /// True once an operation has failed and the job was stopped.
+    pub fn has_failed(&self) -> bool {
+        self.first_failure.borrow().is_some()
+    }
+    /// Number of operations submitted and not yet completed.
+    pub fn in_flight(&self) -> usize {
+        self.inflight.borrow().len()
+    }
+    /// Number of deferred jobs not yet run.
+    pub fn deferred(&self) -> usize {
+        self.deferred.borrow().len()
+    }
+    pub(super) fn stopped(&self) -> Option<JobError> {
+        self.first_failure
+            .borrow()
+            .as_ref()
+            .map(|f| JobError::Stopped(f.clone()))
+    }
+    /// Submits `desc` to `participants` and waits for every reply.
+    ///
+    /// # Errors
+    /// As [`Controller::begin`] and [`Controller::finish`].
+    pub fn submit<C: CommandSpec>(
+        &self,
+        desc: &C::Descriptor,
+        participants: &[usize],
+    ) -> Result<Vec<(usize, C::Reply)>, JobError> {
+        let op = self.begin::<C>(desc, participants)?;
+        self.finish(op)
+    }
+    /// Sends the command to every participant and returns without waiting;
+    /// collect the replies with [`Controller::finish`]. The root runs its
+    /// own share at once when it is a participant.
+    ///
+    /// # Errors
+    /// [`JobError::UnknownCommand`] if `C` is not in the registry (nothing is
+    /// sent); [`JobError::Stopped`] after an earlier failure;
+    /// [`JobError::Transport`] if the job was aborted.
+    pub fn begin<C: CommandSpec>(
+        &self,
+        desc: &C::Descriptor,
+        participants: &[usize],
+    ) -> Result<PendingOp<C>, JobError> {
+        let op_id = self.send_op::<C>(desc, participants, None)?;
+        Ok(PendingOp { op_id, _c: PhantomData })
+    }
+    /// Submits the command and returns its op_id at once; `on_done` runs
+    /// with every participant's decoded reply (or the failure) when the
+    /// operation completes.
+    ///
+    /// # Errors
+    /// As [`Controller::begin`]; `on_done` is not called when this fails.
+    pub fn submit_nowait<C: CommandSpec + 'a>(
+        &self,
+        desc: &C::Descriptor,
+        participants: &[usize],
+        on_done: impl FnOnce(&Controller<'a>, Result<Vec<(usize, C::Reply)>, JobError>) + 'a,
+    ) -> Result<u64, JobError> {
+        let cb: OnDone<'a> = Box::new(move |ctl, op_id, raw| {
+            let decoded = raw.and_then(|raw| decode_replies::<C>(raw, op_id));
+            on_done(ctl, decoded)
+        });
+        self.send_op::<C>(desc, participants, Some(cb))
+    }
+    fn send_op<C: CommandSpec>(
+        &self,
+        desc: &C::Descriptor,
+        participants: &[usize],
+        on_done: Option<OnDone<'a>>,
+    ) -> Result<u64, JobError> {
+        if let Some(e) = self.stopped() {
+            return Err(e);
+        }
+        if self.registry.by_wire_name(C::WIRE_NAME).is_none() {
+            return Err(JobError::UnknownCommand(C::WIRE_NAME.into()));
+        }
+        let op_id = self.next_op.get();
+        self.next_op.set(op_id + 1);
+        let mut env = Envelope {
+            op_id,
+            command_id: command_id(C::WIRE_NAME),
+            wire_name: C::WIRE_NAME.into(),
+            debug_name: C::DEBUG_NAME.into(),
+            schema_version: C::SCHEMA_VERSION,
+            descriptor: encode(desc),
+        };
+        let root_faults = [
+            FaultKind::UnknownCmd,
+            FaultKind::Schema,
+            FaultKind::Garbage,
+            FaultKind::Trailing,
+        ];
+        if let Some(f) = self.faults.at(0, op_id, &root_faults) {
+            tracing::warn!(op_id, "injected fault {f}");
+            match f.kind {
+                FaultKind::UnknownCmd => env.command_id = command_id("uni20.injected.unknown.v1"),
+                FaultKind::Schema => env.schema_version += 1,
+                FaultKind::Garbage => env.descriptor = vec![0xff; 7],
+                _ => env.descriptor.push(0),
+            }
+        }
+        tracing::debug!(op_id, wire = C::WIRE_NAME, participants = participants.len(), "submit");
+        // One shared frame, posted to every participant: submission never
+        // waits for a worker to receive (it may be busy replying).
+        let frame: Arc<[u8]> = encode(&Control::Run(env.encode())).into();
+        let remote: Vec<usize> = participants.iter().copied().filter(|&r| r != 0).collect();
+        self.inflight.borrow_mut().insert(
+            op_id,
+            InFlight {
+                wire_name: C::WIRE_NAME,
+                remaining: participants.len(),
+                replies: Vec::new(),
+                on_done,
+                result: None,
+            },
+        );
+        for &r in &remote {
+            if let Err(e) = self.transport.post(r, TAG_CMD, frame.clone()) {
+                self.inflight.borrow_mut().remove(&op_id);
+                return Err(self.fail_transport(e));
+            }
+        }
+        if participants.contains(&0) {
+            let mut ctx = WorkerContext {
+                transport: self.transport,
+                store: &self.store,
+                backends: &self.backends,
+                threads: self.threads,
+                op_id,
+            };
+            let outcome = run_handler(&self.registry, &mut ctx, &env, None);
+            self.accept_reply(
+                0,
+                Reply {
+                    op_id,
+                    outcome: outcome.map(ByteBuf::from),
+                },
+            );
+        }
+        Ok(op_id)
+    }
+    /// Waits for every reply of `op` (collecting replies of other operations
+    /// on the way), in rank order.
+    ///
+    /// # Errors
+    /// [`JobError::Command`] with the first failing rank's diagnostic; the
+    /// job is then aborted (fail-stop: on MPI the diagnostic is printed and
+    /// every rank exits non-zero). [`JobError::Stopped`] if another
+    /// operation failed first.
+    pub fn finish<C: CommandSpec>(&self, op: PendingOp<C>) -> Result<Vec<(usize, C::Reply)>, JobError> {
+        let raw = self.wait_op(op.op_id)?;
+        decode_replies::<C>(raw, op.op_id).map_err(|e| self.fail_protocol(e.to_string()))
+    }
+}

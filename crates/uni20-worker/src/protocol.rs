@@ -1,0 +1,59 @@
+//! The wire types of the root <-> worker protocol, shared by both sides.
+//!
+//! Start-up: each worker sends a [`Hello`] (`TAG_HELLO`) and the root answers
+//! a [`Start`] verdict (`TAG_START`). Commands: the root sends a [`Control`]
+//! frame (`TAG_CMD`) and each participant answers a [`Reply`] (`TAG_REPLY`).
+//! Every type is postcard-encoded and decoded with
+//! [`decode_exact`](crate::decode_exact); byte payloads are serialised as
+//! byte strings (`serde_bytes`: on the wire identical to a `u8` sequence, but
+//! one copy instead of a serde call per byte, which matters for frames of
+//! megabytes). This module depends on nothing but
+//! the envelope, diagnostic and registry types, so the controller (root side)
+//! and the worker loop both import it and neither imports the other.
+
+use serde::{Deserialize, Serialize};
+use serde_bytes::ByteBuf;
+
+use crate::diag::Diagnostic;
+use crate::registry::CommandSignature;
+
+/// Worker -> root at start-up: the worker's registry and transport settings.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Hello {
+    /// The sending rank.
+    pub(crate) rank: usize,
+    /// [`Registry::digest`](crate::Registry::digest) of its registry.
+    pub(crate) digest: u64,
+    /// Its sorted registry signatures.
+    pub(crate) signatures: Vec<CommandSignature>,
+    /// Its chunk size ([`RankConfig::chunk_bytes`](crate::RankConfig::chunk_bytes)),
+    /// which must equal the root's.
+    pub(crate) chunk_bytes: u64,
+}
+
+/// Root -> worker at start-up: run, or refuse with the reason.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum Start {
+    /// Every rank agrees: enter the command loop.
+    Go,
+    /// Ranks disagree; the text says how. The worker stops.
+    Refuse(String),
+}
+
+/// Root -> worker: a control frame.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum Control {
+    /// Run the encoded [`Envelope`](crate::Envelope).
+    Run(#[serde(with = "serde_bytes")] Vec<u8>),
+    /// Leave the worker loop (clean shutdown).
+    Shutdown,
+}
+
+/// Worker -> root: the outcome of one command on one participant.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Reply {
+    /// The operation replied to.
+    pub(crate) op_id: u64,
+    /// The handler's encoded reply, or where and why it failed.
+    pub(crate) outcome: Result<ByteBuf, Box<Diagnostic>>,
+}

@@ -1,0 +1,98 @@
+//! The worker loop: after the start-up handshake, a worker receives control
+//! frames from the root, runs each command through
+//! [`execute`](crate::handler::execute) and replies, until shutdown or abort.
+//!
+//! Workers execute one command at a time, in the order the root sent them,
+//! so the data tags of one operation are never confused with another's.
+
+use std::sync::Arc;
+
+use serde_bytes::ByteBuf;
+use uni20_dispatch::BackendList;
+use uni20_persist::Store;
+
+use crate::config::RankConfig;
+use crate::context::WorkerContext;
+use crate::envelope::{decode_exact, encode, Envelope};
+use crate::handler::{execute, undecodable, Executed};
+use crate::protocol::{Control, Reply};
+use crate::registry::Registry;
+use crate::startup::{worker_handshake, NoStart};
+use crate::transport::{Transport, TAG_CMD, TAG_REPLY};
+
+/// How a worker loop ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum WorkerExit {
+    /// The root sent shutdown.
+    Shutdown,
+    /// The root refused to start (registry mismatch).
+    Refused(String),
+    /// The job was aborted or communication failed.
+    Aborted(String),
+    /// This rank died in the middle of an operation (injected `exit`/`kill`
+    /// in-process); the reason names rank, op_id and command.
+    Died(String),
+}
+
+/// The worker loop of one rank: handshake, then execute commands until
+/// shutdown or abort.
+///
+/// `threads` is the rank's kernel thread budget; `config` gives the injected
+/// faults and the envelope size limit.
+pub fn worker_loop(
+    t: &dyn Transport,
+    registry: &Registry,
+    store: &Store,
+    backends: &BackendList,
+    threads: usize,
+    config: &RankConfig,
+) -> WorkerExit {
+    let rank = t.rank();
+    let faults = &config.faults;
+    match worker_handshake(t, registry, config) {
+        Ok(()) => {}
+        Err(NoStart::Refused(why)) => return WorkerExit::Refused(why),
+        Err(NoStart::Aborted(why)) => return WorkerExit::Aborted(why),
+    }
+    loop {
+        let frame = match t.recv(0, TAG_CMD) {
+            Ok(f) => f,
+            Err(e) => return WorkerExit::Aborted(e.to_string()),
+        };
+        let (op_id, outcome) = match decode_exact::<Control>(&frame, "control frame") {
+            Ok(Control::Shutdown) => return WorkerExit::Shutdown,
+            Ok(Control::Run(bytes)) => match Envelope::decode_limited(&bytes, config.max_envelope_bytes) {
+                Ok(env) => {
+                    let mut ctx = WorkerContext {
+                        transport: t,
+                        store,
+                        backends,
+                        threads,
+                        op_id: env.op_id,
+                    };
+                    match execute(registry, &mut ctx, &env, faults) {
+                        Executed::Reply(r) => (env.op_id, r),
+                        Executed::Died(why) => return WorkerExit::Died(why),
+                        Executed::BadReply => {
+                            if let Err(e) = t.post(0, TAG_REPLY, Arc::from(&b"\xff\xffnot a reply"[..])) {
+                                return WorkerExit::Aborted(e.to_string());
+                            }
+                            continue;
+                        }
+                    }
+                }
+                Err(e) => (0, Err(Box::new(undecodable(rank, e.to_string())))),
+            },
+            Err(e) => (0, Err(Box::new(undecodable(rank, e.to_string())))),
+        };
+        if let Err(d) = &outcome {
+            tracing::warn!(rank, op_id, "command failed: {}", d.error);
+        }
+        // Posted, not sent: the root may be busy sending this rank the next
+        // (large) command frame, and neither may wait for the other.
+        let outcome = outcome.map(ByteBuf::from);
+        if let Err(e) = t.post(0, TAG_REPLY, encode(&Reply { op_id, outcome }).into()) {
+            return WorkerExit::Aborted(e.to_string());
+        }
+    }
+}
