@@ -1,5 +1,5 @@
 //! A no-op command round trip on the in-process universe (4 ranks: root -> 3 workers ->
-//! root, `ctl.submit::<Noop>(&(), &ctl.worker_ranks())`) against a raw round trip over
+//! root, `ctl.submit::<Noop>(&(), &ctl.compute_ranks())`) against a raw round trip over
 //! `std::sync::mpsc` channels to 3 echo threads (same fan-out/fan-in pattern), in the same
 //! criterion group.
 //!
@@ -119,7 +119,7 @@ fn main() {
     uni20::universe()
         .ranks(RANKS)
         .run(|ctl| {
-            let workers = ctl.worker_ranks();
+            let workers = ctl.compute_ranks();
             assert_eq!(workers.len(), RANKS - 1);
             let mut noop = || {
                 black_box(ctl.submit::<Noop>(&(), &workers).expect("noop round trip"));

@@ -19,7 +19,7 @@ fn main() {
         .ranks(4)
         .storage_ranks(1)
         .run(|ctl| {
-            let (storage, worker) = (ctl.storage_ranks()[0], ctl.worker_ranks()[0]);
+            let (storage, worker) = (ctl.storage_ranks()[0], ctl.compute_ranks()[0]);
             for mib in [1usize, 64] {
                 let n = mib * (1 << 20) / 8;
                 let data = LocalTensor::from_f64(&[n], (0..n).map(|i| i as f64).collect()).unwrap();

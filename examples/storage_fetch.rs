@@ -29,7 +29,7 @@ fn main() -> std::process::ExitCode {
         .unwrap_or(9);
     let result = uni20::universe().storage_ranks(1).run(|ctl| -> anyhow::Result<()> {
         let storage = ctl.storage_ranks()[0];
-        let worker = ctl.worker_ranks()[0];
+        let worker = ctl.compute_ranks()[0];
         println!(
             "storage_fetch: {} ranks ({}), storage rank {storage} -> worker {worker}, {reps} repetitions, medians",
             ctl.size(),

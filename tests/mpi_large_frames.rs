@@ -48,7 +48,7 @@ fn long_dot(ctl: &Controller<'_>, n: usize) {
     let got = c.to_local(ctl).unwrap();
     assert_eq!(got.to_c64_vec()[0].re, want, "i,i-> over {n} blocks");
     let m = dx.manifest(ctl).unwrap();
-    let plan = uni20::plan_contract(&ctl.worker_ranks(), "i,i->", &[&m, &m], &Default::default()).unwrap();
+    let plan = uni20::plan_contract(&ctl.compute_ranks(), "i,i->", &[&m, &m], &Default::default()).unwrap();
     let frame = uni20::worker::encode(&plan.descriptor).len();
     assert!(frame > 128 << 10, "the plan is only {frame} bytes");
     println!("mpi_large_frames: i,i-> over {n} one-element blocks, plan frame {frame} bytes: ok");
@@ -57,7 +57,7 @@ fn long_dot(ctl: &Controller<'_>, n: usize) {
 /// Rounds of (Put 8 MB to every worker, Get it back from every worker),
 /// all submitted before any reply is collected.
 fn crossing_frames(ctl: &Controller<'_>, rounds: usize) {
-    let workers = ctl.all_workers();
+    let workers = ctl.non_root_ranks();
     let done = Rc::new(RefCell::new(0usize));
     for round in 0..rounds {
         let payload: Vec<u8> = (0..FRAME_BYTES).map(|i| (i * 31 + round) as u8).collect();

@@ -298,7 +298,7 @@ fn a_failed_or_panicking_write_leaves_no_temporary_file() {
     let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         uni20::universe().ranks(3).run(|ctl| {
             let t = sample(ctl);
-            ctl.submit_nowait::<Noop>(&(), &ctl.worker_ranks(), |_, _| panic!("callback bug"))
+            ctl.submit_nowait::<Noop>(&(), &ctl.compute_ranks(), |_, _| panic!("callback bug"))
                 .unwrap();
             write_npy(ctl, &t, &out)
         })

@@ -17,7 +17,7 @@ fn ramp(shape: &[usize], scale: f64) -> LocalTensor {
 pub fn contraction_with_inputs_on_storage(ctl: &Controller<'_>) -> u64 {
     let storage = ctl.storage_ranks();
     assert_eq!(storage.len(), 1, "expected one storage rank");
-    assert!(!ctl.worker_ranks().contains(&storage[0]));
+    assert!(!ctl.compute_ranks().contains(&storage[0]));
     let (la, lb) = (ramp(&[9, 6, 4], 1.0), ramp(&[4, 6, 5], 0.5));
     let a = DistTensor::from_local_on(ctl, &la, 3, &Placement::Storage).unwrap();
     let b = DistTensor::from_local_on(ctl, &lb, 3, &Placement::Storage).unwrap();

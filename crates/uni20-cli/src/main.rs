@@ -157,7 +157,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 fn info(ctl: &Controller<'_>) -> anyhow::Result<()> {
     println!("uni20 {}", env!("CARGO_PKG_VERSION"));
     println!("transport: {}", ctl.transport_kind());
-    println!("ranks: {} (root 0, workers {:?})", ctl.size(), ctl.worker_ranks());
+    println!("ranks: {} (root 0, workers {:?})", ctl.size(), ctl.compute_ranks());
     println!("kernel threads per rank: {}", ctl.threads_per_rank());
     println!("registered commands:");
     for e in ctl.registry().entries() {

@@ -77,7 +77,7 @@ impl Checkpoint {
 /// [`DistError::Job`] if a rank cannot flush (fail-stop).
 pub fn flush_all(ctl: &Controller<'_>) -> Result<(), DistError> {
     ctl.drain()?;
-    let ranks = ctl.all_workers();
+    let ranks = ctl.non_root_ranks();
     if ranks != [0] {
         ctl.submit::<Flush>(&(), &ranks)?;
     }

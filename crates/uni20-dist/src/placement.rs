@@ -10,7 +10,7 @@ use crate::error::DistError;
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Placement {
-    /// The compute workers ([`Controller::worker_ranks`]).
+    /// The compute workers ([`Controller::compute_ranks`]).
     Workers,
     /// The storage ranks ([`Controller::storage_ranks`]); an error if the
     /// universe has none.
@@ -28,7 +28,7 @@ impl Placement {
     /// one rank (the root never owns blocks then).
     pub fn ranks(&self, ctl: &Controller<'_>) -> Result<Vec<usize>, DistError> {
         let ranks = match self {
-            Placement::Workers => ctl.worker_ranks(),
+            Placement::Workers => ctl.compute_ranks(),
             Placement::Storage => ctl.storage_ranks(),
             Placement::Ranks(r) => r.clone(),
         };

@@ -129,13 +129,13 @@ impl<'a> Controller<'a> {
     }
 
     /// Number of ranks.
-    /// Number of ranks.
     pub fn size(&self) -> usize {
         self.transport.size()
     }
-    /// The compute workers, which hold blocks and run work items:
-    /// `1..size - k` for `k` storage ranks, or `[0]` when the root is alone.
-    pub fn worker_ranks(&self) -> Vec<usize> {
+    /// The compute ranks, which hold blocks and run work items:
+    /// `1..size - k` for `k` storage ranks, or `[0]` when the root is alone
+    /// (storage ranks are not compute ranks).
+    pub fn compute_ranks(&self) -> Vec<usize> {
         if self.size() == 1 {
             vec![0]
         } else {
@@ -147,9 +147,9 @@ impl<'a> Controller<'a> {
     pub fn storage_ranks(&self) -> Vec<usize> {
         (self.size() - self.storage_ranks..self.size()).collect()
     }
-    /// Every rank except the root: compute workers and storage ranks (or
-    /// `[0]` when the root is alone).
-    pub fn all_workers(&self) -> Vec<usize> {
+    /// Every rank except the root: compute ranks and storage ranks (or
+    /// `[0]` when the root is alone, which then does everything itself).
+    pub fn non_root_ranks(&self) -> Vec<usize> {
         if self.size() == 1 {
             vec![0]
         } else {

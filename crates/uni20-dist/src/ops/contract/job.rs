@@ -34,7 +34,7 @@ pub(crate) fn submit_contraction(
         vec![output],
         Box::new(move |ctl, manifests: Vec<Manifest>, outputs, keep| {
             let refs: Vec<&Manifest> = manifests.iter().take(n_inputs).collect();
-            let p = plan(&v, &ctl.worker_ranks(), &refs, manifests.get(n_inputs));
+            let p = plan(&v, &ctl.compute_ranks(), &refs, manifests.get(n_inputs));
             let n = p.out_blocking.num_blocks();
             let items: Vec<usize> = p.descriptor.items.iter().map(|i| i.out_block).collect();
             submit_filling::<ContractV1>(

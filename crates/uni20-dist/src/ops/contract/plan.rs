@@ -323,7 +323,7 @@ pub(crate) fn plan(v: &Validated, workers: &[usize], inputs: &[&Manifest], cm: O
 
 /// Validates a contraction of one or two manifests and builds its plan,
 /// without submitting anything. `workers` are the ranks that may compute
-/// (see [`Controller::worker_ranks`](uni20_worker::Controller::worker_ranks));
+/// (see [`Controller::compute_ranks`](uni20_worker::Controller::compute_ranks));
 /// `opts.c` is the existing output for `beta`.
 ///
 /// # Errors
