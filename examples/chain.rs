@@ -54,6 +54,15 @@ fn matrix(n: usize) -> Vec<f64> {
     m
 }
 
+/// This process's resident set size in KiB (Linux: `/proc/self/statm`;
+/// 0 where that file does not exist).
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * 4)
+}
+
 fn main() -> std::process::ExitCode {
     let args = Args::parse();
     uni20::launch(move |ctl| {
@@ -66,7 +75,12 @@ fn main() -> std::process::ExitCode {
             x = contract(ctl, "ij,jk->ik", &x, &m)?;
             if args.report > 0 && step % args.report == 0 {
                 x.wait(ctl)?;
-                println!("step {step}");
+                let stats = ctl.store_stats()?;
+                let line: Vec<String> = stats
+                    .iter()
+                    .map(|s| format!("r{}: {} obj {} B", s.rank, s.objects, s.bytes_resident))
+                    .collect();
+                println!("step {step:>6}  process RSS {:>8} KiB  {}", rss_kib(), line.join("  "));
             }
         }
         // The same chain on the root, with the local kernel.

@@ -65,7 +65,12 @@ fn main() -> ExitCode {
                         );
                     }
                     println!("resumed {} at L={} from checkpoint {id}", cp.label, cp.step);
-                    (cp.tensor("env")?, cp.tensor("x")?, cp.tensor("ends")?, cp.step)
+                    (
+                        cp.tensor(ctl, "env")?,
+                        cp.tensor(ctl, "x")?,
+                        cp.tensor(ctl, "ends")?,
+                        cp.step,
+                    )
                 }
                 None => {
                     let w = DistTensor::from_local(ctl, &mpo_tensor()?, BLOCK)?;

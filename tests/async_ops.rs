@@ -81,7 +81,7 @@ fn a_failed_first_contraction_fails_the_dependent_one_with_the_first_error() {
             owner: m.blocks[2].owner,
             id: ObjectId::new(7, 4242),
         };
-        let bad = DistTensor::from_manifest(m).unwrap();
+        let bad = DistTensor::from_manifest(ctl, m).unwrap();
         let c = contract(ctl, "ij,jk->ik", &bad, &a).unwrap();
         let e = contract(ctl, "ik,kl->il", &c, &a).unwrap();
         let f = contract(ctl, "il,lm->im", &e, &a).unwrap();

@@ -82,7 +82,7 @@ fn restart_from_a_checkpoint_gives_identical_values() {
             let cp = restore(ctl, id).unwrap();
             assert_eq!(cp.step, 4);
             assert_eq!(cp.scalars, first);
-            let (x, m) = (cp.tensor("x").unwrap(), cp.tensor("m").unwrap());
+            let (x, m) = (cp.tensor(ctl, "x").unwrap(), cp.tensor(ctl, "m").unwrap());
             run_steps(ctl, x, &m, 4..8).1
         })
         .unwrap();

@@ -133,7 +133,7 @@ fn a_failing_command_stops_the_job_with_a_diagnostic() {
             owner: m.blocks[1].owner,
             id: ObjectId::new(9, 999),
         };
-        let bad = DistTensor::from_manifest(m).unwrap();
+        let bad = DistTensor::from_manifest(ctl, m).unwrap();
         let err = contract(ctl, "ij,jk->ik", &bad, &a)
             .and_then(|c| c.to_local(ctl))
             .unwrap_err();

@@ -157,7 +157,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 fn info(ctl: &Controller<'_>) -> anyhow::Result<()> {
     println!("uni20 {}", env!("CARGO_PKG_VERSION"));
     println!("transport: {}", ctl.transport_kind());
-    println!("ranks: {} (root 0, workers {:?})", ctl.size(), ctl.compute_ranks());
+    println!(
+        "ranks: {} (root 0, compute ranks {:?}, storage ranks {:?}); universe {:#018x}",
+        ctl.size(),
+        ctl.compute_ranks(),
+        ctl.storage_ranks(),
+        ctl.universe_id()
+    );
     println!("kernel threads per rank: {}", ctl.threads_per_rank());
     println!("registered commands:");
     for e in ctl.registry().entries() {
@@ -173,6 +179,19 @@ fn info(ctl: &Controller<'_>) -> anyhow::Result<()> {
             Ok(()) => println!("  {name:<12} available"),
             Err(why) => println!("  {name:<12} unavailable: {why}"),
         }
+    }
+    println!("stores (objects, bytes resident / pinned / spilled, releases pending on the rank / queued at the root):");
+    for s in ctl.store_stats()? {
+        println!(
+            "  rank {:<3} {:>8} objects  {:>12} B resident  {:>12} B pinned  {:>12} B spilled  {} / {} releases pending",
+            s.rank,
+            s.objects,
+            s.bytes_resident,
+            s.bytes_pinned,
+            s.bytes_spilled,
+            s.releases_pending_on_rank,
+            s.releases_queued_at_root
+        );
     }
     Ok(())
 }

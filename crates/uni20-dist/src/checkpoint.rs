@@ -55,18 +55,19 @@ impl Checkpoint {
         Ok(())
     }
 
-    /// The tensor stored under `name`.
+    /// The tensor stored under `name`, as a tensor of the universe of `ctl`
+    /// (its blocks stay kept by the checkpoint: dropping it frees nothing).
     ///
     /// # Errors
     /// [`DistError::NotFound`] if there is none; [`DistError::BadManifest`]
-    /// if its manifest is invalid.
-    pub fn tensor(&self, name: &str) -> Result<DistTensor, DistError> {
+    /// if its manifest is invalid or names ranks this universe lacks.
+    pub fn tensor(&self, ctl: &Controller<'_>, name: &str) -> Result<DistTensor, DistError> {
         let m = self
             .tensors
             .iter()
             .find(|(n, _)| n == name)
             .ok_or_else(|| DistError::NotFound(format!("tensor `{name}` of the checkpoint")))?;
-        DistTensor::from_manifest(m.1.clone())
+        DistTensor::from_manifest(ctl, m.1.clone())
     }
 }
 
@@ -91,6 +92,8 @@ pub fn flush_all(ctl: &Controller<'_>) -> Result<(), DistError> {
 /// # Errors
 /// [`DistError::Job`] if a rank cannot flush; a store error on the root.
 pub fn checkpoint(ctl: &Controller<'_>, cp: &Checkpoint) -> Result<PersistentPtr<Checkpoint>, DistError> {
+    // The checkpoint's blocks are never released by dropping their tensors.
+    ctl.ledger().keep(&cp.references());
     flush_all(ctl)?;
     let p = ctl.store().commit(cp.clone())?;
     ctl.store().flush(p.id())?;
@@ -120,5 +123,6 @@ pub fn restore(ctl: &Controller<'_>, id: ObjectId) -> Result<Checkpoint, DistErr
             ),
         });
     }
+    ctl.ledger().keep(&v.references());
     Ok((*v).clone())
 }

@@ -81,6 +81,15 @@ pub enum DistError {
     /// contents).
     #[error("invalid manifest: {0}")]
     BadManifest(String),
+    /// A tensor of one universe was used in another (each universe has its
+    /// own objects; a tensor's blocks do not exist elsewhere).
+    #[error("a tensor of universe {tensor:#018x} was used in universe {this:#018x}")]
+    WrongUniverse {
+        /// The tensor's universe.
+        tensor: u64,
+        /// The universe it was used in.
+        this: u64,
+    },
     /// A named item (for example a tensor of a checkpoint) does not exist.
     #[error("{0} not found")]
     NotFound(String),

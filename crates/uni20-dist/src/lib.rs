@@ -18,7 +18,8 @@
 //! | `ops::replicate` | `replicate` and its command |
 //! | `ops::deferred` | waiting for inputs, submitting, filling outputs |
 //! | `npy` | distributed `.npy` reading and writing |
-//! | `checkpoint` | checkpoints of named tensors |
+//! | `checkpoint` | checkpoints of named tensors (their blocks are kept) |
+//! | `lifetimes` | `gc` across ranks from live tensors, checkpoints and named roots |
 //!
 //! Commands defined here (all registered at link time):
 //! `uni20.contract.v1`, `uni20.replicate.v1`, `uni20.put_blocks.v1`,
@@ -29,6 +30,7 @@
 mod checkpoint;
 mod error;
 pub mod layout;
+mod lifetimes;
 mod npy;
 mod ops;
 mod placement;
@@ -40,6 +42,7 @@ mod transfer;
 pub use checkpoint::{checkpoint, flush_all, restore, Checkpoint};
 pub use error::DistError;
 pub use layout::{Blocking, BlockingError, MAX_BLOCKS};
+pub use lifetimes::{gc, GcTotals};
 pub use npy::{
     npy_header_bytes, read_npy, read_npy_header, resolve_npy_output, write_npy, NpyLayout, NpyReadDesc, NpyReadV1,
     NpyWriteDesc, NpyWriteV1,

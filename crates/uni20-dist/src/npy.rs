@@ -424,11 +424,14 @@ pub fn read_npy(ctl: &Controller<'_>, path: impl AsRef<Path>, block: usize) -> R
         blocking: blocking.clone(),
         owners: owners.clone(),
     };
-    let (t, write) = DistTensor::pending(TensorMeta {
-        shape: layout.shape,
-        dtype: layout.dtype,
-        blocking,
-    });
+    let (t, write) = DistTensor::pending(
+        ctl,
+        TensorMeta {
+            shape: layout.shape,
+            dtype: layout.dtype,
+            blocking,
+        },
+    );
     let n = owners.len();
     let summary = PlanSummary::from_parts("npy_read", owners.iter().copied(), 0, &[], &participants);
     let output = Output {

@@ -66,12 +66,15 @@ impl DistTensor {
             }
             collect_refs(ctl.finish(op)?, owners.len())?
         };
-        DistTensor::from_manifest(Manifest {
-            shape: local.shape().to_vec(),
-            dtype: local.dtype(),
-            blocking,
-            blocks: refs,
-        })
+        DistTensor::from_manifest(
+            ctl,
+            Manifest {
+                shape: local.shape().to_vec(),
+                dtype: local.dtype(),
+                blocking,
+                blocks: refs,
+            },
+        )
     }
 
     /// Gathers the whole tensor onto the root (explicit materialisation:

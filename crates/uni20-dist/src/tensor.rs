@@ -8,11 +8,13 @@
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
+use parking_lot::Mutex;
+
 use serde::{Deserialize, Serialize};
 use uni20_async::{Async, ReadBuffer, WriteBuffer};
 use uni20_dispatch::{DType, LocalTensor};
 use uni20_persist::{ObjectId, Persist, PersistError};
-use uni20_worker::Controller;
+use uni20_worker::{CollectReport, Controller, HeldBlock, ReleaseLedger};
 
 use crate::error::DistError;
 use crate::layout::Blocking;
@@ -163,6 +165,24 @@ struct Inner {
     meta: TensorMeta,
     blocks: Async<Vec<BlockRef>>,
     summary: OnceLock<PlanSummary>,
+    /// The universe this tensor belongs to ([`Controller::universe_id`]).
+    universe: u64,
+    /// Where its blocks are released when the last handle drops.
+    ledger: Arc<ReleaseLedger>,
+    /// The blocks this handle set retains in the ledger (once known).
+    held: Mutex<Vec<HeldBlock>>,
+}
+
+impl Drop for Inner {
+    /// The last handle is gone: the blocks are queued for release on their
+    /// owners (unless another handle or a checkpoint names them). Never
+    /// blocks; nothing happens once the universe has ended.
+    fn drop(&mut self) {
+        let held = std::mem::take(&mut *self.held.lock());
+        if !held.is_empty() {
+            self.ledger.drop_refs(&held);
+        }
+    }
 }
 
 impl fmt::Debug for DistTensor {
@@ -177,33 +197,100 @@ impl fmt::Debug for DistTensor {
 }
 
 impl DistTensor {
-    /// A tensor whose block map will be written through the returned buffer
-    /// (by the operation that produces it).
-    pub(crate) fn pending(meta: TensorMeta) -> (DistTensor, WriteBuffer<Vec<BlockRef>>) {
+    /// A tensor of the universe of `ctl` whose block map will be written
+    /// through the returned buffer (by the operation that produces it, which
+    /// then calls [`DistTensor::adopt`]).
+    pub(crate) fn pending(ctl: &Controller<'_>, meta: TensorMeta) -> (DistTensor, WriteBuffer<Vec<BlockRef>>) {
         let inner = Arc::new(Inner {
             meta,
             blocks: Async::empty(),
             summary: OnceLock::new(),
+            universe: ctl.universe_id(),
+            ledger: ctl.ledger().clone(),
+            held: Mutex::new(Vec::new()),
         });
         let w = inner.blocks.write();
         (DistTensor { inner }, w)
     }
 
-    /// Wraps a manifest (e.g. one restored from a checkpoint); ready at once.
+    /// Wraps a manifest of objects that live in the universe of `ctl` (for
+    /// example one restored from a checkpoint, or another tensor's manifest);
+    /// ready at once. The tensor retains its blocks like any other: they are
+    /// released when the last handle naming them (of this or any other
+    /// tensor) is dropped, unless a checkpoint keeps them.
     ///
     /// # Errors
     /// [`DistError::BadManifest`] if the tiling does not cover the shape or
-    /// the number of block entries differs from the number of blocks.
-    pub fn from_manifest(manifest: Manifest) -> Result<DistTensor, DistError> {
+    /// the number of block entries differs from the number of blocks, or a
+    /// block's owner is not a rank of this universe.
+    pub fn from_manifest(ctl: &Controller<'_>, manifest: Manifest) -> Result<DistTensor, DistError> {
         manifest.validate()?;
-        let meta = manifest.meta();
-        Ok(DistTensor {
-            inner: Arc::new(Inner {
-                meta,
-                blocks: Async::new(manifest.blocks),
-                summary: OnceLock::new(),
-            }),
-        })
+        if let Some(b) = manifest.blocks.iter().find(|b| b.owner >= ctl.size()) {
+            return Err(DistError::BadManifest(format!(
+                "block {} is owned by rank {}, outside this universe of {} ranks",
+                b.id,
+                b.owner,
+                ctl.size()
+            )));
+        }
+        let (t, w) = DistTensor::pending(ctl, manifest.meta());
+        t.adopt(&manifest.blocks);
+        match w.wait() {
+            Ok(mut g) => {
+                g.set(manifest.blocks);
+            }
+            Err(e) => return Err(e.into()),
+        }
+        Ok(t)
+    }
+
+    /// Records the tensor's blocks (once its producing operation has filled
+    /// its block map): they are retained in the universe's ledger until the
+    /// last handle drops.
+    pub(crate) fn adopt(&self, blocks: &[BlockRef]) {
+        let held: Vec<HeldBlock> = blocks
+            .iter()
+            .enumerate()
+            .map(|(b, r)| (r.owner, r.id, self.inner.meta.block_bytes(b)))
+            .collect();
+        self.inner.ledger.retain(&held);
+        let previous = std::mem::replace(&mut *self.inner.held.lock(), held);
+        if !previous.is_empty() {
+            self.inner.ledger.drop_refs(&previous);
+        }
+    }
+
+    /// The identity of the universe this tensor belongs to.
+    pub fn universe(&self) -> u64 {
+        self.inner.universe
+    }
+
+    /// Checks that this tensor belongs to the universe of `ctl`.
+    ///
+    /// # Errors
+    /// [`DistError::WrongUniverse`] naming both universes.
+    pub fn check_universe(&self, ctl: &Controller<'_>) -> Result<(), DistError> {
+        if self.inner.universe == ctl.universe_id() {
+            Ok(())
+        } else {
+            Err(DistError::WrongUniverse {
+                tensor: self.inner.universe,
+                this: ctl.universe_id(),
+            })
+        }
+    }
+
+    /// Drops this handle and, if it was the last one naming the tensor's
+    /// blocks, frees them on their owners now: sends every queued release
+    /// ([`Controller::collect`]) and waits until the owners confirm.
+    ///
+    /// # Errors
+    /// [`DistError::WrongUniverse`]; a failure of an owner's store
+    /// (fail-stop).
+    pub fn release(self, ctl: &Controller<'_>) -> Result<CollectReport, DistError> {
+        self.check_universe(ctl)?;
+        drop(self);
+        Ok(ctl.collect()?)
     }
 
     /// Shape, dtype and tiling.
@@ -257,9 +344,11 @@ impl DistTensor {
     /// Drives the job until this tensor's producing operation has completed.
     ///
     /// # Errors
-    /// The producing operation's failure, or the first failure of the job
+    /// [`DistError::WrongUniverse`] for a tensor of another universe; the
+    /// producing operation's failure, or the first failure of the job
     /// (fail-stop), as [`DistError::Async`] / [`DistError::Job`].
     pub fn wait(&self, ctl: &Controller<'_>) -> Result<(), DistError> {
+        self.check_universe(ctl)?;
         ctl.wait_until(|| self.is_ready())?;
         self.inner.blocks.read().wait().map(|_| ()).map_err(DistError::from)
     }

@@ -172,6 +172,22 @@ pub(crate) fn undecodable(rank: usize, why: String) -> Diagnostic {
     }
 }
 
+/// A failure of the rank's store around a command (releasing the objects
+/// the root queued, or side work that failed in the background), reported
+/// as that command's diagnostic.
+pub(crate) fn store_failure(rank: usize, env: &Envelope, why: String) -> Diagnostic {
+    Diagnostic {
+        rank,
+        op_id: env.op_id,
+        debug_name: env.debug_name.clone(),
+        wire_name: env.wire_name.clone(),
+        command_id: env.command_id,
+        schema_version: env.schema_version,
+        location: "worker loop (rank store)".into(),
+        error: HandlerError::msg(why),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use uni20_dispatch::BackendList;

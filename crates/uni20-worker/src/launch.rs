@@ -227,7 +227,7 @@ pub(crate) fn mpi<R>(launch: Launch, f: impl FnOnce(&Controller<'_>) -> R) -> Re
     }
 }
 
-/// The root: handshake, the user's closure, drain, shutdown.
+/// The root: handshake, the user's closure, drain, release, shutdown.
 pub(crate) fn root_main<R>(
     t: &dyn Transport,
     registry: Registry,
@@ -249,9 +249,11 @@ pub(crate) fn root_main<R>(
     );
     let out = catch_unwind(AssertUnwindSafe(|| {
         let v = f(&ctl);
-        // Operations submitted without waiting finish before shutdown.
-        ctl.drain().map(|()| v)
+        // Operations submitted without waiting finish before shutdown, and
+        // the owners free every block no handle names any more.
+        ctl.drain().and_then(|()| ctl.collect()).map(|_| v)
     }));
+    ctl.close_ledger();
     if !ctl.has_failed() {
         let shutdown: Arc<[u8]> = encode(&Control::Shutdown).into();
         for r in 1..t.size() {

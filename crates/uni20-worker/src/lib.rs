@@ -30,6 +30,7 @@
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 mod chunk;
 pub mod cleanup;
+mod commands;
 mod config;
 mod context;
 mod controller;
@@ -39,6 +40,7 @@ pub mod fault;
 mod handler;
 mod inproc;
 mod launch;
+mod ledger;
 #[cfg(feature = "mpi")]
 mod mpi_transport;
 mod panics;
@@ -51,17 +53,22 @@ mod transport;
 mod universe;
 mod worker;
 
+pub use commands::{
+    Flush, GcDesc, GcSummary, GcV1, Noop, RankStoreStats, ReleaseSummary, ReleaseV1, SendRecv, SendRecvDesc,
+    StorageCommand, StoreStatsV1,
+};
 pub use config::{
     BackendChoice, LauncherEnv, RankConfig, DEFAULT_CHUNK_BYTES, DEFAULT_STARTUP_TIMEOUT, LAUNCHER_VARIABLES,
     MAX_CHUNK_BYTES, MAX_IN_PROCESS_RANKS, MIN_CHUNK_BYTES, RUNTIME_VARIABLES,
 };
 pub use context::{decode_descriptor, encode_reply, run_typed, CommandSpec, TypedHandler, WorkerContext};
-pub use controller::{Controller, DeferredJob, OnDone, PendingOp, RawReplies};
+pub use controller::{CollectReport, Controller, DeferredJob, OnDone, PendingOp, RawReplies, MAX_OUTSTANDING};
 pub use diag::{Diagnostic, HandlerError, JobError};
 pub use envelope::{decode_exact, encode, DecodeError, Envelope, DEFAULT_MAX_ENVELOPE_BYTES, ENVELOPE_FORMAT_VERSION};
 pub use fault::{Fault, FaultKind, FaultPlan};
 pub use inproc::InProcessTransport;
 pub use launch::DEFAULT_RANKS;
+pub use ledger::{HeldBlock, LedgerStats, ReleaseLedger, RELEASE_BATCH_BYTES, RELEASE_BATCH_OBJECTS};
 #[cfg(feature = "mpi")]
 pub use mpi_transport::MpiTransport;
 pub use registry::{
@@ -76,116 +83,3 @@ pub use worker::{worker_loop, WorkerExit};
 
 #[doc(hidden)]
 pub use linkme;
-
-/// The no-op command `uni20.noop.v1`: every participant replies at once.
-/// Used to measure the command round trip (root -> workers -> root).
-pub struct Noop;
-
-impl CommandSpec for Noop {
-    const WIRE_NAME: &'static str = "uni20.noop.v1";
-    const DEBUG_NAME: &'static str = "noop";
-    const SCHEMA_VERSION: u32 = 1;
-    type Descriptor = ();
-    type Reply = ();
-}
-
-fn handle_noop(_ctx: &mut WorkerContext<'_>, (): ()) -> Result<(), HandlerError> {
-    Ok(())
-}
-
-register_command!(Noop => handle_noop);
-
-/// `uni20.flush.v1`: every participant makes its whole store durable
-/// ([`uni20_persist::Store::flush_all`]: object files and directory
-/// fsynced, one batch). Reply: the number of objects the store holds.
-pub struct Flush;
-
-impl CommandSpec for Flush {
-    const WIRE_NAME: &'static str = "uni20.flush.v1";
-    const DEBUG_NAME: &'static str = "flush";
-    const SCHEMA_VERSION: u32 = 1;
-    type Descriptor = ();
-    type Reply = u64;
-}
-
-fn handle_flush(ctx: &mut WorkerContext<'_>, (): ()) -> Result<u64, HandlerError> {
-    ctx.store()
-        .flush_all()
-        .map_err(|e| HandlerError::from(e).context("flushing the store"))?;
-    Ok(ctx.store().ids().len() as u64)
-}
-
-register_command!(Flush => handle_flush);
-
-/// `uni20.storage.v1`: one object-server request (get, put, pin, release,
-/// has) answered by the participant's store ([`uni20_persist::Store::serve`]).
-/// Storage ranks are the intended targets; any rank can answer.
-pub struct StorageCommand;
-
-impl CommandSpec for StorageCommand {
-    const WIRE_NAME: &'static str = "uni20.storage.v1";
-    const DEBUG_NAME: &'static str = "storage";
-    const SCHEMA_VERSION: u32 = 1;
-    type Descriptor = uni20_persist::StorageRequest;
-    type Reply = uni20_persist::StorageResponse;
-}
-
-fn handle_storage(
-    ctx: &mut WorkerContext<'_>,
-    req: uni20_persist::StorageRequest,
-) -> Result<uni20_persist::StorageResponse, HandlerError> {
-    let resp = ctx.store().serve(req);
-    if let uni20_persist::StorageResponse::Failed { message, fatal: true } = &resp {
-        return Err(HandlerError::msg(message.clone()).context("storage request"));
-    }
-    Ok(resp)
-}
-
-register_command!(StorageCommand => handle_storage);
-
-/// `uni20.sendrecv.v1`: rank `from` sends `bytes` raw bytes to rank `to`
-/// over the transport, nothing else (no store, no checksum). The baseline
-/// against which object transfers are measured.
-pub struct SendRecv;
-
-/// Descriptor of [`SendRecv`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct SendRecvDesc {
-    /// Sending rank.
-    pub from: usize,
-    /// Receiving rank.
-    pub to: usize,
-    /// Message size in bytes.
-    pub bytes: u64,
-}
-
-impl CommandSpec for SendRecv {
-    const WIRE_NAME: &'static str = "uni20.sendrecv.v1";
-    const DEBUG_NAME: &'static str = "sendrecv";
-    const SCHEMA_VERSION: u32 = 1;
-    type Descriptor = SendRecvDesc;
-    /// Bytes received on the replying rank (0 on the sender).
-    type Reply = u64;
-}
-
-fn handle_sendrecv(ctx: &mut WorkerContext<'_>, d: SendRecvDesc) -> Result<u64, HandlerError> {
-    let me = ctx.rank();
-    let tag = data_tag(0);
-    let mut got = 0u64;
-    if me == d.from {
-        let len = usize::try_from(d.bytes).map_err(|_| HandlerError::msg("message size does not fit in memory"))?;
-        let payload = vec![0x5au8; len];
-        ctx.transport().exchange(&[(d.to, tag, &payload)], &[])?;
-    }
-    if me == d.to {
-        got = ctx
-            .transport()
-            .exchange(&[], &[(d.from, tag)])?
-            .iter()
-            .map(|m| m.len() as u64)
-            .sum();
-    }
-    Ok(got)
-}
-
-register_command!(SendRecv => handle_sendrecv);

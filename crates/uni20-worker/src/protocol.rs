@@ -14,6 +14,8 @@
 use serde::{Deserialize, Serialize};
 use serde_bytes::ByteBuf;
 
+use uni20_persist::ObjectId;
+
 use crate::diag::Diagnostic;
 use crate::registry::CommandSignature;
 
@@ -43,8 +45,16 @@ pub(crate) enum Start {
 /// Root -> worker: a control frame.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) enum Control {
-    /// Run the encoded [`Envelope`](crate::Envelope).
-    Run(#[serde(with = "serde_bytes")] Vec<u8>),
+    /// Run the encoded [`Envelope`](crate::Envelope), after releasing the
+    /// objects of `releases` (queued by the root's
+    /// [`ReleaseLedger`](crate::ReleaseLedger) for this rank; usually empty).
+    Run {
+        /// The encoded envelope.
+        #[serde(with = "serde_bytes")]
+        envelope: Vec<u8>,
+        /// Objects this rank owns that no root-side handle names any more.
+        releases: Vec<ObjectId>,
+    },
     /// Leave the worker loop (clean shutdown).
     Shutdown,
 }

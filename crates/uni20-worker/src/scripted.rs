@@ -34,7 +34,7 @@ impl Sent {
     /// The op_id of a `Control::Run` frame.
     pub(crate) fn op_id(&self) -> Option<u64> {
         match self.control() {
-            Control::Run(b) => Some(Envelope::decode(&b).expect("an envelope").op_id),
+            Control::Run { envelope, .. } => Some(Envelope::decode(&envelope).expect("an envelope").op_id),
             Control::Shutdown => None,
         }
     }

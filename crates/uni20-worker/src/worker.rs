@@ -14,7 +14,7 @@ use uni20_persist::Store;
 use crate::config::RankConfig;
 use crate::context::WorkerContext;
 use crate::envelope::{decode_exact, encode, Envelope};
-use crate::handler::{execute, undecodable, Executed};
+use crate::handler::{execute, store_failure, undecodable, Executed};
 use crate::protocol::{Control, Reply};
 use crate::registry::Registry;
 use crate::startup::{worker_handshake, NoStart};
@@ -61,28 +61,52 @@ pub fn worker_loop(
         };
         let (op_id, outcome) = match decode_exact::<Control>(&frame, "control frame") {
             Ok(Control::Shutdown) => return WorkerExit::Shutdown,
-            Ok(Control::Run(bytes)) => match Envelope::decode_limited(&bytes, config.max_envelope_bytes) {
-                Ok(env) => {
-                    let mut ctx = WorkerContext {
-                        transport: t,
-                        store,
-                        backends,
-                        threads,
-                        op_id: env.op_id,
-                    };
-                    match execute(registry, &mut ctx, &env, faults) {
-                        Executed::Reply(r) => (env.op_id, r),
-                        Executed::Died(why) => return WorkerExit::Died(why),
-                        Executed::BadReply => {
-                            if let Err(e) = t.post(0, TAG_REPLY, Arc::from(&b"\xff\xffnot a reply"[..])) {
-                                return WorkerExit::Aborted(e.to_string());
+            Ok(Control::Run { envelope, releases }) => {
+                match Envelope::decode_limited(&envelope, config.max_envelope_bytes) {
+                    Ok(env) => {
+                        // Releases first: nothing in flight names them (the
+                        // root queues an object only when no handle does).
+                        let released = if releases.is_empty() {
+                            Ok(())
+                        } else {
+                            store.release_many(&releases).map(|_| ())
+                        };
+                        if let Err(e) = released {
+                            let why = format!("releasing {} object(s) before the command: {e}", releases.len());
+                            (env.op_id, Err(Box::new(store_failure(rank, &env, why))))
+                        } else {
+                            let mut ctx = WorkerContext {
+                                transport: t,
+                                store,
+                                backends,
+                                threads,
+                                op_id: env.op_id,
+                            };
+                            match execute(registry, &mut ctx, &env, faults) {
+                                // Side work of the store (a failed spill or file
+                                // deletion) is reported once, as this command's
+                                // failure: fail-stop, with the object and path.
+                                Executed::Reply(Ok(bytes)) => match store.take_background_error() {
+                                    Some(e) => {
+                                        let why = format!("the rank's store failed in the background: {e}");
+                                        (env.op_id, Err(Box::new(store_failure(rank, &env, why))))
+                                    }
+                                    None => (env.op_id, Ok(bytes)),
+                                },
+                                Executed::Reply(r) => (env.op_id, r),
+                                Executed::Died(why) => return WorkerExit::Died(why),
+                                Executed::BadReply => {
+                                    if let Err(e) = t.post(0, TAG_REPLY, Arc::from(&b"\xff\xffnot a reply"[..])) {
+                                        return WorkerExit::Aborted(e.to_string());
+                                    }
+                                    continue;
+                                }
                             }
-                            continue;
                         }
                     }
+                    Err(e) => (0, Err(Box::new(undecodable(rank, e.to_string())))),
                 }
-                Err(e) => (0, Err(Box::new(undecodable(rank, e.to_string())))),
-            },
+            }
             Err(e) => (0, Err(Box::new(undecodable(rank, e.to_string())))),
         };
         if let Err(d) = &outcome {

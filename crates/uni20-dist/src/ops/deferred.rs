@@ -45,8 +45,9 @@ impl Output {
         self.write.fail(e);
     }
 
-    /// Writes the block map.
+    /// Writes the block map (the tensor retains its blocks from now on).
     fn fill(self, blocks: Vec<BlockRef>) {
+        self.tensor.adopt(&blocks);
         match self.write.wait() {
             Ok(mut g) => {
                 g.set(blocks);

@@ -7,6 +7,11 @@ use crate::diag::JobError;
 
 use super::Controller;
 
+/// Most operations queued or in flight before [`Controller::defer`] waits
+/// for replies (back-pressure on a root that submits faster than the ranks
+/// compute).
+pub const MAX_OUTSTANDING: usize = 256;
+
 /// Work deferred until its inputs are ready (see the module docs).
 pub trait DeferredJob<'c> {
     /// True once every input of the job is available (or failed).
@@ -92,7 +97,22 @@ impl<'a> Controller<'a> {
     }
     /// Queues a job that runs (in submission order) once its inputs are
     /// ready; runs it at once if it already is and nothing is queued before it.
+    ///
+    /// Back-pressure: while [`MAX_OUTSTANDING`] or more operations are
+    /// queued or in flight, this first collects replies (and runs the jobs
+    /// they make ready), so a program that submits faster than the ranks
+    /// compute keeps a bounded window of work on the root instead of an
+    /// ever-growing queue.
     pub fn defer(&self, job: Box<dyn DeferredJob<'a> + 'a>) {
+        while self.deferred.borrow().len() + self.inflight.borrow().len() >= MAX_OUTSTANDING
+            && !self.inflight.borrow().is_empty()
+            && self.stopped().is_none()
+        {
+            if self.recv_one_reply().is_err() {
+                break;
+            }
+            self.run_ready_jobs();
+        }
         if let Some(e) = self.stopped() {
             job.abandon(e);
             return;

@@ -25,10 +25,12 @@
 mod data;
 mod deferred;
 mod inflight;
+mod releases;
 #[cfg(test)]
 mod tests;
 
-pub use deferred::DeferredJob;
+pub use deferred::{DeferredJob, MAX_OUTSTANDING};
+pub use releases::CollectReport;
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, VecDeque};
@@ -44,6 +46,7 @@ use crate::diag::JobError;
 use crate::envelope::{decode_exact, encode, Envelope};
 use crate::fault::{FaultKind, FaultPlan};
 use crate::handler::run_handler;
+use crate::ledger::ReleaseLedger;
 use crate::protocol::{Control, Reply};
 use crate::registry::{command_id, Registry};
 use crate::transport::{Transport, TAG_CMD};
@@ -69,6 +72,9 @@ struct InFlight<'c> {
 /// methods take `&self`; the controller is used from the root thread only.
 pub struct Controller<'a> {
     transport: &'a dyn Transport,
+    universe_id: u64,
+    ledger: Arc<ReleaseLedger>,
+    flushing_releases: Cell<bool>,
     registry: Registry,
     store: Store,
     backends: BackendList,
@@ -112,8 +118,12 @@ impl<'a> Controller<'a> {
         storage_ranks: usize,
         faults: FaultPlan,
     ) -> Controller<'a> {
+        let universe_id = new_universe_id();
         Controller {
             transport,
+            universe_id,
+            ledger: Arc::new(ReleaseLedger::new(universe_id)),
+            flushing_releases: Cell::new(false),
             registry,
             store,
             backends,
@@ -128,6 +138,17 @@ impl<'a> Controller<'a> {
         }
     }
 
+    /// The identity of this universe: a random 64-bit value drawn when it
+    /// started, so handles of one universe are never taken for another's.
+    pub fn universe_id(&self) -> u64 {
+        self.universe_id
+    }
+    /// The ledger of root-side handles and queued block releases (see
+    /// [`ReleaseLedger`]). Distributed tensors retain their blocks in it and
+    /// release them when their last handle drops.
+    pub fn ledger(&self) -> &Arc<ReleaseLedger> {
+        &self.ledger
+    }
     /// Number of ranks.
     pub fn size(&self) -> usize {
         self.transport.size()
@@ -257,6 +278,7 @@ impl<'a> Controller<'a> {
         if self.registry.by_wire_name(C::WIRE_NAME).is_none() {
             return Err(JobError::UnknownCommand(C::WIRE_NAME.into()));
         }
+        self.flush_full_release_queues()?;
         let op_id = self.next_op.get();
         self.next_op.set(op_id + 1);
         let mut env = Envelope {
@@ -284,8 +306,14 @@ impl<'a> Controller<'a> {
         }
         tracing::debug!(op_id, wire = C::WIRE_NAME, participants = participants.len(), "submit");
         // One shared frame, posted to every participant: submission never
-        // waits for a worker to receive (it may be busy replying).
-        let frame: Arc<[u8]> = encode(&Control::Run(env.encode())).into();
+        // waits for a worker to receive (it may be busy replying). A rank
+        // with queued releases gets them in its own copy of the frame.
+        let envelope = env.encode();
+        let frame: Arc<[u8]> = encode(&Control::Run {
+            envelope: envelope.clone(),
+            releases: Vec::new(),
+        })
+        .into();
         let remote: Vec<usize> = participants.iter().copied().filter(|&r| r != 0).collect();
         self.inflight.borrow_mut().insert(
             op_id,
@@ -298,12 +326,24 @@ impl<'a> Controller<'a> {
             },
         );
         for &r in &remote {
-            if let Err(e) = self.transport.post(r, TAG_CMD, frame.clone()) {
+            let releases = self.ledger.take_pending(r);
+            let frame = if releases.is_empty() {
+                frame.clone()
+            } else {
+                self.ledger.note_piggyback();
+                encode(&Control::Run {
+                    envelope: envelope.clone(),
+                    releases,
+                })
+                .into()
+            };
+            if let Err(e) = self.transport.post(r, TAG_CMD, frame) {
                 self.inflight.borrow_mut().remove(&op_id);
                 return Err(self.fail_transport(e));
             }
         }
         if participants.contains(&0) {
+            self.release_on_root();
             let mut ctx = WorkerContext {
                 transport: self.transport,
                 store: &self.store,
@@ -334,4 +374,18 @@ impl<'a> Controller<'a> {
         let raw = self.wait_op(op.op_id)?;
         decode_replies::<C>(raw, op.op_id).map_err(|e| self.fail_protocol(e.to_string()))
     }
+}
+
+/// A fresh universe identity: 64 random bits (never 0).
+fn new_universe_id() -> u64 {
+    let mut b = [0u8; 8];
+    if getrandom::fill(&mut b).is_err() {
+        // No entropy source: the clock and the process id still separate
+        // universes of one process and of concurrent processes.
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        b = (t ^ (u64::from(std::process::id()) << 32)).to_le_bytes();
+    }
+    u64::from_le_bytes(b).max(1)
 }

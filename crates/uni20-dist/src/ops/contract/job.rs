@@ -19,7 +19,7 @@ pub(crate) fn submit_contraction(
     operands: &[&DistTensor],
     c: Option<&DistTensor>,
 ) -> DistTensor {
-    let (out, write) = DistTensor::pending(v.out.clone());
+    let (out, write) = DistTensor::pending(ctl, v.out.clone());
     let n_inputs = operands.len();
     let mut inputs: Vec<Input> = operands.iter().map(|t| Input::of(t)).collect();
     if let Some(c) = c.filter(|_| v.use_c) {

@@ -74,6 +74,7 @@ pub fn contract_with(
 /// plan in numbers.
 ///
 /// # Errors
+/// [`DistError::WrongUniverse`] for an operand of another universe;
 /// [`DistError::Spec`] (malformed spec, more than two operands, ranks,
 /// extents, broadcasting), [`DistError::Contract`] (C's shape, a complex
 /// scalar with a real output), [`DistError::BlockingMismatch`],
@@ -85,6 +86,9 @@ pub fn einsum(
     operands: &[&DistTensor],
     opts: &ContractOptions<'_>,
 ) -> Result<DistTensor, DistError> {
+    for t in operands.iter().copied().chain(opts.c) {
+        t.check_universe(ctl)?;
+    }
     let metas: Vec<&crate::TensorMeta> = operands.iter().map(|t| t.meta()).collect();
     let v = plan::validate(spec, &metas, opts.c.map(|c| c.meta()), opts.alpha, opts.beta, opts.conj)?;
     if ctl.has_failed() {

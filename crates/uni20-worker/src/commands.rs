@@ -1,0 +1,289 @@
+//! The runtime's built-in commands, registered at link time like any
+//! other: `uni20.noop.v1` (round-trip baseline), `uni20.flush.v1` (make the
+//! store durable), `uni20.storage.v1` (one object-server request),
+//! `uni20.sendrecv.v1` (raw transfer baseline), and the block-lifetime
+//! commands `uni20.release.v1` (free objects no root-side handle names),
+//! `uni20.store_stats.v1` (what a rank's store holds) and `uni20.gc.v1`
+//! (keep only the named objects and the rank's named roots).
+
+use serde::{Deserialize, Serialize};
+use uni20_persist::ObjectId;
+
+use crate::context::{CommandSpec, WorkerContext};
+use crate::diag::HandlerError;
+use crate::register_command;
+use crate::transport::data_tag;
+
+/// The no-op command `uni20.noop.v1`: every participant replies at once.
+/// Used to measure the command round trip (root -> workers -> root).
+pub struct Noop;
+
+impl CommandSpec for Noop {
+    const WIRE_NAME: &'static str = "uni20.noop.v1";
+    const DEBUG_NAME: &'static str = "noop";
+    const SCHEMA_VERSION: u32 = 1;
+    type Descriptor = ();
+    type Reply = ();
+}
+
+fn handle_noop(_ctx: &mut WorkerContext<'_>, (): ()) -> Result<(), HandlerError> {
+    Ok(())
+}
+
+register_command!(Noop => handle_noop);
+
+/// `uni20.flush.v1`: every participant makes its whole store durable
+/// ([`uni20_persist::Store::flush_all`]: object files and directory
+/// fsynced, one batch). Reply: the number of objects the store holds.
+pub struct Flush;
+
+impl CommandSpec for Flush {
+    const WIRE_NAME: &'static str = "uni20.flush.v1";
+    const DEBUG_NAME: &'static str = "flush";
+    const SCHEMA_VERSION: u32 = 1;
+    type Descriptor = ();
+    type Reply = u64;
+}
+
+fn handle_flush(ctx: &mut WorkerContext<'_>, (): ()) -> Result<u64, HandlerError> {
+    ctx.store()
+        .flush_all()
+        .map_err(|e| HandlerError::from(e).context("flushing the store"))?;
+    Ok(ctx.store().ids().len() as u64)
+}
+
+register_command!(Flush => handle_flush);
+
+/// `uni20.storage.v1`: one object-server request (get, put, pin, release,
+/// has) answered by the participant's store ([`uni20_persist::Store::serve`]).
+/// Storage ranks are the intended targets; any rank can answer.
+pub struct StorageCommand;
+
+impl CommandSpec for StorageCommand {
+    const WIRE_NAME: &'static str = "uni20.storage.v1";
+    const DEBUG_NAME: &'static str = "storage";
+    const SCHEMA_VERSION: u32 = 1;
+    type Descriptor = uni20_persist::StorageRequest;
+    type Reply = uni20_persist::StorageResponse;
+}
+
+fn handle_storage(
+    ctx: &mut WorkerContext<'_>,
+    req: uni20_persist::StorageRequest,
+) -> Result<uni20_persist::StorageResponse, HandlerError> {
+    let resp = ctx.store().serve(req);
+    if let uni20_persist::StorageResponse::Failed { message, fatal: true } = &resp {
+        return Err(HandlerError::msg(message.clone()).context("storage request"));
+    }
+    Ok(resp)
+}
+
+register_command!(StorageCommand => handle_storage);
+
+/// `uni20.sendrecv.v1`: rank `from` sends `bytes` raw bytes to rank `to`
+/// over the transport, nothing else (no store, no checksum). The baseline
+/// against which object transfers are measured.
+pub struct SendRecv;
+
+/// Descriptor of [`SendRecv`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SendRecvDesc {
+    /// Sending rank.
+    pub from: usize,
+    /// Receiving rank.
+    pub to: usize,
+    /// Message size in bytes.
+    pub bytes: u64,
+}
+
+impl CommandSpec for SendRecv {
+    const WIRE_NAME: &'static str = "uni20.sendrecv.v1";
+    const DEBUG_NAME: &'static str = "sendrecv";
+    const SCHEMA_VERSION: u32 = 1;
+    type Descriptor = SendRecvDesc;
+    /// Bytes received on the replying rank (0 on the sender).
+    type Reply = u64;
+}
+
+fn handle_sendrecv(ctx: &mut WorkerContext<'_>, d: SendRecvDesc) -> Result<u64, HandlerError> {
+    let me = ctx.rank();
+    let tag = data_tag(0);
+    let mut got = 0u64;
+    if me == d.from {
+        let len = usize::try_from(d.bytes).map_err(|_| HandlerError::msg("message size does not fit in memory"))?;
+        let payload = vec![0x5au8; len];
+        ctx.transport().exchange(&[(d.to, tag, &payload)], &[])?;
+    }
+    if me == d.to {
+        got = ctx
+            .transport()
+            .exchange(&[], &[(d.from, tag)])?
+            .iter()
+            .map(|m| m.len() as u64)
+            .sum();
+    }
+    Ok(got)
+}
+
+register_command!(SendRecv => handle_sendrecv);
+
+/// `uni20.release.v1`: the participant frees the listed objects it owns
+/// ([`uni20_persist::Store::release_many`]: from memory and disk, unless
+/// pinned or reachable from one of its named roots). Sent by the root when
+/// a rank's release queue passes a batch threshold, by
+/// [`Controller::collect`](crate::Controller::collect) and before shutdown;
+/// most releases travel inside ordinary command frames instead.
+pub struct ReleaseV1;
+
+/// Reply of [`ReleaseV1`]: what the rank's store did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReleaseSummary {
+    /// IDs of the request that the store held.
+    pub released: u64,
+    /// Objects removed from memory and disk (including earlier releases
+    /// that became free).
+    pub freed: u64,
+    /// Resident bytes freed.
+    pub bytes_freed: u64,
+    /// Object files deleted.
+    pub files_removed: u64,
+}
+
+impl CommandSpec for ReleaseV1 {
+    const WIRE_NAME: &'static str = "uni20.release.v1";
+    const DEBUG_NAME: &'static str = "release";
+    const SCHEMA_VERSION: u32 = 1;
+    type Descriptor = Vec<ObjectId>;
+    type Reply = ReleaseSummary;
+}
+
+fn handle_release(ctx: &mut WorkerContext<'_>, ids: Vec<ObjectId>) -> Result<ReleaseSummary, HandlerError> {
+    let r = ctx
+        .store()
+        .release_many(&ids)
+        .map_err(|e| HandlerError::from(e).context(format!("releasing {} object(s)", ids.len())))?;
+    Ok(ReleaseSummary {
+        released: r.released,
+        freed: r.freed,
+        bytes_freed: r.bytes_freed,
+        files_removed: r.files_removed,
+    })
+}
+
+register_command!(ReleaseV1 => handle_release);
+
+/// What one rank's store holds, as reported by `uni20.store_stats.v1`
+/// (sizes are encoded payload bytes).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RankStoreStats {
+    /// The rank.
+    pub rank: usize,
+    /// Objects the store can serve.
+    pub objects: u64,
+    /// Bytes of resident forms (what a memory budget bounds).
+    pub bytes_resident: u64,
+    /// Bytes of pinned objects (not evictable).
+    pub bytes_pinned: u64,
+    /// Bytes of objects only on disk.
+    pub bytes_spilled: u64,
+    /// Objects released but still held (pinned, being loaded or reachable
+    /// from a named root of the rank).
+    pub releases_pending_on_rank: u64,
+    /// Objects the root has queued for release on this rank and not sent
+    /// yet (filled in by the root).
+    pub releases_queued_at_root: u64,
+    /// Objects freed by releases since the store was opened.
+    pub objects_released: u64,
+}
+
+impl RankStoreStats {
+    /// The figures of `store` on `rank` (queued releases: 0; the root fills
+    /// them in).
+    pub fn of(rank: usize, store: &uni20_persist::Store) -> RankStoreStats {
+        let s = store.stats();
+        RankStoreStats {
+            rank,
+            objects: s.objects,
+            bytes_resident: s.bytes_resident,
+            bytes_pinned: s.bytes_pinned,
+            bytes_spilled: s.bytes_spilled,
+            releases_pending_on_rank: s.releases_pending,
+            releases_queued_at_root: 0,
+            objects_released: s.releases,
+        }
+    }
+}
+
+/// `uni20.store_stats.v1`: each participant reports [`RankStoreStats`].
+pub struct StoreStatsV1;
+
+impl CommandSpec for StoreStatsV1 {
+    const WIRE_NAME: &'static str = "uni20.store_stats.v1";
+    const DEBUG_NAME: &'static str = "store_stats";
+    const SCHEMA_VERSION: u32 = 1;
+    type Descriptor = ();
+    type Reply = RankStoreStats;
+}
+
+fn handle_store_stats(ctx: &mut WorkerContext<'_>, (): ()) -> Result<RankStoreStats, HandlerError> {
+    Ok(RankStoreStats::of(ctx.rank(), ctx.store()))
+}
+
+register_command!(StoreStatsV1 => handle_store_stats);
+
+/// `uni20.gc.v1`: the participant keeps the objects of `keep` it holds
+/// (and everything they reference, its named roots and pinned objects) and
+/// removes every other object from memory and disk
+/// ([`uni20_persist::Store::gc`]). The root computes `keep` per rank from
+/// the live handles, the checkpoints and the named roots.
+pub struct GcV1;
+
+/// Descriptor of [`GcV1`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GcDesc {
+    /// Per rank, the objects it must keep.
+    pub keep: Vec<(usize, Vec<ObjectId>)>,
+}
+
+/// Reply of [`GcV1`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GcSummary {
+    /// Objects kept.
+    pub kept: u64,
+    /// Objects removed.
+    pub removed: u64,
+    /// Resident bytes freed.
+    pub bytes_freed: u64,
+    /// Object files deleted.
+    pub files_removed: u64,
+}
+
+impl CommandSpec for GcV1 {
+    const WIRE_NAME: &'static str = "uni20.gc.v1";
+    const DEBUG_NAME: &'static str = "gc";
+    const SCHEMA_VERSION: u32 = 1;
+    type Descriptor = GcDesc;
+    type Reply = GcSummary;
+}
+
+fn handle_gc(ctx: &mut WorkerContext<'_>, d: GcDesc) -> Result<GcSummary, HandlerError> {
+    let me = ctx.rank();
+    let keep: Vec<ObjectId> = d
+        .keep
+        .into_iter()
+        .filter(|(r, _)| *r == me)
+        .flat_map(|(_, ids)| ids)
+        .collect();
+    let r = ctx
+        .store()
+        .gc(&keep)
+        .map_err(|e| HandlerError::from(e).context("collecting garbage"))?;
+    Ok(GcSummary {
+        kept: r.kept,
+        removed: r.removed,
+        bytes_freed: r.bytes_freed,
+        files_removed: r.files_removed,
+    })
+}
+
+register_command!(GcV1 => handle_gc);

@@ -1,0 +1,268 @@
+//! Who keeps a block alive: the root's [`ReleaseLedger`] counts, per object,
+//! the root-side handles that name it (a distributed tensor's block map
+//! retains its blocks; clones share one retain), and queues an object for
+//! release on its owner rank when its count falls to zero, unless a
+//! checkpoint or named root keeps it ([`ReleaseLedger::keep`]).
+//!
+//! The controller drains the queue: a rank's queued releases travel with
+//! the next command sent to that rank (no extra message), or as one
+//! explicit `uni20.release.v1` command when a rank's queue passes
+//! [`RELEASE_BATCH_OBJECTS`] objects or [`RELEASE_BATCH_BYTES`] bytes, and
+//! always before shutdown. An operation in flight keeps its inputs' handles
+//! until it has completed, so nothing in use is ever queued. The ledger is
+//! thread-safe (a handle may be dropped on any thread) and never blocks on
+//! the network: dropping a handle only queues.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use parking_lot::Mutex;
+use uni20_persist::ObjectId;
+
+/// A rank's queue becomes an explicit release command at this many objects.
+pub const RELEASE_BATCH_OBJECTS: usize = 512;
+
+/// A rank's queue becomes an explicit release command at this many bytes.
+pub const RELEASE_BATCH_BYTES: u64 = 64 << 20;
+
+/// Counters of a [`ReleaseLedger`] since its universe started.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LedgerStats {
+    /// Handle sets dropped (one per distributed tensor whose last handle
+    /// was dropped).
+    pub drops: u64,
+    /// Objects queued for release (their count reached zero).
+    pub objects_queued: u64,
+    /// Objects handed to the controller for sending.
+    pub objects_sent: u64,
+    /// Command frames that carried releases piggybacked (no extra message).
+    pub piggybacked_frames: u64,
+    /// Explicit `uni20.release.v1` commands sent (one message per rank).
+    pub release_commands: u64,
+    /// Objects kept by checkpoints or named roots (never released).
+    pub kept: u64,
+}
+
+#[derive(Debug)]
+struct Entry {
+    owner: usize,
+    bytes: u64,
+    count: u32,
+}
+
+#[derive(Debug, Default)]
+struct Pending {
+    ids: Vec<ObjectId>,
+    bytes: u64,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    open: bool,
+    refs: HashMap<ObjectId, Entry>,
+    kept: HashSet<ObjectId>,
+    pending: BTreeMap<usize, Pending>,
+    stats: LedgerStats,
+}
+
+/// Reference counts of the objects named by root-side handles, and the
+/// per-rank queues of objects to release (see the module docs).
+#[derive(Debug)]
+pub struct ReleaseLedger {
+    universe: u64,
+    state: Mutex<State>,
+}
+
+/// One block a handle names: its owner rank, object id and payload bytes.
+pub type HeldBlock = (usize, ObjectId, u64);
+
+impl ReleaseLedger {
+    /// An open ledger of the universe identified by `universe`.
+    pub fn new(universe: u64) -> ReleaseLedger {
+        ReleaseLedger {
+            universe,
+            state: Mutex::new(State {
+                open: true,
+                ..State::default()
+            }),
+        }
+    }
+
+    /// The identity of the universe this ledger belongs to.
+    pub fn universe(&self) -> u64 {
+        self.universe
+    }
+
+    /// One more handle names each of `blocks`.
+    pub fn retain(&self, blocks: &[HeldBlock]) {
+        let mut st = self.state.lock();
+        if !st.open {
+            return;
+        }
+        for &(owner, id, bytes) in blocks {
+            st.refs
+                .entry(id)
+                .and_modify(|e| e.count += 1)
+                .or_insert(Entry { owner, bytes, count: 1 });
+        }
+    }
+
+    /// A handle naming `blocks` was dropped: each object whose count falls
+    /// to zero is queued for release on its owner, unless kept. Never
+    /// blocks on the network; does nothing once the universe has ended.
+    pub fn drop_refs(&self, blocks: &[HeldBlock]) {
+        let mut st = self.state.lock();
+        if !st.open {
+            return;
+        }
+        st.stats.drops += 1;
+        for &(_, id, _) in blocks {
+            let Some(e) = st.refs.get_mut(&id) else { continue };
+            e.count = e.count.saturating_sub(1);
+            if e.count > 0 {
+                continue;
+            }
+            let Some(e) = st.refs.remove(&id) else { continue };
+            if st.kept.contains(&id) {
+                continue;
+            }
+            let p = st.pending.entry(e.owner).or_default();
+            p.ids.push(id);
+            p.bytes += e.bytes;
+            st.stats.objects_queued += 1;
+        }
+    }
+
+    /// Never release `ids` (they are referenced by a checkpoint or a named
+    /// root); takes any of them out of the release queues.
+    pub fn keep(&self, ids: &[ObjectId]) {
+        let mut st = self.state.lock();
+        let mut added = 0;
+        for id in ids {
+            if st.kept.insert(*id) {
+                added += 1;
+            }
+        }
+        st.stats.kept += added;
+        let State { pending, kept, .. } = &mut *st;
+        for p in pending.values_mut() {
+            p.ids.retain(|id| !kept.contains(id));
+        }
+    }
+
+    /// The objects kept by [`ReleaseLedger::keep`].
+    pub fn kept(&self) -> Vec<ObjectId> {
+        let mut v: Vec<ObjectId> = self.state.lock().kept.iter().copied().collect();
+        v.sort();
+        v
+    }
+
+    /// Every object some handle names, with its owner (live objects, for gc).
+    pub fn live(&self) -> Vec<(usize, ObjectId)> {
+        let mut v: Vec<(usize, ObjectId)> = self.state.lock().refs.iter().map(|(id, e)| (e.owner, *id)).collect();
+        v.sort();
+        v
+    }
+
+    /// Takes rank `rank`'s queued releases (to send them).
+    pub fn take_pending(&self, rank: usize) -> Vec<ObjectId> {
+        let mut st = self.state.lock();
+        let taken = st.pending.remove(&rank).map(|p| p.ids).unwrap_or_default();
+        st.stats.objects_sent += taken.len() as u64;
+        taken
+    }
+
+    /// Ranks whose queue has passed a batch threshold.
+    pub fn over_threshold(&self) -> Vec<usize> {
+        self.state
+            .lock()
+            .pending
+            .iter()
+            .filter(|(_, p)| p.ids.len() >= RELEASE_BATCH_OBJECTS || p.bytes >= RELEASE_BATCH_BYTES)
+            .map(|(r, _)| *r)
+            .collect()
+    }
+
+    /// Ranks with any queued release.
+    pub fn pending_ranks(&self) -> Vec<usize> {
+        self.state
+            .lock()
+            .pending
+            .iter()
+            .filter(|(_, p)| !p.ids.is_empty())
+            .map(|(r, _)| *r)
+            .collect()
+    }
+
+    /// Number of objects queued for `rank`.
+    pub fn pending_count(&self, rank: usize) -> usize {
+        self.state.lock().pending.get(&rank).map_or(0, |p| p.ids.len())
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> LedgerStats {
+        self.state.lock().stats.clone()
+    }
+
+    pub(crate) fn note_piggyback(&self) {
+        self.state.lock().stats.piggybacked_frames += 1;
+    }
+
+    pub(crate) fn note_release_command(&self) {
+        self.state.lock().stats.release_commands += 1;
+    }
+
+    /// Ends the ledger with its universe: later retains and drops (handles
+    /// that outlive the universe) do nothing.
+    pub(crate) fn close(&self) {
+        let mut st = self.state.lock();
+        st.open = false;
+        st.refs.clear();
+        st.pending.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(n: u64) -> ObjectId {
+        ObjectId::new(1, n)
+    }
+
+    #[test]
+    fn counts_queue_and_keep() {
+        let l = ReleaseLedger::new(7);
+        let a = [(1, id(1), 100), (2, id(2), 50)];
+        l.retain(&a);
+        l.retain(&a[..1]); // an alias of block 1
+        l.drop_refs(&a);
+        // id 1 still named once; id 2 queued on rank 2.
+        assert_eq!(l.pending_ranks(), vec![2]);
+        assert_eq!(l.take_pending(2), vec![id(2)]);
+        l.keep(&[id(1)]);
+        l.drop_refs(&a[..1]);
+        assert!(l.pending_ranks().is_empty(), "a kept object is never queued");
+        let s = l.stats();
+        assert_eq!((s.drops, s.objects_queued, s.objects_sent, s.kept), (2, 1, 1, 1));
+        l.close();
+        l.retain(&a);
+        l.drop_refs(&a);
+        assert!(l.pending_ranks().is_empty(), "a closed ledger ignores handles");
+    }
+
+    #[test]
+    fn thresholds() {
+        let l = ReleaseLedger::new(0);
+        let many: Vec<HeldBlock> = (0..RELEASE_BATCH_OBJECTS as u64).map(|n| (3, id(n), 1)).collect();
+        l.retain(&many);
+        l.drop_refs(&many[..many.len() - 1]);
+        assert!(l.over_threshold().is_empty());
+        l.drop_refs(&many[many.len() - 1..]);
+        assert_eq!(l.over_threshold(), vec![3]);
+        let big = [(4, id(10_000), RELEASE_BATCH_BYTES)];
+        l.retain(&big);
+        l.drop_refs(&big);
+        assert_eq!(l.over_threshold(), vec![3, 4]);
+    }
+}
