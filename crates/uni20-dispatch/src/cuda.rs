@@ -212,22 +212,27 @@ macro_rules! cugemm {
                 c: u64,
                 ldc: i32,
             ) -> cb::cublasStatus_t {
-                cb::$f(
-                    h,
-                    N,
-                    N,
-                    m,
-                    n,
-                    k,
-                    alpha as *const Self as *const $ct,
-                    a as *const $ct,
-                    lda,
-                    b as *const $ct,
-                    ldb,
-                    beta as *const Self as *const $ct,
-                    c as *mut $ct,
-                    ldc,
-                )
+                // SAFETY: the caller upholds `CuGemm::gemm`'s contract: a live
+                // handle, device pointers valid for the given shapes and
+                // leading dimensions, host scalars alive for the call.
+                unsafe {
+                    cb::$f(
+                        h,
+                        N,
+                        N,
+                        m,
+                        n,
+                        k,
+                        alpha as *const Self as *const $ct,
+                        a as *const $ct,
+                        lda,
+                        b as *const $ct,
+                        ldb,
+                        beta as *const Self as *const $ct,
+                        c as *mut $ct,
+                        ldc,
+                    )
+                }
             }
         }
     };

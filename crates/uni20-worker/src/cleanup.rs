@@ -162,6 +162,8 @@ pub fn registered() -> Vec<PathBuf> {
         let slot = unsafe { &*cur };
         let raw = slot.path.load(SeqCst);
         if !raw.is_null() {
+            // SAFETY: a non-null path pointer of a slot is a NUL-terminated
+            // string leaked by `register` and never freed while CLEANING > 0.
             let bytes = unsafe { CStr::from_ptr(raw) }.to_bytes();
             out.push(PathBuf::from(std::ffi::OsStr::from_bytes(bytes)));
         }
@@ -298,6 +300,8 @@ mod tests {
         let guard = register(Path::new(&path)).unwrap();
         std::fs::write(&path, b"partial").unwrap();
         let sig: i32 = sig.parse().unwrap();
+        // SAFETY: raising a signal on our own process has no memory-safety
+        // preconditions.
         unsafe { libc::raise(sig) };
         drop(guard);
         // Not reached: the handler dies of the signal.
