@@ -8,11 +8,13 @@
 //! its own store, exactly as the worker loop would. `run.rs` starts SPMD
 //! universes on both transports.
 //!
-//! Fail-stop: the first failure a rank sees (a collective mismatch, a plan
-//! disagreement, a failed handler, a rank that left) is recorded and the
-//! universe is aborted with it, so no rank stays blocked waiting for a rank
-//! that stopped; every later collective call on every rank returns
-//! [`JobError::Stopped`], and the universe's run returns the failure.
+//! Fail-stop: the first failure a rank sees (a collective mismatch, a failed
+//! handler, a rank that left) is recorded and the universe is aborted with
+//! it, so no rank stays blocked waiting for a rank that stopped; a plan
+//! disagreement, which every rank computes from the same gathered digests,
+//! is recorded on every rank without an abort. Every later collective call
+//! returns [`JobError::Stopped`], and the universe's run returns the
+//! failure.
 
 mod agree;
 mod collectives;
@@ -126,16 +128,32 @@ impl<'a> SpmdContext<'a> {
     }
 
     /// Records the first failure, aborts the universe with it (so no rank
-    /// waits for this one forever), and returns it.
+    /// waits for this one forever), and returns it. A failure every rank
+    /// computes identically from the same exchanged data (a plan
+    /// disagreement, a registry mismatch) is only recorded: every rank
+    /// stops by itself, and an abort would race with the exchange's last
+    /// messages.
     pub(crate) fn fail(&self, e: JobError) -> JobError {
         if self.stopped.borrow().is_some() {
             return e;
         }
         let text = e.to_string();
         *self.stopped.borrow_mut() = Some(text.clone());
-        self.transport.abort(&text);
+        if !matches!(e, JobError::Disagreement(_) | JobError::RegistryMismatch { .. }) {
+            self.transport.abort(&text);
+        }
         *self.first.borrow_mut() = Some(duplicate(&e));
         e
+    }
+
+    /// Stops the universe because of a failure this rank found on its own
+    /// (for example a local store error in the middle of a collective
+    /// operation): records it as this rank's first failure and aborts the
+    /// universe with `reason`, so every rank's waits fail with it instead of
+    /// waiting for this rank. Returns the error to propagate
+    /// ([`JobError::Stopped`] with `reason`).
+    pub fn abort(&self, reason: impl Into<String>) -> JobError {
+        self.fail(JobError::Stopped(reason.into()))
     }
 
     /// The first failure, once, for the universe's run.
