@@ -51,9 +51,6 @@ fn a_rank_with_another_spec_stops_every_rank_naming_the_spec() {
 #[test]
 fn the_one_call_entry_reports_success_and_failure_as_an_exit_status() {
     // The default universe: UNI20_RANKS or 4 ranks.
-    assert_eq!(
-        uni20::spmd(check_collectives),
-        std::process::ExitCode::SUCCESS
-    );
+    assert_eq!(uni20::spmd(check_collectives), std::process::ExitCode::SUCCESS);
     assert_eq!(uni20::spmd(diverging_block), std::process::ExitCode::FAILURE);
 }
