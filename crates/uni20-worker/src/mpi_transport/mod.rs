@@ -521,11 +521,10 @@ impl Transport for MpiTransport {
             let mut backoff = Backoff::default();
             loop {
                 requests = pending(requests);
-                let aborted = self.state.borrow().aborted.is_some();
-                if aborted {
+                if let Err(aborted) = self.check_abort() {
                     // Stop receiving; only the sends must complete.
                     if requests.is_empty() {
-                        return Err(self.check_abort().err().unwrap_or_else(|| self.never_sent(0)));
+                        return Err(aborted);
                     }
                     self.check_abort_deadline("an exchange");
                 } else {
