@@ -112,7 +112,7 @@ fn install_signal_handlers() {
 /// `MPI_Abort` on fail-stop. Under MPI, worker ranks never return from this
 /// call (they exit when the root shuts the job down). A program that
 /// initialises MPI itself uses library mode instead
-/// ([`UniverseBuilder::run_on`], feature `mpi`).
+/// (`UniverseBuilder::run_on`, feature `mpi`).
 pub fn launch<F>(f: F) -> ExitCode
 where
     F: FnOnce(&Controller<'_>) -> anyhow::Result<()>,

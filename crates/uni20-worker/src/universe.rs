@@ -5,10 +5,10 @@
 //!   [`Controller`]; under `mpirun` uni20 owns the process (MPI init and
 //!   finalize, its panic hook, `MPI_Abort` on fail-stop, workers `exit`).
 //!   The engine of `uni20::launch`.
-//! - [`UniverseBuilder::run_on`] (feature `mpi`): library mode on a
+//! - `UniverseBuilder::run_on` (feature `mpi`): library mode on a
 //!   communicator the host owns; returns on every rank ([`RankExit`]) and
 //!   has no process-wide effect.
-//! - [`UniverseBuilder::spmd`] and [`UniverseBuilder::spmd_on`]: the expert
+//! - [`UniverseBuilder::spmd`] and `UniverseBuilder::spmd_on`: the expert
 //!   SPMD mode; the closure runs on every rank with an [`SpmdContext`].
 //!
 //! The builder collects the caller's settings, resolves the transport and
@@ -82,7 +82,7 @@ pub type RunResult<R> = Result<R, JobError>;
 pub type SpmdOutcomes<R> = Vec<(usize, RunResult<R>)>;
 
 /// How a library-mode universe ended on one rank
-/// ([`UniverseBuilder::run_on`]).
+/// (`UniverseBuilder::run_on`).
 #[derive(Debug, PartialEq, Eq)]
 pub enum RankExit<R> {
     /// This rank was the root: the closure's result.
@@ -323,7 +323,7 @@ impl UniverseBuilder {
     ///
     /// In-process, worker ranks are threads that end when `f` returns. Under
     /// MPI, this call owns the process: it initialises MPI (and refuses to
-    /// start if the host already did: use [`UniverseBuilder::run_on`]),
+    /// start if the host already did: use `UniverseBuilder::run_on`),
     /// installs the runtime's panic hook, ends the job with `MPI_Abort` on
     /// fail-stop, and worker ranks run the worker loop and then **exit the
     /// process** (status 0 after a clean shutdown, non-zero otherwise); only
