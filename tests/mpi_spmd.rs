@@ -8,7 +8,9 @@
 //! disagreement named within 10 s, then a failing handler on the last rank,
 //! whose diagnostic every rank must return; from 4 ranks, two universes at
 //! the same time on the two halves of the world. The ranks agree on the
-//! verdict with the program's own MPI all-reduce.
+//! verdict with the program's own MPI all-reduce. The MPI threading level
+//! the program asks for depends on the rank count (1: `Single`, 2:
+//! `Funneled`, 3: `Serialized`, 4: `Multiple`), so every level runs.
 
 mod spmd_common;
 
@@ -25,9 +27,20 @@ fn builder() -> uni20::UniverseBuilder {
 }
 
 fn main() {
-    let (mpi_universe, _) = uni20::mpi::initialize_with_threading(uni20::mpi::Threading::Funneled).unwrap();
+    use uni20::mpi::Threading;
+    let launched = uni20::worker::LauncherEnv::from_env().world_size.map_or(1, |(_, n)| n);
+    let asked = [
+        Threading::Single,
+        Threading::Funneled,
+        Threading::Serialized,
+        Threading::Multiple,
+    ][(launched.clamp(1, 4)) - 1];
+    let (mpi_universe, provided) = uni20::mpi::initialize_with_threading(asked).unwrap();
     let world = mpi_universe.world();
     let (rank, size) = (world.rank(), world.size() as usize);
+    if rank == 0 {
+        println!("mpi_spmd: MPI threading asked {asked:?}, provided {provided:?}");
+    }
     let mut failures: Vec<String> = Vec::new();
     let mut check = |what: &str, r: anyhow::Result<()>| {
         if let Err(e) = r {
