@@ -136,6 +136,7 @@ pub fn run(opts: &TestOptions) -> Result<i32> {
         results.extend(fault_stage(&launcher, opts)?);
         results.push(checkpoint_restart(&launcher, opts)?);
         results.push(no_mpi_refusal(&launcher, opts)?);
+        results.push(abort_timeout_stage(&launcher, opts)?);
     }
     print_summary(&results);
     if let Some((_, Outcome::Interrupted(sig), _)) = results.last() {
@@ -573,6 +574,53 @@ fn no_mpi_refusal(launcher: &Launcher, opts: &TestOptions) -> Result<(Job, Outco
         kind: TargetKind::Bin,
         name: "uni20 contract without mpi (refuses)".into(),
         ranks: 3,
+    };
+    Ok((job, outcome, elapsed))
+}
+
+/// `examples/abort_timeout.rs` under `mpirun -n 2`: library mode's only
+/// `MPI_Abort`, when a peer cannot be reached after an abort. The job must
+/// end non-zero within [`FAULT_DEADLINE`], saying why.
+fn abort_timeout_stage(launcher: &Launcher, opts: &TestOptions) -> Result<(Job, Outcome, Duration)> {
+    let ex = (TargetKind::Example, "abort_timeout".to_string());
+    let exe = cargo::build_mpi(ROOT_PACKAGE, std::slice::from_ref(&ex), opts.release, &[])?[&ex].clone();
+    let scratch = std::env::temp_dir().join(format!("uni20-abort-timeout-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch)?;
+    let log_path = scratch.join("log.txt");
+    let log = std::fs::File::create(&log_path)?;
+    eprintln!("\nxtask: ---- library mode: a rank unreachable after an abort @ 2 ranks: must MPI_Abort ----");
+    let mut cmd = launcher.command(2, &exe, &[]);
+    cmd.stdin(std::process::Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log);
+    let (outcome, elapsed) = crate::proc::run_with_timeout(&mut cmd, FAULT_DEADLINE)?;
+    let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+    let needles = [
+        "waiting for rank(s) 1",
+        "did not complete within 1s",
+        "UNI20_ABORT_TIMEOUT",
+    ];
+    let missing: Vec<&str> = needles.iter().copied().filter(|n| !text.contains(n)).collect();
+    let outcome = match outcome {
+        Outcome::Exited(0) => {
+            eprintln!("xtask: FAIL: the job exited 0\n{text}");
+            Outcome::Exited(1)
+        }
+        Outcome::TimedOut | Outcome::Interrupted(_) => outcome,
+        _ if !missing.is_empty() => {
+            eprintln!("xtask: FAIL: output lacks {missing:?}\n{text}");
+            Outcome::Exited(1)
+        }
+        _ => {
+            eprintln!("xtask: ended with MPI_Abort after the abort timeout, as documented");
+            Outcome::Exited(0)
+        }
+    };
+    let _ = std::fs::remove_dir_all(&scratch);
+    let job = Job {
+        kind: TargetKind::Example,
+        name: "abort_timeout (MPI_Abort expected)".into(),
+        ranks: 2,
     };
     Ok((job, outcome, elapsed))
 }
