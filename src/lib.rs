@@ -25,10 +25,26 @@
 //! ranks, default 4) needs no MPI. Built with feature `mpi` and started by
 //! `mpirun`, each process is one rank (`cargo xtask mpirun -n 3 --example
 //! heisenberg`). The design lives in `docs/architecture.md`.
+//!
+//! Three ways to run (README, "Three ways to run"):
+//!
+//! - [`launch`]: the one-call entry of a standalone program. It owns the
+//!   process: logging, signal handlers for temporary-file cleanup, MPI
+//!   initialisation and finalisation, the panic hook, `MPI_Abort` on
+//!   fail-stop, exit codes.
+//! - Library mode (feature `mpi`): `universe().run_on(&communicator, |ctl|
+//!   ..)` runs a universe on a communicator the host program owns and
+//!   returns on every rank ([`RankExit`]); no process-wide effect.
+//! - The expert SPMD mode: [`spmd()`] (one call, like `launch`) or
+//!   `universe().spmd(..)` / `spmd_on(&communicator, ..)` run the closure on
+//!   every rank with an [`SpmdContext`]; the collective operations are in
+//!   [`mod@spmd`].
 
 #![warn(missing_docs)]
 
 use std::process::ExitCode;
+
+pub mod spmd;
 
 pub use uni20_async;
 pub use uni20_dispatch as dispatch;
@@ -41,9 +57,13 @@ pub use uni20_dist::{
     checkpoint, contract, contract_with, flush_all, plan_contract, read_npy, restore, write_npy, Blocking, Checkpoint,
     ContractOptions, ContractPlan, DistError, DistTensor, Manifest, Placement, PlanSummary, TensorMeta,
 };
+/// The rsmpi crate uni20 is built against (feature `mpi`): the
+/// communicators a host passes to `run_on` / `spmd_on` come from it.
+#[cfg(feature = "mpi")]
+pub use uni20_worker::mpi;
 pub use uni20_worker::{
-    register_command, CommandSpec, Controller, HandlerError, JobError, TransportChoice, TypedHandler, UniverseBuilder,
-    WorkerContext,
+    register_command, CommandSpec, Controller, Disagreement, HandlerError, JobError, RankExit, ReduceOp, SpmdContext,
+    TransportChoice, TypedHandler, UniverseBuilder, WorkerContext, WorkerExit,
 };
 
 /// The names most programs need.
@@ -73,17 +93,32 @@ pub fn init_logging() {
         .try_init();
 }
 
+/// Installs the handlers that remove registered temporary files on
+/// SIGTERM, SIGINT and SIGHUP; a failure is reported once and ignored.
+fn install_signal_handlers() {
+    if let Err(e) = uni20_worker::cleanup::install_signal_handlers() {
+        eprintln!("uni20: warning: cannot install signal handlers: {e}");
+    }
+}
+
 /// Runs `f` on the root of a default universe (see [`universe`]) and turns
 /// the outcome into a process exit status: success only if the universe
 /// started and `f` returned `Ok`. Errors are printed to stderr once.
 ///
-/// Under MPI, worker ranks never return from this call (they exit when the
-/// root shuts the job down).
+/// The one-call entry of a standalone program, with process-wide effects:
+/// logging ([`init_logging`]), signal handlers that remove temporary files
+/// ([`worker::cleanup::install_signal_handlers`]), and under MPI the
+/// initialisation and finalisation of MPI, the runtime's panic hook, and
+/// `MPI_Abort` on fail-stop. Under MPI, worker ranks never return from this
+/// call (they exit when the root shuts the job down). A program that
+/// initialises MPI itself uses library mode instead
+/// (`UniverseBuilder::run_on`, feature `mpi`).
 pub fn launch<F>(f: F) -> ExitCode
 where
     F: FnOnce(&Controller<'_>) -> anyhow::Result<()>,
 {
     init_logging();
+    install_signal_handlers();
     match universe().run(f) {
         Ok(Ok(())) => ExitCode::SUCCESS,
         Ok(Err(e)) => {
@@ -94,6 +129,60 @@ where
             eprintln!("uni20: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Runs `f` on every rank of a default SPMD universe (see
+/// [`UniverseBuilder::spmd`]: in-process ranks, or every process of
+/// `mpirun` when built with `mpi`) and turns the outcome into an exit
+/// status: success only if every rank this process ran returned `Ok`. Each
+/// distinct error is printed to stderr once, with the ranks that reported
+/// it. Like [`launch`], it installs logging and the signal handlers.
+///
+/// ```
+/// use uni20::ReduceOp;
+///
+/// let status = uni20::spmd(|ctx| {
+///     let total = ctx.all_reduce_num(ctx.rank() as u64 + 1, ReduceOp::Sum)?;
+///     let n = ctx.size() as u64;
+///     anyhow::ensure!(total == n * (n + 1) / 2);
+///     Ok(())
+/// });
+/// assert_eq!(status, std::process::ExitCode::SUCCESS);
+/// ```
+pub fn spmd<F>(f: F) -> ExitCode
+where
+    F: Fn(&SpmdContext<'_>) -> anyhow::Result<()> + Sync,
+{
+    init_logging();
+    install_signal_handlers();
+    let outcomes = match universe().spmd(f) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("uni20: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut errors: Vec<(String, Vec<usize>)> = Vec::new();
+    for (rank, outcome) in outcomes {
+        let text = match outcome {
+            Ok(Ok(())) => continue,
+            Ok(Err(e)) => format!("error: {e:#}"),
+            Err(e) => e.to_string(),
+        };
+        match errors.iter_mut().find(|(t, _)| *t == text) {
+            Some((_, ranks)) => ranks.push(rank),
+            None => errors.push((text, vec![rank])),
+        }
+    }
+    for (text, ranks) in &errors {
+        let ranks: Vec<String> = ranks.iter().map(ToString::to_string).collect();
+        eprintln!("uni20: rank {}: {text}", ranks.join(", "));
+    }
+    if errors.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }
 

@@ -92,10 +92,25 @@ pub fn build_mpi(
             .filter(|f| !f.is_empty() && *f != "mpi")
             .map(str::to_string),
     );
+    build(package, targets, release, &all_features)
+}
+
+/// Builds `targets` of `package` with exactly `features` (none: the
+/// package's defaults, without `mpi`) and returns each executable's path.
+/// The path of a binary is shared by every feature set: copy the file
+/// before building the same target with other features.
+pub fn build(
+    package: &str,
+    targets: &[Target],
+    release: bool,
+    features: &[String],
+) -> Result<HashMap<Target, PathBuf>> {
     let mut cmd = cargo();
-    cmd.args(["build", "--package", package, "--features"])
-        .arg(all_features.join(","))
-        .arg("--message-format=json-render-diagnostics");
+    cmd.args(["build", "--package", package]);
+    if !features.is_empty() {
+        cmd.arg("--features").arg(features.join(","));
+    }
+    cmd.arg("--message-format=json-render-diagnostics");
     if release {
         cmd.arg("--release");
     }

@@ -21,8 +21,8 @@ pub const RANKS_MARKER: &str = "uni20-mpi-ranks:";
 pub const SMOKE_EXAMPLE: &str = "heisenberg";
 
 /// Examples run under MPI as end-to-end checks, with their rank counts
-/// (each must exit 0).
-pub const MPI_EXAMPLES: &[(&str, u32)] = &[(SMOKE_EXAMPLE, 3), ("custom_command", 3)];
+/// (each must exit 0). `embed` splits the world into two halves.
+pub const MPI_EXAMPLES: &[(&str, u32)] = &[(SMOKE_EXAMPLE, 3), ("custom_command", 3), ("embed", 4), ("embed", 6)];
 
 /// Options of `cargo xtask test`.
 #[derive(Debug, Clone)]
@@ -135,6 +135,8 @@ pub fn run(opts: &TestOptions) -> Result<i32> {
         results.extend(cli_parity(&launcher, opts)?);
         results.extend(fault_stage(&launcher, opts)?);
         results.push(checkpoint_restart(&launcher, opts)?);
+        results.push(no_mpi_refusal(&launcher, opts)?);
+        results.push(abort_timeout_stage(&launcher, opts)?);
     }
     print_summary(&results);
     if let Some((_, Outcome::Interrupted(sig), _)) = results.last() {
@@ -502,6 +504,125 @@ fn checkpoint_restart(launcher: &Launcher, opts: &TestOptions) -> Result<(Job, O
         ranks: 3,
     };
     Ok((job, outcome, start.elapsed()))
+}
+
+/// `uni20 contract` built *without* the `mpi` feature and started by
+/// `mpirun -n 3` must refuse to start (non-zero exit, the one-line message
+/// telling the user to rebuild with `--features mpi`) and write no output: three in-process jobs racing for one file is the silent
+/// duplicate this refuses.
+fn no_mpi_refusal(launcher: &Launcher, opts: &TestOptions) -> Result<(Job, Outcome, Duration)> {
+    let target = (TargetKind::Bin, "uni20".to_string());
+    let built = cargo::build("uni20-cli", std::slice::from_ref(&target), opts.release, &[])
+        .context("building uni20-cli without mpi")?;
+    let scratch = std::env::temp_dir().join(format!("uni20-no-mpi-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&scratch)?;
+    // The binary's path is shared with the `mpi` build: keep this one.
+    let exe = scratch.join("uni20-no-mpi");
+    std::fs::copy(&built[&target], &exe).context("copying the non-MPI binary")?;
+    let case = cargo::workspace_root().join("tests/fixtures/contract/matmul");
+    let out = scratch.join("out.npy");
+    let args: Vec<std::ffi::OsString> = vec![
+        "contract".into(),
+        "ij,jk->ik".into(),
+        case.join("a.npy").into(),
+        case.join("b.npy").into(),
+        "-o".into(),
+        out.clone().into(),
+    ];
+    eprintln!("\nxtask: ---- uni20 contract built without mpi @ 3 ranks: must refuse ----");
+    let log_path = scratch.join("log.txt");
+    let log = std::fs::File::create(&log_path)?;
+    let mut cmd = launcher.command(3, &exe, &args);
+    cmd.env_remove("UNI20_ALLOW_NO_MPI")
+        .stdin(std::process::Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log);
+    let (outcome, elapsed) = crate::proc::run_with_timeout(&mut cmd, FAULT_DEADLINE)?;
+    let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+    let refusals = text.matches("rebuild with `--features mpi`").count();
+    let left: Vec<String> = std::fs::read_dir(&scratch)?
+        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+        .filter(|n| n.contains("out.npy"))
+        .collect();
+    let outcome = match outcome {
+        Outcome::Exited(0) => {
+            eprintln!("xtask: FAIL: the non-MPI build ran under mpirun and exited 0\n{text}");
+            Outcome::Exited(1)
+        }
+        Outcome::TimedOut | Outcome::Interrupted(_) => outcome,
+        // mpirun may kill the other processes once one has failed: one
+        // message is enough.
+        _ if refusals == 0 => {
+            eprintln!("xtask: FAIL: no process printed the rebuild message\n{text}");
+            Outcome::Exited(1)
+        }
+        _ if !left.is_empty() => {
+            eprintln!("xtask: FAIL: output written despite the refusal: {left:?}");
+            Outcome::Exited(1)
+        }
+        _ => {
+            let line = text.lines().find(|l| l.contains("--features mpi")).unwrap_or("");
+            eprintln!(
+                "xtask: refused ({refusals} of 3 processes said so before mpirun stopped the job), no output: {line}"
+            );
+            Outcome::Exited(0)
+        }
+    };
+    let _ = std::fs::remove_dir_all(&scratch);
+    let job = Job {
+        kind: TargetKind::Bin,
+        name: "uni20 contract without mpi (refuses)".into(),
+        ranks: 3,
+    };
+    Ok((job, outcome, elapsed))
+}
+
+/// `examples/abort_timeout.rs` under `mpirun -n 2`: library mode's only
+/// `MPI_Abort`, when a peer cannot be reached after an abort. The job must
+/// end non-zero within [`FAULT_DEADLINE`], saying why.
+fn abort_timeout_stage(launcher: &Launcher, opts: &TestOptions) -> Result<(Job, Outcome, Duration)> {
+    let ex = (TargetKind::Example, "abort_timeout".to_string());
+    let exe = cargo::build_mpi(ROOT_PACKAGE, std::slice::from_ref(&ex), opts.release, &[])?[&ex].clone();
+    let scratch = std::env::temp_dir().join(format!("uni20-abort-timeout-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch)?;
+    let log_path = scratch.join("log.txt");
+    let log = std::fs::File::create(&log_path)?;
+    eprintln!("\nxtask: ---- library mode: a rank unreachable after an abort @ 2 ranks: must MPI_Abort ----");
+    let mut cmd = launcher.command(2, &exe, &[]);
+    cmd.stdin(std::process::Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log);
+    let (outcome, elapsed) = crate::proc::run_with_timeout(&mut cmd, FAULT_DEADLINE)?;
+    let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+    let needles = [
+        "waiting for rank(s) 1",
+        "did not complete within 1s",
+        "UNI20_ABORT_TIMEOUT",
+    ];
+    let missing: Vec<&str> = needles.iter().copied().filter(|n| !text.contains(n)).collect();
+    let outcome = match outcome {
+        Outcome::Exited(0) => {
+            eprintln!("xtask: FAIL: the job exited 0\n{text}");
+            Outcome::Exited(1)
+        }
+        Outcome::TimedOut | Outcome::Interrupted(_) => outcome,
+        _ if !missing.is_empty() => {
+            eprintln!("xtask: FAIL: output lacks {missing:?}\n{text}");
+            Outcome::Exited(1)
+        }
+        _ => {
+            eprintln!("xtask: ended with MPI_Abort after the abort timeout, as documented");
+            Outcome::Exited(0)
+        }
+    };
+    let _ = std::fs::remove_dir_all(&scratch);
+    let job = Job {
+        kind: TargetKind::Example,
+        name: "abort_timeout (MPI_Abort expected)".into(),
+        ranks: 2,
+    };
+    Ok((job, outcome, elapsed))
 }
 
 /// Largest |a - b| / max|b| over two npy files with identical headers

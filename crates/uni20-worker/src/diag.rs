@@ -119,6 +119,50 @@ impl fmt::Display for Diagnostic {
     }
 }
 
+/// The ranks of an SPMD universe computed different plans for one
+/// collective operation (design note `distributed_kernel_dispatch.md`,
+/// "Collective acceptance": a disagreement is a terminal plan-construction
+/// error, never a fallback). Every rank computes the same value from the
+/// plan digests all ranks exchanged, so every rank reports the same text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Disagreement {
+    /// The operation as rank 0 named it (e.g. `uni20.contract.v1`).
+    pub operation: String,
+    /// Rank 0's op id of the operation.
+    pub op_id: u64,
+    /// The ranks grouped by identical plan, the group of rank 0 first, each
+    /// group in rank order.
+    pub groups: Vec<Vec<usize>>,
+    /// The first plan field that differs between the first two groups
+    /// (`operation` or `op_id` when the ranks are not even at the same
+    /// operation), when one can be named.
+    pub field: Option<String>,
+}
+
+fn rank_list(ranks: &[usize]) -> String {
+    let list: Vec<String> = ranks.iter().map(ToString::to_string).collect();
+    format!("rank{} {}", if ranks.len() == 1 { "" } else { "s" }, list.join(", "))
+}
+
+impl fmt::Display for Disagreement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "plan disagreement in `{}` at op_id {}: {} computed one plan",
+            self.operation,
+            self.op_id,
+            rank_list(self.groups.first().map_or(&[][..], Vec::as_slice))
+        )?;
+        for g in self.groups.iter().skip(1) {
+            write!(f, ", {} another", rank_list(g))?;
+        }
+        match &self.field {
+            Some(field) => write!(f, "; first differing plan field: `{field}`"),
+            None => Ok(()),
+        }
+    }
+}
+
 /// Root-side error of a distributed job or operation.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -151,6 +195,10 @@ pub enum JobError {
     /// that first failure.
     #[error("the job was stopped by an earlier failure: {0}")]
     Stopped(String),
+    /// SPMD: the ranks computed different plans for a collective operation;
+    /// nothing of it ran, and the universe stopped.
+    #[error("{0}")]
+    Disagreement(Box<Disagreement>),
     /// Start-up failed (bad configuration, rank count, a rank that could
     /// not be started or never arrived, MPI initialisation).
     #[error("start-up: {0}")]

@@ -194,6 +194,11 @@ impl FaultPlan {
         self.faults.iter().any(|f| f.kind == kind)
     }
 
+    /// Every configured fault, in the order given.
+    pub fn faults(&self) -> &[Fault] {
+        &self.faults
+    }
+
     /// True if no fault is configured.
     pub fn is_empty(&self) -> bool {
         self.faults.is_empty()

@@ -2,8 +2,12 @@
 //!
 //! Every send appends to the destination's mailbox (an unbounded queue) and
 //! returns at once, so a send never waits on its receiver; messages are kept
-//! whole, whatever their size.
+//! whole, whatever their size. A shared abort flag wakes every waiting rank
+//! (fail-stop), and a rank that has left the universe is marked departed, so
+//! a peer that waits for a message from it fails with
+//! [`TransportError::PeerLeft`] instead of waiting forever.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use std::time::{Duration, Instant};
@@ -28,6 +32,7 @@ struct Mailbox {
 pub(crate) struct Shared {
     mailboxes: Vec<Mailbox>,
     aborted: Mutex<Option<String>>,
+    departed: Vec<AtomicBool>,
 }
 
 impl Shared {
@@ -35,6 +40,7 @@ impl Shared {
         Arc::new(Shared {
             mailboxes: (0..size).map(|_| Mailbox::default()).collect(),
             aborted: Mutex::new(None),
+            departed: (0..size).map(|_| AtomicBool::new(false)).collect(),
         })
     }
 }
@@ -50,6 +56,16 @@ impl InProcessTransport {
         InProcessTransport { rank, shared }
     }
 
+    /// Marks this rank as gone: it sends nothing more, and peers waiting for
+    /// a message from it are woken with [`TransportError::PeerLeft`].
+    pub(crate) fn depart(&self) {
+        self.shared.departed[self.rank].store(true, Ordering::SeqCst);
+        for mb in &self.shared.mailboxes {
+            let _guard = mb.queue.lock();
+            mb.cv.notify_all();
+        }
+    }
+
     fn check_abort(&self) -> Result<(), TransportError> {
         match &*self.shared.aborted.lock() {
             Some(r) => Err(TransportError::Aborted(r.clone())),
@@ -57,9 +73,12 @@ impl InProcessTransport {
         }
     }
 
+    /// Takes the first message that `matches`, waiting for it; `from`: the
+    /// only rank it can come from, if one.
     fn take(
         &self,
         matches: impl Fn(&Message) -> bool,
+        from: Option<usize>,
         deadline: Option<(Instant, Duration)>,
     ) -> Result<(usize, Vec<u8>), TransportError> {
         let mb = &self.shared.mailboxes[self.rank];
@@ -70,6 +89,9 @@ impl InProcessTransport {
                 return Ok((m.src, m.bytes));
             }
             self.check_abort()?;
+            if let Some(rank) = from.filter(|&r| r != self.rank && self.shared.departed[r].load(Ordering::SeqCst)) {
+                return Err(TransportError::PeerLeft { rank });
+            }
             let wait = Duration::from_millis(50);
             if let Some((d, t)) = deadline {
                 let now = Instant::now();
@@ -119,13 +141,14 @@ impl Transport for InProcessTransport {
                 size: self.size(),
             });
         }
-        self.take(|m| m.src == src && m.tag == tag, None).map(|(_, b)| b)
+        self.take(|m| m.src == src && m.tag == tag, Some(src), None)
+            .map(|(_, b)| b)
     }
     fn recv_any(&self, tag: Tag) -> Result<(usize, Vec<u8>), TransportError> {
-        self.take(|m| m.tag == tag, None)
+        self.take(|m| m.tag == tag, None, None)
     }
     fn recv_any_timeout(&self, tag: Tag, timeout: Duration) -> Result<(usize, Vec<u8>), TransportError> {
-        self.take(|m| m.tag == tag, Some((Instant::now() + timeout, timeout)))
+        self.take(|m| m.tag == tag, None, Some((Instant::now() + timeout, timeout)))
     }
     fn try_recv(&self, src: Option<usize>, tag: Tag) -> Result<Option<(usize, Vec<u8>)>, TransportError> {
         self.check_abort()?;
@@ -146,6 +169,9 @@ impl Transport for InProcessTransport {
             self.send(*dest, *tag, bytes)?;
         }
         incoming.iter().map(|(src, tag)| self.recv(*src, *tag)).collect()
+    }
+    fn aborted(&self) -> Option<String> {
+        self.shared.aborted.lock().clone()
     }
     fn abort(&self, reason: &str) {
         {
@@ -185,5 +211,27 @@ mod tests {
         std::thread::sleep(Duration::from_millis(30));
         t1.abort("boom");
         assert_eq!(h.join().unwrap(), Err(TransportError::Aborted("boom".into())));
+    }
+
+    #[test]
+    fn waiting_for_a_departed_rank_fails_but_its_last_messages_are_kept() {
+        let shared = Shared::new(2);
+        let t0 = InProcessTransport::new(0, shared.clone());
+        let t1 = InProcessTransport::new(1, shared.clone());
+        t1.send(0, 5, b"last words").unwrap();
+        let h = std::thread::spawn(move || {
+            (
+                t0.recv(1, 5),
+                t0.recv(1, 5),
+                t0.recv_any_timeout(5, Duration::from_millis(10)),
+            )
+        });
+        std::thread::sleep(Duration::from_millis(30));
+        t1.depart();
+        let (first, second, any) = h.join().unwrap();
+        assert_eq!(first.unwrap(), b"last words");
+        assert_eq!(second, Err(TransportError::PeerLeft { rank: 1 }));
+        // A wait for any source is not affected (other ranks may still send).
+        assert_eq!(any, Err(TransportError::Timeout(Duration::from_millis(10))));
     }
 }

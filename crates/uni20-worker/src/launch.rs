@@ -1,11 +1,12 @@
-//! Launching a universe: the in-process universe (ranks as scoped threads)
-//! and the MPI universe (one rank per process), and the root's main routine
-//! shared by both: handshake, the user's closure on a [`Controller`], drain,
-//! shutdown.
+//! Launching a root/worker universe: the in-process universe (ranks as
+//! scoped threads), the resolved settings every launch shares ([`Launch`]),
+//! and the root's main routine shared by every transport and mode:
+//! handshake, the user's closure on a [`Controller`], drain, shutdown. The
+//! MPI launches (standalone and library mode) live in `mpi_launch.rs`.
 //!
 //! [`UniverseBuilder`](crate::UniverseBuilder) resolves its settings into a
-//! [`Launch`] and calls [`in_process`] or [`mpi`]; this module never looks at
-//! the builder.
+//! [`Launch`] and calls [`in_process`] or an MPI launch; this module never
+//! looks at the builder.
 
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -38,7 +39,7 @@ pub(crate) struct Launch {
 pub const DEFAULT_RANKS: usize = 4;
 
 impl Launch {
-    fn storage_count(&self, size: usize) -> Result<usize, JobError> {
+    pub(crate) fn storage_count(&self, size: usize) -> Result<usize, JobError> {
         let k = self.config.storage_ranks;
         if k > 0 && k + 2 > size {
             return Err(JobError::Startup(format!(
@@ -49,7 +50,7 @@ impl Launch {
         Ok(k)
     }
 
-    fn open_store(&self, rank: usize) -> Result<Store, JobError> {
+    pub(crate) fn open_store(&self, rank: usize) -> Result<Store, JobError> {
         match &self.config.store_dir {
             None => Ok(Store::in_memory(rank as u32)),
             Some(dir) => {
@@ -63,11 +64,11 @@ impl Launch {
         }
     }
 
-    fn check_faults(&self, size: usize) -> Result<(), JobError> {
+    pub(crate) fn check_faults(&self, size: usize) -> Result<(), JobError> {
         self.config.faults.validate(size).map_err(JobError::Startup)
     }
 
-    fn registry_of(&self, rank: usize) -> Result<Registry, JobError> {
+    pub(crate) fn registry_of(&self, rank: usize) -> Result<Registry, JobError> {
         let registry = match self.registry_overrides.get(&rank) {
             Some(entries) => Registry::from_entries(entries.iter().copied())?,
             None => Registry::linked()?,
@@ -80,7 +81,7 @@ impl Launch {
     }
 
     /// The thread budget of each rank when `local` ranks share this node.
-    fn threads(&self, local: usize) -> usize {
+    pub(crate) fn threads(&self, local: usize) -> usize {
         let cores = std::thread::available_parallelism().map(|c| c.get()).unwrap_or(1);
         self.config.threads_per_rank.unwrap_or((cores / local.max(1)).max(1))
     }
@@ -166,68 +167,7 @@ pub(crate) fn in_process<R>(launch: Launch, f: impl FnOnce(&Controller<'_>) -> R
     })
 }
 
-/// Without feature `mpi`: an MPI launch is a start-up error.
-#[cfg(not(feature = "mpi"))]
-pub(crate) fn mpi<R>(_launch: Launch, _f: impl FnOnce(&Controller<'_>) -> R) -> Result<R, JobError> {
-    Err(JobError::Startup(
-        "this build has no MPI support: rebuild with `--features mpi`".into(),
-    ))
-}
-
-/// Runs this process as one rank of an MPI universe. Only the root returns;
-/// workers exit the process when the job ends.
-#[cfg(feature = "mpi")]
-pub(crate) fn mpi<R>(launch: Launch, f: impl FnOnce(&Controller<'_>) -> R) -> Result<R, JobError> {
-    let (universe, _threading) = mpi::initialize_with_threading(mpi::Threading::Funneled)
-        .ok_or_else(|| JobError::Startup("MPI was already initialised in this process".into()))?;
-    let world = universe.world();
-    install_panic_hook(true);
-    let _rank_thread = RankThread::enter();
-    let t = crate::mpi_transport::MpiTransport::with_chunk_bytes(world, launch.config.chunk_bytes);
-    let size = t.size();
-    let rank = t.rank();
-    let threads = launch.threads(launch.config.launcher.local_size.unwrap_or(size));
-    launch.check_faults(size)?;
-    if launch.config.faults.has_kind(FaultKind::Spawn) {
-        return Err(JobError::Startup(
-            "UNI20_INJECT_FAULT: `spawn` applies to the in-process universe only".into(),
-        ));
-    }
-    let registry = launch.registry_of(rank)?;
-    let _span = tracing::info_span!("rank", rank).entered();
-    let storage = launch.storage_count(size)?;
-    let store = launch.open_store(rank)?;
-    if rank == 0 {
-        let result = root_main(&t, registry, store, threads, storage, &launch.config, f);
-        if let Err(e) = &result {
-            // Every start-up or job failure ends every rank.
-            t.abort(&e.to_string());
-        }
-        drop(t);
-        drop(universe);
-        result
-    } else {
-        let backends = launch.config.backends.backend_list(threads);
-        let outcome = worker_loop(&t, &registry, &store, &backends, threads, &launch.config);
-        match &outcome {
-            WorkerExit::Died(why) => t.abort(why),
-            // The root prints why and aborts the job; exiting first could
-            // make mpirun kill the root before it has said anything.
-            WorkerExit::Refused(_) => {
-                let _ = t.recv(0, TAG_CMD);
-            }
-            _ => {}
-        }
-        drop(t);
-        drop(universe);
-        std::process::exit(match outcome {
-            WorkerExit::Shutdown => 0,
-            _ => 1,
-        });
-    }
-}
-
-/// The root: handshake, the user's closure, drain, release, shutdown.
+/// The root: handshake, the user's closure, drain, shutdown.
 pub(crate) fn root_main<R>(
     t: &dyn Transport,
     registry: Registry,

@@ -18,6 +18,13 @@
 //! `MPI_COMM_WORLD` from the rank's main thread, since the peers would stay
 //! blocked in MPI calls (rsmpi issue 197). Panics on helper threads are never
 //! aborted on: they reach a rank thread, whose handling decides.
+//!
+//! The hook is process-wide, so only standalone universes install it
+//! (`UniverseBuilder::run`, `uni20::launch`). Library-mode and SPMD
+//! universes leave the host's hook alone: a handler's panic is still caught
+//! and reported as its diagnostic (printed by the host's hook), only the
+//! helper-thread notes are missing, and a panic outside a handler stops the
+//! universe with abort frames and is re-raised to the host.
 
 use std::any::Any;
 use std::cell::Cell;

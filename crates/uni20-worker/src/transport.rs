@@ -30,6 +30,17 @@ pub const TAG_REPLY: Tag = 4;
 /// Root <-> worker: payload messages of root-involving data phases
 /// (scatter from / gather to the root, explicitly requested by the user).
 pub const TAG_ROOT_DATA: Tag = 5;
+/// Any rank <-> any rank: the messages of SPMD collectives (barrier,
+/// broadcast, gather, reduce, plan agreement), each framed with the
+/// collective's sequence number and kind ([`crate::SpmdContext`]).
+pub const TAG_COLL: Tag = 6;
+/// Any rank -> every other rank: the universe is aborted; the payload is the
+/// reason (UTF-8). Library mode only: a rank that receives it fails every
+/// later wait with [`TransportError::Aborted`].
+pub const TAG_ABORT: Tag = 7;
+/// Any rank -> every other rank, last message of a library-mode universe:
+/// this rank sends nothing more on the universe's communicator.
+pub const TAG_FIN: Tag = 8;
 /// First tag of worker <-> worker block transfers.
 pub const TAG_DATA_BASE: Tag = 1000;
 
@@ -57,6 +68,14 @@ pub enum TransportError {
     /// A timed wait expired.
     #[error("timed out after {0:?}")]
     Timeout(Duration),
+    /// This rank waits for a message from `rank`, which has already left the
+    /// universe (its SPMD closure or worker loop returned): the message will
+    /// never come.
+    #[error("rank {rank} has left the universe; the message this rank waits for will never come")]
+    PeerLeft {
+        /// The rank that left.
+        rank: usize,
+    },
     /// A message arrived in a form this rank cannot accept (for example a
     /// part larger than its chunk size: the ranks disagree about
     /// `UNI20_CHUNK_BYTES`).
@@ -155,8 +174,17 @@ pub trait Transport {
         poll().map_err(TransportError::Aborted)?;
         self.send(dest, tag, bytes)
     }
-    /// Fail-stop: ends the whole job. On MPI this calls `MPI_Abort` and does
-    /// not return; in-process it wakes every blocked rank with
+    /// Fail-stop: ends the universe. In-process it wakes every blocked rank
+    /// with [`TransportError::Aborted`]. On MPI it depends on who owns the
+    /// process: in a standalone universe (`launch`, [`UniverseBuilder::run`](crate::UniverseBuilder::run))
+    /// it calls `MPI_Abort` and does not return; in library mode (a host
+    /// communicator) it sends `reason` to every other rank ([`TAG_ABORT`])
+    /// and returns, and every later wait of every rank fails with
     /// [`TransportError::Aborted`].
     fn abort(&self, reason: &str);
+    /// The reason the universe was aborted, once it was (by this rank or,
+    /// in library mode, by a frame from another rank); `None` before.
+    fn aborted(&self) -> Option<String> {
+        None
+    }
 }

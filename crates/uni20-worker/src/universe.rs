@@ -1,9 +1,20 @@
-//! Configuring a universe: [`UniverseBuilder`] and the transport choice.
+//! Configuring a universe: [`UniverseBuilder`], the transport choice, and
+//! the three ways to run one (ARCHITECTURE.md, "Three ways in"):
+//!
+//! - [`UniverseBuilder::run`]: standalone. The root runs the closure on a
+//!   [`Controller`]; under `mpirun` uni20 owns the process (MPI init and
+//!   finalize, its panic hook, `MPI_Abort` on fail-stop, workers `exit`).
+//!   The engine of `uni20::launch`.
+//! - `UniverseBuilder::run_on` (feature `mpi`): library mode on a
+//!   communicator the host owns; returns on every rank ([`RankExit`]) and
+//!   has no process-wide effect.
+//! - [`UniverseBuilder::spmd`] and `UniverseBuilder::spmd_on`: the expert
+//!   SPMD mode; the closure runs on every rank with an [`SpmdContext`].
 //!
 //! The builder collects the caller's settings, resolves the transport and
-//! hands a resolved launch to [`crate::launch`], which starts the ranks. The
-//! arrows run one way: builder -> launch -> (startup, worker loop,
-//! controller) -> (handler, protocol, transport).
+//! hands a resolved launch to `launch`, `mpi_launch` or `spmd::run`, which
+//! start the ranks. The arrows run one way: builder -> launch -> (startup,
+//! worker loop, controller, spmd) -> (handler, protocol, transport).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -14,6 +25,8 @@ use crate::diag::JobError;
 use crate::fault::FaultPlan;
 use crate::launch::{self, Launch};
 use crate::registry::CommandEntry;
+use crate::spmd::SpmdContext;
+use crate::worker::WorkerExit;
 
 /// Which engine carries the protocol.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,6 +58,7 @@ pub struct UniverseBuilder {
     ranks: Option<usize>,
     threads_per_rank: Option<usize>,
     startup_timeout: Option<Duration>,
+    abort_timeout: Option<Duration>,
     faults: Option<FaultPlan>,
     store_dir: Option<std::path::PathBuf>,
     memory_budget: Option<u64>,
@@ -62,6 +76,37 @@ impl Default for UniverseBuilder {
 
 /// Why a universe could not run the user's closure to completion.
 pub type RunResult<R> = Result<R, JobError>;
+
+/// The outcome of every rank an SPMD run hosted in this process, as
+/// `(rank, outcome)` in rank order ([`UniverseBuilder::spmd`]).
+pub type SpmdOutcomes<R> = Vec<(usize, RunResult<R>)>;
+
+/// How a library-mode universe ended on one rank
+/// (`UniverseBuilder::run_on`).
+#[derive(Debug, PartialEq, Eq)]
+pub enum RankExit<R> {
+    /// This rank was the root: the closure's result.
+    Root(R),
+    /// This rank was a worker: how its loop ended, with the diagnostic of
+    /// the failure that stopped the job in
+    /// [`WorkerExit::Aborted`] (the root's fail-stop text).
+    Worker(WorkerExit),
+}
+
+impl<R> RankExit<R> {
+    /// True on the root.
+    pub fn is_root(&self) -> bool {
+        matches!(self, RankExit::Root(_))
+    }
+
+    /// The closure's result on the root, `None` on a worker.
+    pub fn root(self) -> Option<R> {
+        match self {
+            RankExit::Root(v) => Some(v),
+            RankExit::Worker(_) => None,
+        }
+    }
+}
 
 /// True when this process was started by an MPI launcher (one of
 /// [`LAUNCHER_VARIABLES`](crate::LAUNCHER_VARIABLES) is set).
@@ -81,6 +126,7 @@ impl UniverseBuilder {
             ranks: None,
             threads_per_rank: None,
             startup_timeout: None,
+            abort_timeout: None,
             faults: None,
             store_dir: None,
             memory_budget: None,
@@ -183,6 +229,14 @@ impl UniverseBuilder {
         self
     }
 
+    /// Library mode on MPI: how long a rank waits for its peers after the
+    /// universe was aborted before it ends the process with `MPI_Abort` on
+    /// the universe's communicator (default `UNI20_ABORT_TIMEOUT`, else 30 s).
+    pub fn abort_timeout(mut self, t: Duration) -> Self {
+        self.abort_timeout = Some(t);
+        self
+    }
+
     /// Replaces the link-time registry of one in-process rank by `entries`.
     /// For tests and plugin scenarios: it lets two ranks disagree about the
     /// registry, which the start-up check must refuse.
@@ -211,6 +265,9 @@ impl UniverseBuilder {
         }
         if let Some(t) = self.startup_timeout {
             c.startup_timeout = t;
+        }
+        if let Some(t) = self.abort_timeout {
+            c.abort_timeout = t;
         }
         if let Some(p) = &self.faults {
             c.faults = p.clone();
@@ -247,33 +304,150 @@ impl UniverseBuilder {
         }
     }
 
-    /// Starts the universe and runs `f` on the root.
+    /// Resolves the configuration and the launch for one run.
+    fn launch(self) -> Result<(Launch, TransportChoice), JobError> {
+        let config = self.resolved_config()?;
+        config.check_mpi_support(cfg!(feature = "mpi"))?;
+        let transport = self.resolved_transport(&config);
+        Ok((
+            Launch {
+                config,
+                registry_overrides: self.registry_overrides,
+            },
+            transport,
+        ))
+    }
+
+    /// Starts a standalone universe and runs `f` on the root: the engine of
+    /// `uni20::launch`.
     ///
     /// In-process, worker ranks are threads that end when `f` returns. Under
-    /// MPI, worker ranks run the worker loop and then **exit the process**
-    /// (status 0 after a clean shutdown, non-zero otherwise); only the root
-    /// returns from `run`.
+    /// MPI, this call owns the process: it initialises MPI (and refuses to
+    /// start if the host already did: use `UniverseBuilder::run_on`),
+    /// installs the runtime's panic hook, ends the job with `MPI_Abort` on
+    /// fail-stop, and worker ranks run the worker loop and then **exit the
+    /// process** (status 0 after a clean shutdown, non-zero otherwise); only
+    /// the root returns from `run`. The in-process universe also installs
+    /// the panic hook (once per process; it keeps handler panics quiet and
+    /// records helper-thread panics for diagnostics).
     ///
     /// # Errors
     /// [`JobError::Config`] for a malformed `UNI20_*` variable;
     /// [`JobError::RegistryMismatch`] if ranks disagree about the registry;
     /// [`JobError::Startup`] for a bad configuration, a rank that cannot be
-    /// started or never arrives, or a build without MPI support started by
-    /// an MPI launcher with several processes
+    /// started or never arrives, MPI already initialised, or a build without
+    /// MPI support started by an MPI launcher with several processes
     /// ([`RankConfig::check_mpi_support`]); [`JobError::Registry`] for an
     /// invalid link-time registry. Errors of individual operations are
     /// returned by those operations.
     pub fn run<R>(self, f: impl FnOnce(&Controller<'_>) -> R) -> RunResult<R> {
+        let (launch, transport) = self.launch()?;
+        match transport {
+            #[cfg(feature = "mpi")]
+            TransportChoice::Mpi => crate::mpi_launch::standalone(launch, f),
+            #[cfg(not(feature = "mpi"))]
+            TransportChoice::Mpi => Err(JobError::Startup(
+                "this build has no MPI support: rebuild with `--features mpi`".into(),
+            )),
+            _ => launch::in_process(launch, f),
+        }
+    }
+
+    /// Library mode: runs the universe on the ranks of `comm`, a
+    /// communicator the host program owns (any intra-communicator, for
+    /// example a half of the world from `split_by_color`). Every rank of
+    /// `comm` must call `run_on`; rank 0 of `comm` is the root and runs `f`,
+    /// the others run the worker loop.
+    ///
+    /// Returns on every rank: the root with [`RankExit::Root`]`(f's
+    /// result)`, a worker with [`RankExit::Worker`] (clean shutdown, or
+    /// [`WorkerExit::Aborted`] with the root's fail-stop diagnostic). The
+    /// universe runs on its own duplicate of `comm` (`MPI_Comm_dup`, freed
+    /// before returning), so several universes may run one after another on
+    /// one communicator, and at the same time on disjoint ones. It never
+    /// initialises or finalises MPI, installs no panic hook and never exits
+    /// the process. On fail-stop every rank of the universe is told with an
+    /// abort frame and returns; `MPI_Abort` on the universe's communicator
+    /// is called only when a rank cannot complete its sends, or the closing
+    /// handshake, within the abort timeout after an abort
+    /// ([`UniverseBuilder::abort_timeout`]): a peer that died or never calls
+    /// into uni20 again.
+    ///
+    /// Threading: MPI must be initialised by the host (any level); uni20
+    /// calls MPI only from the thread that called `run_on`, which must be
+    /// the thread that initialised MPI under `Threading::Single` or
+    /// `Funneled` (checked). The settings the builder ignores under MPI
+    /// (`ranks`) are ignored here too; a fault plan applies to this
+    /// universe only.
+    ///
+    /// # Errors
+    /// On the root: as [`UniverseBuilder::run`] (except MPI initialisation).
+    /// On every rank: [`JobError::Startup`] if MPI is not initialised, is
+    /// finalised, may not be called from this thread, `comm` is an
+    /// inter-communicator, or the configuration is invalid.
+    #[cfg(feature = "mpi")]
+    pub fn run_on<C: mpi::topology::Communicator, R>(
+        self,
+        comm: &C,
+        f: impl FnOnce(&Controller<'_>) -> R,
+    ) -> RunResult<RankExit<R>> {
         let config = self.resolved_config()?;
-        config.check_mpi_support(cfg!(feature = "mpi"))?;
-        let transport = self.resolved_transport(&config);
         let launch = Launch {
             config,
             registry_overrides: self.registry_overrides,
         };
+        crate::mpi_launch::library(launch, comm, f)
+    }
+
+    /// Expert SPMD mode: runs `f` on every rank, each with its
+    /// [`SpmdContext`] (rank, size, collectives, plan agreement, collective
+    /// commands). Returns `(rank, outcome)` for the ranks this process ran:
+    /// every rank, in rank order, in-process (`ranks` threads; rank 0 on the
+    /// calling thread), or this process's rank under `mpirun` (built with
+    /// `mpi`): on MPI initialised by the host if it is (library mode), else
+    /// uni20 initialises and finalises it around the universe. A rank's
+    /// outcome is `f`'s value, or the failure that stopped the universe (the
+    /// same on every rank for a plan disagreement). No panic hook is
+    /// installed and the process is never ended; a panic of `f` on rank 0
+    /// (or under MPI, this rank) stops the universe and is re-raised, on
+    /// another in-process rank it becomes that rank's error.
+    ///
+    /// # Errors
+    /// [`JobError::Config`] / [`JobError::Startup`] for a bad configuration,
+    /// a rank that cannot be started, or MPI that cannot be initialised.
+    pub fn spmd<R: Send>(self, f: impl Fn(&SpmdContext<'_>) -> R + Sync) -> RunResult<SpmdOutcomes<R>> {
+        let (launch, transport) = self.launch()?;
         match transport {
-            TransportChoice::Mpi => launch::mpi(launch, f),
-            _ => launch::in_process(launch, f),
+            #[cfg(feature = "mpi")]
+            TransportChoice::Mpi => crate::mpi_launch::spmd_world(launch, &f),
+            #[cfg(not(feature = "mpi"))]
+            TransportChoice::Mpi => Err(JobError::Startup(
+                "this build has no MPI support: rebuild with `--features mpi`".into(),
+            )),
+            _ => crate::spmd::run::in_process(launch, &f),
         }
+    }
+
+    /// Expert SPMD mode in library mode: runs `f` on this rank of an SPMD
+    /// universe on `comm`, a communicator the host owns (every rank of
+    /// `comm` must call it). Same MPI requirements, duplicate communicator,
+    /// abort handling and return-on-every-rank behaviour as
+    /// [`UniverseBuilder::run_on`].
+    ///
+    /// # Errors
+    /// As [`UniverseBuilder::run_on`]; the failure that stopped the universe
+    /// (for example [`JobError::Disagreement`]).
+    #[cfg(feature = "mpi")]
+    pub fn spmd_on<C: mpi::topology::Communicator, R>(
+        self,
+        comm: &C,
+        f: impl FnOnce(&SpmdContext<'_>) -> R,
+    ) -> RunResult<R> {
+        let config = self.resolved_config()?;
+        let launch = Launch {
+            config,
+            registry_overrides: self.registry_overrides,
+        };
+        crate::spmd::run::on_communicator(launch, comm, f)
     }
 }

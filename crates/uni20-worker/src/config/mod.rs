@@ -12,6 +12,7 @@
 //! | `UNI20_RANKS` | integer 1 to [`MAX_IN_PROCESS_RANKS`] | [`DEFAULT_RANKS`](crate::DEFAULT_RANKS) (in-process only) |
 //! | `UNI20_THREADS_PER_RANK` | positive integer | cores / ranks on the node |
 //! | `UNI20_STARTUP_TIMEOUT` | positive seconds (`60`, `2.5`) | 60 |
+//! | `UNI20_ABORT_TIMEOUT` | positive seconds | 30 (library mode on MPI: how long a rank waits for its peers after an abort before `MPI_Abort`) |
 //! | `UNI20_STORE_DIR` | directory | stores in memory |
 //! | `UNI20_STORE_BUDGET` | size | unlimited |
 //! | `UNI20_STORAGE_RANKS` | integer >= 0 | 0 |
@@ -53,6 +54,11 @@ pub const MAX_IN_PROCESS_RANKS: usize = 1024;
 /// Default start-up timeout: how long the root waits for every worker.
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// Default abort timeout of a library-mode MPI universe: how long a rank
+/// waits, after the universe was aborted, for its sends in flight and for
+/// its peers' closing frames before it ends the process with `MPI_Abort`.
+pub const DEFAULT_ABORT_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Default largest MPI message: payloads above it are split into chunks
 /// of this many bytes (1 GiB).
 pub const DEFAULT_CHUNK_BYTES: usize = 1 << 30;
@@ -69,6 +75,7 @@ pub const RUNTIME_VARIABLES: &[&str] = &[
     "UNI20_RANKS",
     "UNI20_THREADS_PER_RANK",
     "UNI20_STARTUP_TIMEOUT",
+    "UNI20_ABORT_TIMEOUT",
     "UNI20_STORE_DIR",
     "UNI20_STORE_BUDGET",
     "UNI20_STORAGE_RANKS",
@@ -157,6 +164,10 @@ pub struct RankConfig {
     pub threads_per_rank: Option<usize>,
     /// How long the root waits for every worker (`UNI20_STARTUP_TIMEOUT`).
     pub startup_timeout: Duration,
+    /// Library mode on MPI: how long a rank waits for its peers after the
+    /// universe was aborted before it calls `MPI_Abort` on the universe's
+    /// communicator (`UNI20_ABORT_TIMEOUT`).
+    pub abort_timeout: Duration,
     /// Directory of the on-disk stores (`UNI20_STORE_DIR`); `None`: in memory.
     pub store_dir: Option<PathBuf>,
     /// Memory budget of each disk store in bytes (`UNI20_STORE_BUDGET`);
@@ -189,6 +200,7 @@ impl Default for RankConfig {
             ranks: None,
             threads_per_rank: None,
             startup_timeout: DEFAULT_STARTUP_TIMEOUT,
+            abort_timeout: DEFAULT_ABORT_TIMEOUT,
             store_dir: None,
             store_budget: None,
             storage_ranks: 0,
@@ -268,6 +280,15 @@ impl RankConfig {
                     "UNI20_STARTUP_TIMEOUT",
                     &v,
                     "a positive number of seconds, e.g. 60 or 2.5",
+                )
+            })?;
+        }
+        if let Some(v) = text("UNI20_ABORT_TIMEOUT")? {
+            c.abort_timeout = parse::seconds(&v).ok_or_else(|| {
+                config_error(
+                    "UNI20_ABORT_TIMEOUT",
+                    &v,
+                    "a positive number of seconds, e.g. 30 or 2.5",
                 )
             })?;
         }
@@ -356,6 +377,9 @@ impl RankConfig {
         }
         if self.startup_timeout.is_zero() {
             return Err(JobError::Startup("the start-up timeout must be positive".into()));
+        }
+        if self.abort_timeout.is_zero() {
+            return Err(JobError::Startup("the abort timeout must be positive".into()));
         }
         Ok(())
     }

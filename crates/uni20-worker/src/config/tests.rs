@@ -89,6 +89,18 @@ fn startup_timeout() {
 }
 
 #[test]
+fn abort_timeout() {
+    assert_eq!(parse(&[]).unwrap().abort_timeout, Duration::from_secs(30));
+    let t = |v| parse(&[("UNI20_ABORT_TIMEOUT", v)]).unwrap().abort_timeout;
+    assert_eq!(t("4"), Duration::from_secs(4));
+    assert_eq!(t("0.5"), Duration::from_millis(500));
+    for bad in ["0", "-1", "never", "5m"] {
+        let (expected, _) = refused("UNI20_ABORT_TIMEOUT", bad);
+        assert!(expected.contains("positive number of seconds"), "{expected}");
+    }
+}
+
+#[test]
 fn store_dir() {
     let c = parse(&[("UNI20_STORE_DIR", "/tmp/uni20-store")]).unwrap();
     assert_eq!(c.store_dir, Some(PathBuf::from("/tmp/uni20-store")));

@@ -1,0 +1,264 @@
+//! Starting SPMD universes: the rank body shared by both transports (the
+//! registry check, the user's closure, the outcome), the in-process runner
+//! (ranks as scoped threads) and the MPI runner (one rank per process, on a
+//! duplicate of a host communicator). Neither installs a panic hook nor
+//! ends the process: a panic in the closure stops the universe and is
+//! re-raised on the rank's thread (in-process: rank 0's panic on the
+//! caller's thread; another rank's panic becomes that rank's error).
+
+use std::any::Any;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use uni20_persist::Store;
+
+use crate::config::{RankConfig, MAX_IN_PROCESS_RANKS};
+use crate::diag::JobError;
+use crate::fault::{FaultKind, FaultPlan};
+use crate::inproc::{InProcessTransport, Shared};
+use crate::launch::{Launch, DEFAULT_RANKS};
+use crate::panics::panic_message;
+use crate::protocol::Hello;
+use crate::registry::{diff_signatures, Registry};
+use crate::transport::Transport;
+
+use super::SpmdContext;
+
+/// How one rank's closure ended.
+pub(crate) enum RankOutcome<R> {
+    /// It returned (or the universe stopped before or while it ran).
+    Done(Result<R, JobError>),
+    /// It panicked; the universe was aborted.
+    Panicked(Box<dyn Any + Send>),
+}
+
+/// Fault kinds an SPMD universe can inject (on any rank, rank 0 included):
+/// those that make one rank's handler fail.
+const SPMD_FAULTS: &[FaultKind] = &[
+    FaultKind::Error,
+    FaultKind::Panic,
+    FaultKind::HelperPanic,
+    FaultKind::Io,
+    FaultKind::BadReply,
+];
+
+/// Refuses faults an SPMD universe cannot inject, so a test that relies on
+/// one never passes without it.
+///
+/// # Errors
+/// [`JobError::Startup`] naming the fault.
+pub(crate) fn check_faults(faults: &FaultPlan, size: usize) -> Result<(), JobError> {
+    for kind in [
+        FaultKind::Exit,
+        FaultKind::Kill,
+        FaultKind::NoArrive,
+        FaultKind::Registry,
+        FaultKind::Spawn,
+        FaultKind::UnknownCmd,
+        FaultKind::Schema,
+        FaultKind::Garbage,
+        FaultKind::Trailing,
+    ] {
+        if faults.has_kind(kind) {
+            return Err(JobError::Startup(format!(
+                "UNI20_INJECT_FAULT: {kind:?} cannot be injected in an SPMD universe (only {:?})",
+                SPMD_FAULTS
+            )));
+        }
+    }
+    match faults.faults().iter().find(|f| f.rank >= size) {
+        Some(f) => Err(JobError::Startup(format!(
+            "UNI20_INJECT_FAULT: `{f}`: rank {} does not exist in a universe of {size} ranks",
+            f.rank
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Every rank checks that all ranks run the same registry and chunk size
+/// (one all-gather; every rank computes the same verdict).
+fn handshake(ctx: &SpmdContext<'_>, registry: &Registry, config: &RankConfig) -> Result<(), JobError> {
+    let mine = Hello {
+        rank: ctx.rank(),
+        digest: registry.digest(),
+        signatures: registry.signatures(),
+        chunk_bytes: config.chunk_bytes as u64,
+    };
+    let all: Vec<Hello> = ctx.all_gather(&mine)?;
+    let mut differences = Vec::new();
+    let mut settings = Vec::new();
+    for h in all.iter().skip(1) {
+        if h.digest != all[0].digest || h.signatures != all[0].signatures {
+            differences.extend(diff_signatures(&all[0].signatures, &h.signatures, h.rank));
+            if differences.is_empty() {
+                differences.push(format!("rank {} reports a different registry digest", h.rank));
+            }
+        }
+        if h.chunk_bytes != all[0].chunk_bytes {
+            settings.push(format!(
+                "rank {} splits messages into chunks of {} bytes, rank 0 into chunks of {} bytes \
+                 (UNI20_CHUNK_BYTES must be equal on every rank)",
+                h.rank, h.chunk_bytes, all[0].chunk_bytes
+            ));
+        }
+    }
+    if !differences.is_empty() {
+        return Err(ctx.fail(JobError::RegistryMismatch { differences }));
+    }
+    if !settings.is_empty() {
+        return Err(ctx.fail(JobError::Startup(settings.join("; "))));
+    }
+    Ok(())
+}
+
+/// One rank of an SPMD universe: the handshake, then `f` on this rank's
+/// context. The outcome is the closure's value unless the universe stopped
+/// (a failure recorded on this rank, or an abort by another).
+pub(crate) fn rank_main<R>(
+    t: &dyn Transport,
+    registry: &Registry,
+    store: &Store,
+    threads: usize,
+    config: &RankConfig,
+    f: impl FnOnce(&SpmdContext<'_>) -> R,
+) -> RankOutcome<R> {
+    let backends = config.backends.backend_list(threads);
+    let ctx = SpmdContext::new(t, registry, store, &backends, threads, &config.faults);
+    let _span = tracing::info_span!("rank", rank = ctx.rank()).entered();
+    if let Err(e) = handshake(&ctx, registry, config) {
+        return RankOutcome::Done(Err(ctx.take_failure().unwrap_or(e)));
+    }
+    match catch_unwind(AssertUnwindSafe(|| f(&ctx))) {
+        Err(p) => {
+            let why = format!(
+                "rank {} panicked in the SPMD closure: {}",
+                ctx.rank(),
+                panic_message(&*p)
+            );
+            ctx.fail(JobError::Stopped(why));
+            RankOutcome::Panicked(p)
+        }
+        Ok(v) => RankOutcome::Done(match (ctx.take_failure(), t.aborted()) {
+            (Some(e), _) => Err(e),
+            (None, Some(why)) => Err(JobError::Stopped(why)),
+            (None, None) => Ok(v),
+        }),
+    }
+}
+
+/// An SPMD universe with ranks as threads of this process; `f` runs on
+/// every rank (rank 0 on the calling thread). Returns `(rank, outcome)` in
+/// rank order.
+///
+/// # Errors
+/// [`JobError::Startup`] for a bad rank count, faults or store, or a rank
+/// thread that cannot be started; [`JobError::Registry`] for an invalid
+/// link-time registry.
+pub(crate) fn in_process<R: Send>(
+    launch: Launch,
+    f: &(dyn Fn(&SpmdContext<'_>) -> R + Sync),
+) -> Result<crate::universe::SpmdOutcomes<R>, JobError> {
+    let n = launch.config.ranks.unwrap_or(DEFAULT_RANKS);
+    if n == 0 || n > MAX_IN_PROCESS_RANKS {
+        return Err(JobError::Startup(format!(
+            "{n} in-process ranks requested: from 1 to {MAX_IN_PROCESS_RANKS}"
+        )));
+    }
+    check_faults(&launch.config.faults, n)?;
+    let threads = launch.threads(n);
+    let shared = Shared::new(n);
+    let mut ranks = Vec::with_capacity(n);
+    for r in 0..n {
+        ranks.push((launch.registry_of(r)?, launch.open_store(r)?));
+    }
+    let config = &launch.config;
+    let run_rank = |rank: usize, registry: Registry, store: Store| {
+        let t = InProcessTransport::new(rank, shared.clone());
+        let out = rank_main(&t, &registry, &store, threads, config, f);
+        t.depart();
+        out
+    };
+    let mut ranks = ranks.into_iter();
+    let (root_registry, root_store) = ranks.next().ok_or_else(|| JobError::Startup("no rank 0".into()))?;
+    let outcomes = std::thread::scope(|scope| {
+        let mut handles = Vec::with_capacity(n - 1);
+        for (i, (registry, store)) in ranks.enumerate() {
+            let rank = i + 1;
+            let run_rank = &run_rank;
+            let spawned = std::thread::Builder::new()
+                .name(format!("uni20-spmd-{rank}"))
+                .spawn_scoped(scope, move || run_rank(rank, registry, store));
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    let why = format!("cannot start the thread of rank {rank} of {n}: {e}");
+                    InProcessTransport::new(0, shared.clone()).abort(&why);
+                    return Err(JobError::Startup(why));
+                }
+            }
+        }
+        let mut outcomes = vec![run_rank(0, root_registry, root_store)];
+        for h in handles {
+            outcomes.push(
+                h.join()
+                    .unwrap_or_else(|p| RankOutcome::Panicked(Box::new(panic_message(&*p)))),
+            );
+        }
+        Ok(outcomes)
+    })?;
+    let aborted = InProcessTransport::new(0, shared).aborted();
+    let mut results = Vec::with_capacity(n);
+    for (rank, outcome) in outcomes.into_iter().enumerate() {
+        let result = match outcome {
+            RankOutcome::Panicked(p) if rank == 0 => std::panic::resume_unwind(p),
+            RankOutcome::Panicked(p) => Err(JobError::Stopped(format!(
+                "rank {rank} panicked in the SPMD closure: {}",
+                panic_message(&*p)
+            ))),
+            RankOutcome::Done(Ok(v)) => match &aborted {
+                Some(why) => Err(JobError::Stopped(why.clone())),
+                None => Ok(v),
+            },
+            RankOutcome::Done(Err(e)) => Err(e),
+        };
+        results.push((rank, result));
+    }
+    Ok(results)
+}
+
+/// One rank of an SPMD universe on a duplicate of the host communicator
+/// `comm` (library mode: MPI initialised by the host; every rank of `comm`
+/// must call this).
+///
+/// # Errors
+/// As [`in_process`] for this rank, plus the MPI requirements of
+/// [`check_mpi_usable`](crate::mpi_transport::check_mpi_usable).
+#[cfg(feature = "mpi")]
+pub(crate) fn on_communicator<C: mpi::topology::Communicator, R>(
+    launch: Launch,
+    comm: &C,
+    f: impl FnOnce(&SpmdContext<'_>) -> R,
+) -> Result<R, JobError> {
+    use crate::mpi_transport::{check_mpi_usable, duplicate_host_communicator, MpiTransport, OnAbort};
+    check_mpi_usable()?;
+    let dup = duplicate_host_communicator(comm)?;
+    let on_abort = OnAbort::Frames {
+        timeout: launch.config.abort_timeout,
+    };
+    let t = MpiTransport::with_policy(dup, launch.config.chunk_bytes, on_abort);
+    let (rank, size) = (t.rank(), t.size());
+    check_faults(&launch.config.faults, size)?;
+    let threads = launch.threads(launch.config.launcher.local_size.unwrap_or(size));
+    let registry = launch.registry_of(rank)?;
+    let store = launch.open_store(rank)?;
+    let outcome = rank_main(&t, &registry, &store, threads, &launch.config, f);
+    let aborted = t.finish();
+    drop(t);
+    match outcome {
+        RankOutcome::Panicked(p) => std::panic::resume_unwind(p),
+        RankOutcome::Done(Ok(v)) => match aborted {
+            Some(why) => Err(JobError::Stopped(why)),
+            None => Ok(v),
+        },
+        RankOutcome::Done(Err(e)) => Err(e),
+    }
+}
