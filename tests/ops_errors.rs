@@ -16,6 +16,9 @@ fn tensor(ctl: &Controller<'_>, shape: &[usize], block: usize) -> DistTensor {
     DistTensor::from_local(ctl, &t, block).unwrap()
 }
 
+/// One refused call: what it was, its outcome, and the error it must give.
+type Check<'a> = (&'a str, Result<DistTensor, DistError>, fn(&DistError) -> bool);
+
 /// Asserts that nothing is queued or in flight (the refused call submitted nothing).
 fn nothing_submitted(ctl: &Controller<'_>, what: &str) {
     assert_eq!(
@@ -33,7 +36,7 @@ fn bad_input_is_refused_before_anything_is_submitted() {
             let a = tensor(ctl, &[2, 3], 2);
             let b = tensor(ctl, &[3, 2], 2);
             let c = tensor(ctl, &[2, 4], 2);
-            let checks: Vec<(&str, Result<DistTensor, DistError>, fn(&DistError) -> bool)> = vec![
+            let checks: Vec<Check<'_>> = vec![
                 ("axpby shapes", axpby(ctl, 1.0, &a, 1.0, &c, "ij->ij"), |e| {
                     matches!(e, DistError::ShapeMismatch { expected, got, .. } if expected == &[2, 3] && got == &[2, 4])
                 }),
