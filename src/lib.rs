@@ -54,8 +54,10 @@ pub use uni20_worker as worker;
 
 pub use uni20_dispatch::{BackendList, DType, EinsumSpec, LocalTensor, TensorData, C32, C64};
 pub use uni20_dist::{
-    checkpoint, contract, contract_with, flush_all, plan_contract, read_npy, restore, write_npy, Blocking, Checkpoint,
-    ContractOptions, ContractPlan, DistError, DistTensor, Manifest, Placement, PlanSummary, TensorMeta,
+    axpby, checkpoint, conj, contract, contract_with, flush_all, identity, inner, max_abs, norm, permute,
+    plan_contract, random, read_npy, reblock, reduce, reshape, restore, scale, write_npy, zeros, Blocking, Checkpoint,
+    ContractOptions, ContractPlan, DistError, DistTensor, LabelError, Manifest, Placement, PlanSummary, Reduced,
+    Reduction, TensorMeta, Tiling,
 };
 /// The rsmpi crate uni20 is built against (feature `mpi`): the
 /// communicators a host passes to `run_on` / `spmd_on` come from it.
@@ -69,8 +71,9 @@ pub use uni20_worker::{
 /// The names most programs need.
 pub mod prelude {
     pub use crate::{
-        contract, contract_with, read_npy, write_npy, ContractOptions, Controller, DType, DistTensor, EinsumSpec,
-        LocalTensor, Placement, UniverseBuilder, C64,
+        axpby, conj, contract, contract_with, identity, inner, max_abs, norm, permute, random, read_npy, reblock,
+        reshape, scale, write_npy, zeros, ContractOptions, Controller, DType, DistTensor, EinsumSpec, LocalTensor,
+        Placement, Tiling, UniverseBuilder, C64,
     };
 }
 

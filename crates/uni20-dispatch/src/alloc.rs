@@ -30,7 +30,7 @@ pub(crate) fn zeroed<T: Element>(len: usize) -> Vec<T> {
 /// Advises the allocated capacity of `v` (rounded inwards to whole huge pages) as huge-page
 /// memory, if it is at least [`HUGEPAGE_MIN_BYTES`]. Call before the first write.
 #[cfg(target_os = "linux")]
-fn advise_huge<T>(v: &mut Vec<T>) {
+pub(crate) fn advise_huge<T>(v: &mut Vec<T>) {
     let bytes = v.capacity().saturating_mul(std::mem::size_of::<T>());
     if bytes < HUGEPAGE_MIN_BYTES {
         return;
@@ -49,7 +49,7 @@ fn advise_huge<T>(v: &mut Vec<T>) {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn advise_huge<T>(_v: &mut Vec<T>) {}
+pub(crate) fn advise_huge<T>(_v: &mut Vec<T>) {}
 
 #[cfg(test)]
 mod tests {

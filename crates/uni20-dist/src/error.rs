@@ -4,10 +4,11 @@
 
 use std::path::PathBuf;
 
-use uni20_dispatch::{ContractError, DTypeError, SpecError, TensorError};
+use uni20_dispatch::{BlockError, ContractError, DTypeError, ElementwiseError, SpecError, TensorError};
 use uni20_worker::JobError;
 
 use crate::layout::BlockingError;
+use crate::ops::elementwise::LabelError;
 
 /// Error of a distributed tensor operation.
 ///
@@ -51,6 +52,45 @@ pub enum DistError {
         /// The shape given.
         got: Vec<usize>,
     },
+    /// A list that needs one entry per mode has another length (per-mode
+    /// block sizes, a tiling of another rank).
+    #[error("{what}: expected {expected} entries (one per mode), got {got}")]
+    RankMismatch {
+        /// Which argument.
+        what: String,
+        /// The rank of the tensor.
+        expected: usize,
+        /// The length given.
+        got: usize,
+    },
+    /// The label spec of an element-wise operation is malformed or does not
+    /// fit the operands.
+    #[error(transparent)]
+    Labels(#[from] LabelError),
+    /// Root-side validation of an element-wise rule failed (element count
+    /// of a reshape, a complex scalar with a real output, ...).
+    #[error(transparent)]
+    Elementwise(#[from] ElementwiseError),
+    /// A reshape that neither fuses adjacent modes into one nor splits one
+    /// mode into adjacent modes.
+    #[error(
+        "cannot reshape {from:?} to {to:?}: modes {old_modes:?} would become modes {new_modes:?}; a distributed \
+         reshape may only fuse adjacent modes into one or split one mode into adjacent modes"
+    )]
+    ReshapeNotAdjacent {
+        /// The tensor's shape.
+        from: Vec<usize>,
+        /// The requested shape.
+        to: Vec<usize>,
+        /// The old modes of the offending group.
+        old_modes: Vec<usize>,
+        /// The new modes of the offending group.
+        new_modes: Vec<usize>,
+    },
+    /// A worker-side creation recipe does not fit the shape (an identity
+    /// split beyond the rank).
+    #[error(transparent)]
+    Block(#[from] BlockError),
     /// A plan would exceed a size limit (blocks, block products, bytes of
     /// one block); nothing was allocated or submitted.
     #[error("{what}: {count} exceeds the limit of {limit}; {hint}")]

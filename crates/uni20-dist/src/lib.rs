@@ -16,6 +16,10 @@
 //! | `summary` | `PlanSummary`: a plan in numbers |
 //! | `ops::contract` | `contract`, its pure planner, its command and handler |
 //! | `ops::replicate` | `replicate` and its command |
+//! | `ops::elementwise` | `axpby`, `scale`, `conj`, `permute`, `reshape`, their label specs and command |
+//! | `ops::reblock` | `reblock`, `Tiling`, boxes assembled from another tiling's blocks |
+//! | `ops::reduce` | `norm`, `inner`, `max_abs` (`reduce`) and their command |
+//! | `ops::create` | `zeros`, `random`, `identity` and their command |
 //! | `ops::deferred` | waiting for inputs, submitting, filling outputs |
 //! | `npy` | distributed `.npy` reading and writing |
 //! | `checkpoint` | checkpoints of named tensors (their blocks are kept) |
@@ -23,7 +27,9 @@
 //!
 //! Commands defined here (all registered at link time):
 //! `uni20.contract.v1`, `uni20.replicate.v1`, `uni20.put_blocks.v1`,
-//! `uni20.get_blocks.v1`, `uni20.npy_read.v1`, `uni20.npy_write.v1`.
+//! `uni20.get_blocks.v1`, `uni20.npy_read.v1`, `uni20.npy_write.v1`,
+//! `uni20.elementwise.v1`, `uni20.reblock.v1`, `uni20.reduce.v1`,
+//! `uni20.create.v1`.
 
 #![warn(missing_docs)]
 
@@ -51,6 +57,13 @@ pub use ops::contract::{
     contract, contract_with, einsum, plan_contract, ContractDescriptorV1, ContractOptions, ContractPlan, ContractV1,
     WorkItem, MAX_BLOCK_BYTES, MAX_BLOCK_PRODUCTS,
 };
+pub use ops::create::{identity, random, zeros, CreateDescV1, CreateV1, Recipe};
+pub use ops::elementwise::{
+    axpby, conj, permute, reshape, scale, ElementwiseDescV1, ElementwiseItem, ElementwiseOp, ElementwiseV1, LabelError,
+    SecondOperand,
+};
+pub use ops::reblock::{reblock, BoxSource, Piece, ReblockDescV1, ReblockItem, ReblockV1, Tiling};
+pub use ops::reduce::{inner, max_abs, norm, reduce, ReduceDescV1, ReduceItem, ReduceOp, ReduceV1, Reduced, Reduction};
 pub use ops::replicate::{replicate, ReplicateDesc, ReplicateV1};
 pub use placement::Placement;
 pub use scatter::{GetBlocksDesc, GetBlocksV1, PutBlocksDesc, PutBlocksV1};

@@ -4,5 +4,9 @@
 //! submitting without blocking, filling or poisoning the outputs).
 
 pub(crate) mod contract;
+pub(crate) mod create;
 pub(crate) mod deferred;
+pub(crate) mod elementwise;
+pub(crate) mod reblock;
+pub(crate) mod reduce;
 pub(crate) mod replicate;

@@ -12,12 +12,15 @@ use crate::ops::deferred::{submit_filling, Input, OpJob, Output};
 use crate::tensor::{collect_refs, DistTensor, Manifest};
 
 /// Queues the contraction `v` of `operands` (and `c` when `v.use_c`) and
-/// returns its pending output.
+/// returns its pending output. `notes` are `(input index, note)` of inputs
+/// reblocked for it (index `operands.len()` is C_in); each note gets the
+/// bytes its reblock moved in the summary.
 pub(crate) fn submit_contraction(
     ctl: &Controller<'_>,
     v: Validated,
     operands: &[&DistTensor],
     c: Option<&DistTensor>,
+    notes: Vec<(usize, String)>,
 ) -> DistTensor {
     let (out, write) = DistTensor::pending(ctl, v.out.clone());
     let n_inputs = operands.len();
@@ -37,13 +40,18 @@ pub(crate) fn submit_contraction(
             let p = plan(&v, &ctl.compute_ranks(), &refs, manifests.get(n_inputs));
             let n = p.out_blocking.num_blocks();
             let items: Vec<usize> = p.descriptor.items.iter().map(|i| i.out_block).collect();
+            let mut summary = p.summary();
+            for (i, note) in notes {
+                let moved = keep.get(i).and_then(|t| t.plan_summary()).map_or(0, |s| s.bytes_moved);
+                summary.notes.push(format!("{note} ({moved} bytes moved)"));
+            }
             submit_filling::<ContractV1>(
                 ctl,
                 &p.descriptor,
                 &p.participants,
                 outputs,
                 keep,
-                p.summary(),
+                summary,
                 move |replies| {
                     let by_block = replies
                         .into_iter()

@@ -3,6 +3,7 @@
 //! options, one type with the local contraction's. The pure planner lives in `plan`, the deferred submission in
 //! `job`, and the command with its worker handler in `command`.
 
+mod align;
 mod command;
 mod job;
 mod plan;
@@ -68,18 +69,23 @@ pub fn contract_with(
 /// operation on it report it. The operands stay alive until the
 /// contraction has completed, even if the caller drops them.
 ///
-/// Operands must use the same block extents for each shared index
-/// (tensors created with the same block size do). Output blocks are owned
-/// by the ranks that computed them; [`DistTensor::plan_summary`] shows the
+/// Operands blocked differently on a shared index are aligned first: the
+/// operand whose blocks would need the fewer bytes rebuilt is
+/// [`reblock`](crate::reblock)ed to the other's extents (on a tie B is
+/// reblocked; C_in, when used, is reblocked to the output tiling), and
+/// the plan summary notes it, e.g. `reblocked B on j to [2, 2, 2] (96 bytes
+/// moved)`. With `opts.strict_blocking` such operands are refused
+/// ([`DistError::BlockingMismatch`]) instead. Output blocks are owned by
+/// the ranks that computed them; [`DistTensor::plan_summary`] shows the
 /// plan in numbers.
 ///
 /// # Errors
 /// [`DistError::WrongUniverse`] for an operand of another universe;
 /// [`DistError::Spec`] (malformed spec, more than two operands, ranks,
 /// extents, broadcasting), [`DistError::Contract`] (C's shape, a complex
-/// scalar with a real output), [`DistError::BlockingMismatch`],
-/// [`DistError::PlanTooLarge`] from validation; [`DistError::Job`] if the
-/// job already stopped.
+/// scalar with a real output), [`DistError::BlockingMismatch`] (strict
+/// mode only), [`DistError::PlanTooLarge`] from validation;
+/// [`DistError::Job`] if the job already stopped.
 pub fn einsum(
     ctl: &Controller<'_>,
     spec: impl ResolveSpec,
@@ -90,9 +96,64 @@ pub fn einsum(
         t.check_universe(ctl)?;
     }
     let metas: Vec<&crate::TensorMeta> = operands.iter().map(|t| t.meta()).collect();
-    let v = plan::validate(spec, &metas, opts.c.map(|c| c.meta()), opts.alpha, opts.beta, opts.conj)?;
+    let shapes: Vec<&[usize]> = metas.iter().map(|m| m.shape.as_slice()).collect();
+    let spec = spec.resolve_spec(&shapes)?.into_owned();
+    let cmeta = opts.c.map(|c| c.meta());
+    let validated = plan::validate(&spec, &metas, cmeta, opts.alpha, opts.beta, opts.conj);
+    let (v, targets) = match validated {
+        Err(DistError::BlockingMismatch { .. }) if !opts.strict_blocking => {
+            // Align the tilings (pure), validate the aligned descriptions,
+            // and only then queue the reblocks.
+            let used_c = cmeta.filter(|_| opts.beta != uni20_dispatch::C64::new(0.0, 0.0));
+            let al = align::align(&spec, &metas, used_c)?;
+            let aligned: Vec<crate::TensorMeta> = metas
+                .iter()
+                .copied()
+                .chain(used_c)
+                .zip(&al.targets)
+                .map(|(m, t)| match t {
+                    Some((b, _)) => crate::TensorMeta {
+                        blocking: b.clone(),
+                        ..m.clone()
+                    },
+                    None => m.clone(),
+                })
+                .collect();
+            let refs: Vec<&crate::TensorMeta> = aligned.iter().take(metas.len()).collect();
+            let v = plan::validate(
+                &spec,
+                &refs,
+                aligned.get(metas.len()).or(cmeta),
+                opts.alpha,
+                opts.beta,
+                opts.conj,
+            )?;
+            (v, al.targets)
+        }
+        other => (other?, Vec::new()),
+    };
     if ctl.has_failed() {
         ctl.progress()?;
     }
-    Ok(job::submit_contraction(ctl, v, operands, opts.c))
+    let mut notes = Vec::new();
+    let mut inputs: Vec<DistTensor> = operands.iter().map(|&t| t.clone()).collect();
+    let mut c = opts.c.cloned();
+    for (i, target) in targets.into_iter().enumerate() {
+        if let Some((blocking, note)) = target {
+            let n = inputs.len();
+            // Index `n` is C_in (only present when `opts.c` is).
+            if let Some(slot) = inputs.get_mut(i).or(if i == n { c.as_mut() } else { None }) {
+                tracing::debug!("contraction: {note}");
+                *slot = crate::ops::reblock::submit_reblock(
+                    ctl,
+                    slot,
+                    blocking,
+                    Some(format!("for a contraction: {note}")),
+                );
+                notes.push((i, note));
+            }
+        }
+    }
+    let refs: Vec<&DistTensor> = inputs.iter().collect();
+    Ok(job::submit_contraction(ctl, v, &refs, c.as_ref(), notes))
 }

@@ -330,7 +330,8 @@ pub(crate) fn plan(v: &Validated, workers: &[usize], inputs: &[&Manifest], cm: O
 /// [`DistError::Spec`] for a malformed spec or a shape that does not fit it;
 /// [`DistError::Contract`] for a C of the wrong shape or a complex scalar
 /// with a real output; [`DistError::BlockingMismatch`] if an index is
-/// blocked differently in two operands; [`DistError::PlanTooLarge`] beyond
+/// blocked differently in two operands (this pure planner does not reblock;
+/// [`einsum`](super::einsum) does); [`DistError::PlanTooLarge`] beyond
 /// the plan limits; [`DistError::NoRanks`] for no workers.
 pub fn plan_contract(
     workers: &[usize],

@@ -1,0 +1,370 @@
+//! Boxes assembled from the blocks of another tiling, shared by every
+//! family that reads a tensor under a tiling other than its own (reblock,
+//! axpby with differently blocked operands, inner products): the plan side
+//! ([`BoxSource::of`]: which source blocks overlap a box, and where) and
+//! the worker side ([`BoxSource::assemble`]: copy the overlapping parts of
+//! the (local or replicated) source blocks into one dense block). Also the
+//! rank choice every such family uses ([`Assigner`]: most local bytes
+//! under a load cap).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use uni20_dispatch::{DType, LocalTensor};
+use uni20_persist::{PValue, PersistentPtr, Store};
+use uni20_worker::HandlerError;
+
+use crate::layout::{c_strides, copy_box, Blocking};
+use crate::tensor::{Block, BlockRef, Manifest};
+
+/// One source block overlapping a box: the block, and its global offset
+/// and shape (so the handler can cut the overlap without the tiling).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Piece {
+    /// The source block.
+    pub block: BlockRef,
+    /// Global element offset of the source block, per mode.
+    pub offset: Vec<usize>,
+    /// Shape of the source block.
+    pub shape: Vec<usize>,
+    /// Payload bytes of the source block.
+    pub bytes: u64,
+}
+
+/// A dense box of a source tensor (global offset and shape, in the source's
+/// mode order) and the source blocks that overlap it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BoxSource {
+    /// Global element offset of the box, per mode.
+    pub offset: Vec<usize>,
+    /// Shape of the box.
+    pub shape: Vec<usize>,
+    /// Element type of the source.
+    pub dtype: DType,
+    /// The overlapping source blocks (none for an empty box).
+    pub pieces: Vec<Piece>,
+}
+
+/// Indices of the blocks of one mode (extents `ext`) that overlap
+/// `[lo, hi)`, with their offsets.
+fn overlapping(ext: &[usize], lo: usize, hi: usize) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (i, &e) in ext.iter().enumerate() {
+        if start < hi && start + e > lo {
+            out.push((i, start));
+        }
+        start += e;
+        if start >= hi {
+            break;
+        }
+    }
+    out
+}
+
+impl BoxSource {
+    /// The box at `offset` of `shape` of the tensor of manifest `m`, with
+    /// the blocks of `m` that overlap it (row-major order of their block
+    /// multi-indices). An empty box has no pieces.
+    ///
+    /// # Panics
+    /// If the box does not lie inside `m.shape` (callers derive it from a
+    /// tiling of the same shape).
+    pub fn of(m: &Manifest, offset: &[usize], shape: &[usize]) -> BoxSource {
+        let mut pieces = Vec::new();
+        if !shape.contains(&0) {
+            let per_mode: Vec<Vec<(usize, usize)>> = (0..shape.len())
+                .map(|k| overlapping(m.blocking.mode(k), offset[k], offset[k] + shape[k]))
+                .collect();
+            let mut idx = vec![0usize; shape.len()];
+            'outer: loop {
+                let multi: Vec<usize> = idx.iter().zip(&per_mode).map(|(&i, v)| v[i].0).collect();
+                let lin = m.blocking.linear(&multi);
+                pieces.push(Piece {
+                    block: m.blocks[lin],
+                    offset: idx.iter().zip(&per_mode).map(|(&i, v)| v[i].1).collect(),
+                    shape: m.blocking.block_shape(&multi),
+                    bytes: m.block_bytes(lin),
+                });
+                let mut k = shape.len();
+                loop {
+                    if k == 0 {
+                        break 'outer;
+                    }
+                    k -= 1;
+                    idx[k] += 1;
+                    if idx[k] < per_mode[k].len() {
+                        break;
+                    }
+                    idx[k] = 0;
+                }
+            }
+        }
+        BoxSource {
+            offset: offset.to_vec(),
+            shape: shape.to_vec(),
+            dtype: m.dtype,
+            pieces,
+        }
+    }
+
+    /// True if the box is exactly its single piece (no copy needed).
+    pub fn is_whole_block(&self) -> bool {
+        matches!(self.pieces.as_slice(), [p] if p.offset == self.offset && p.shape == self.shape)
+    }
+
+    /// Bytes of the part of each piece that lies in the box, by owner rank.
+    pub fn overlap_bytes(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
+        let elem = self.dtype.size_bytes() as u64;
+        self.pieces.iter().map(move |p| {
+            let n: u64 = (0..self.shape.len())
+                .map(|k| {
+                    let lo = p.offset[k].max(self.offset[k]);
+                    let hi = (p.offset[k] + p.shape[k]).min(self.offset[k] + self.shape[k]);
+                    hi.saturating_sub(lo) as u64
+                })
+                .product();
+            (p.block.owner, n * elem)
+        })
+    }
+
+    /// Assembles the box on a worker from its pieces, which must be in
+    /// `store` (owned or replicated there). A box that is exactly one block
+    /// is that block (no copy).
+    ///
+    /// # Errors
+    /// A [`HandlerError`] naming the object if a piece cannot be loaded or
+    /// has another shape or dtype than planned.
+    pub fn assemble(&self, store: &Store) -> Result<Assembled, HandlerError> {
+        let load = |p: &Piece| -> Result<PValue<Block>, HandlerError> {
+            let v = store
+                .load_wait(PersistentPtr::<Block>::from_id(p.block.id))
+                .map_err(|e| HandlerError::from(e).with_object(p.block.id))?;
+            if v.0.shape() != p.shape.as_slice() || v.0.dtype() != self.dtype {
+                return Err(HandlerError::msg(format!(
+                    "block has shape {:?} {}, the plan says {:?} {}",
+                    v.0.shape(),
+                    v.0.dtype().name(),
+                    p.shape,
+                    self.dtype.name()
+                ))
+                .with_object(p.block.id));
+            }
+            Ok(v)
+        };
+        if self.is_whole_block() {
+            return Ok(Assembled::Stored(load(&self.pieces[0])?));
+        }
+        let elem = self.dtype.size_bytes();
+        let n: usize = self.shape.iter().product();
+        let mut bytes = vec![0u8; n * elem];
+        let dst_strides = c_strides(&self.shape);
+        for p in &self.pieces {
+            let v = load(p)?;
+            let src_strides = c_strides(&p.shape);
+            let r = self.shape.len();
+            let mut lo = vec![0; r];
+            let mut ext = vec![0; r];
+            for k in 0..r {
+                lo[k] = p.offset[k].max(self.offset[k]);
+                ext[k] = (p.offset[k] + p.shape[k])
+                    .min(self.offset[k] + self.shape[k])
+                    .saturating_sub(lo[k]);
+            }
+            let src_base: usize = (0..r).map(|k| (lo[k] - p.offset[k]) * src_strides[k]).sum();
+            let dst_base: usize = (0..r).map(|k| (lo[k] - self.offset[k]) * dst_strides[k]).sum();
+            copy_box(
+                v.0.as_bytes(),
+                &src_strides,
+                src_base,
+                &mut bytes,
+                &dst_strides,
+                dst_base,
+                &ext,
+                elem,
+            );
+        }
+        let t = LocalTensor::from_bytes(self.dtype, &self.shape, &bytes)?;
+        Ok(Assembled::Built(t))
+    }
+}
+
+/// An assembled box: a stored block itself, or a newly built tensor.
+pub enum Assembled {
+    /// The box is exactly one stored block.
+    Stored(PValue<Block>),
+    /// The box was copied together from pieces.
+    Built(LocalTensor),
+}
+
+impl Assembled {
+    /// The dense tensor.
+    pub fn tensor(&self) -> &LocalTensor {
+        match self {
+            Assembled::Stored(v) => &v.0,
+            Assembled::Built(t) => t,
+        }
+    }
+
+    /// The dense tensor, owned (a copy only for a stored block).
+    pub fn into_tensor(self) -> LocalTensor {
+        match self {
+            Assembled::Stored(v) => v.0.clone(),
+            Assembled::Built(t) => t,
+        }
+    }
+}
+
+/// Chooses the rank of each work item: the compute rank holding most of
+/// the item's input bytes among those below the load cap (`ceil(items /
+/// ranks)`), ties to the less loaded, then the lower rank.
+pub(crate) struct Assigner {
+    workers: Vec<usize>,
+    load: BTreeMap<usize, usize>,
+    cap: usize,
+}
+
+impl Assigner {
+    /// For `n_items` items over `workers` (not empty; callers check).
+    pub(crate) fn new(workers: &[usize], n_items: usize) -> Assigner {
+        Assigner {
+            workers: workers.to_vec(),
+            load: workers.iter().map(|&w| (w, 0)).collect(),
+            cap: n_items.div_ceil(workers.len().max(1)).max(1),
+        }
+    }
+
+    /// The rank for an item whose inputs lie on ranks as `(rank, bytes)`.
+    pub(crate) fn pick(&mut self, local: impl IntoIterator<Item = (usize, u64)>) -> usize {
+        let mut bytes: BTreeMap<usize, u64> = BTreeMap::new();
+        for (r, b) in local {
+            *bytes.entry(r).or_default() += b;
+        }
+        let rank = self
+            .workers
+            .iter()
+            .copied()
+            .filter(|w| self.load[w] < self.cap)
+            .max_by_key(|w| {
+                (
+                    bytes.get(w).copied().unwrap_or(0),
+                    std::cmp::Reverse(self.load[w]),
+                    std::cmp::Reverse(*w),
+                )
+            })
+            .unwrap_or(self.workers[0]);
+        *self.load.entry(rank).or_default() += 1;
+        rank
+    }
+
+    /// The owner itself when it is a compute rank (a block-wise item then
+    /// moves nothing), otherwise as [`Assigner::pick`].
+    pub(crate) fn keep(&mut self, owner: usize, bytes: u64) -> usize {
+        if self.load.contains_key(&owner) {
+            *self.load.entry(owner).or_default() += 1;
+            owner
+        } else {
+            self.pick([(owner, bytes)])
+        }
+    }
+}
+
+/// True if block range `[lo, lo + len)` of a mode is exactly one block of
+/// the extents `ext`.
+pub(crate) fn is_block_of(ext: &[usize], lo: usize, len: usize) -> bool {
+    let mut start = 0;
+    for &e in ext {
+        if start == lo {
+            return e == len;
+        }
+        if start > lo {
+            return false;
+        }
+        start += e;
+    }
+    false
+}
+
+/// Bytes of the blocks of `from` (a tiling of a tensor of `dtype`) that are
+/// not exactly blocks of `to` (the bytes a reblock from `from` to `to` must
+/// rebuild from pieces; blocks that are kept are copied on their owner).
+pub(crate) fn rebuilt_bytes(from: &Blocking, to: &Blocking, dtype: DType) -> u64 {
+    let kept_per_mode: Vec<Vec<bool>> = (0..from.rank())
+        .map(|k| {
+            let mut start = 0;
+            from.mode(k)
+                .iter()
+                .map(|&e| {
+                    let kept = is_block_of(to.mode(k), start, e);
+                    start += e;
+                    kept
+                })
+                .collect()
+        })
+        .collect();
+    (0..from.num_blocks())
+        .filter(|&b| {
+            let m = from.multi(b);
+            !m.iter().zip(&kept_per_mode).all(|(&i, v)| v[i])
+        })
+        .map(|b| (from.block_len(b) * dtype.size_bytes()) as u64)
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use uni20_persist::ObjectId;
+
+    fn manifest(shape: &[usize], ext: Vec<Vec<usize>>) -> Manifest {
+        let blocking = Blocking::from_extents(shape, ext).unwrap();
+        let blocks = (0..blocking.num_blocks())
+            .map(|b| BlockRef {
+                owner: 1 + b % 2,
+                id: ObjectId::new(1, b as u64),
+            })
+            .collect();
+        Manifest {
+            shape: shape.to_vec(),
+            dtype: DType::F64,
+            blocking,
+            blocks,
+        }
+    }
+
+    #[test]
+    fn pieces_cover_the_box() {
+        let m = manifest(&[6, 4], vec![vec![2, 2, 2], vec![3, 1]]);
+        let b = BoxSource::of(&m, &[1, 2], &[3, 2]);
+        let offs: Vec<Vec<usize>> = b.pieces.iter().map(|p| p.offset.clone()).collect();
+        assert_eq!(offs, vec![vec![0, 0], vec![0, 3], vec![2, 0], vec![2, 3]]);
+        let bytes: u64 = b.overlap_bytes().map(|(_, n)| n).sum();
+        assert_eq!(bytes, 3 * 2 * 8);
+        assert!(!b.is_whole_block());
+        assert!(BoxSource::of(&m, &[2, 0], &[2, 3]).is_whole_block());
+        assert!(BoxSource::of(&m, &[0, 0], &[0, 3]).pieces.is_empty());
+    }
+
+    #[test]
+    fn rebuilt_bytes_counts_blocks_that_are_cut_differently() {
+        let a = Blocking::from_extents(&[6, 2], vec![vec![2, 2, 2], vec![2]]).unwrap();
+        let b = Blocking::from_extents(&[6, 2], vec![vec![2, 4], vec![2]]).unwrap();
+        // Only a's first block is a block of b.
+        assert_eq!(rebuilt_bytes(&a, &b, DType::F64), 2 * 2 * 2 * 8);
+        assert_eq!(rebuilt_bytes(&b, &a, DType::F64), 4 * 2 * 8);
+        assert_eq!(rebuilt_bytes(&a, &a, DType::F64), 0);
+    }
+
+    #[test]
+    fn assigner_prefers_local_bytes_under_the_cap() {
+        let mut a = Assigner::new(&[1, 2], 2);
+        assert_eq!(a.pick([(2, 10), (1, 5)]), 2);
+        // Rank 2 is at the cap: the next item goes to rank 1 whatever its bytes.
+        assert_eq!(a.pick([(2, 10)]), 1);
+        let mut k = Assigner::new(&[1, 2], 1);
+        assert_eq!(k.keep(2, 8), 2);
+        assert_eq!(k.keep(2, 8), 2);
+        // A storage rank's block goes to a compute rank.
+        assert_eq!(k.keep(3, 8), 1);
+    }
+}

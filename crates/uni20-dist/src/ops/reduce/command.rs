@@ -1,0 +1,189 @@
+//! The `uni20.reduce.v1` command: its descriptor (the reduction, one item
+//! per block of `a`, with the box of `b` for an inner product) and the
+//! worker handler. Each rank reduces its items with the local kernels
+//! (`uni20_dispatch::{norm_sqr, inner, max_abs}`), combines its partials
+//! (Neumaier-compensated sum, or maximum), and sends that one scalar to the
+//! leader (the lowest participant), which combines the ranks' scalars in
+//! rank order and is the only rank to reply with a value: one scalar
+//! reaches the root.
+
+use serde::{Deserialize, Serialize};
+use uni20_dispatch::{inner, max_abs, norm_sqr, C64};
+use uni20_persist::PersistentPtr;
+use uni20_worker::{register_command, CommandSpec, HandlerError, Tag, WorkerContext, TAG_DATA_BASE};
+
+use crate::ops::reblock::BoxSource;
+use crate::tensor::{Block, BlockRef};
+use crate::transfer::{exchange_blocks, Transfer};
+
+/// Tag of the partial results sent to the leader (above every transfer tag).
+const TAG_PARTIAL: Tag = TAG_DATA_BASE + 30_000;
+
+/// The reduction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum ReduceOp {
+    /// `sum |a_i|^2` (real part of the value).
+    NormSqr,
+    /// `sum conj(a_i) * b_i`.
+    Inner,
+    /// `max |a_i|` (real part of the value; NaN if any element is NaN).
+    MaxAbs,
+}
+
+/// One block of `a` reduced by `rank`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReduceItem {
+    /// Rank that reduces the item.
+    pub rank: usize,
+    /// The block of `a`.
+    pub a: BlockRef,
+    /// For [`ReduceOp::Inner`]: the box of `b` matching `a`'s block.
+    pub b: Option<BoxSource>,
+}
+
+/// The `uni20.reduce.v1` descriptor, identical on every participant.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReduceDescV1 {
+    /// The reduction.
+    pub op: ReduceOp,
+    /// One item per block of `a`.
+    pub items: Vec<ReduceItem>,
+    /// Worker-to-worker block transfers; transfer `i` uses the tags of `i`.
+    pub transfers: Vec<Transfer>,
+    /// Every participant, ascending; the first is the leader.
+    pub participants: Vec<usize>,
+}
+
+/// The command `uni20.reduce.v1`. Reply: the combined value on the leader,
+/// `None` on every other participant.
+pub struct ReduceV1;
+
+impl CommandSpec for ReduceV1 {
+    const WIRE_NAME: &'static str = "uni20.reduce.v1";
+    const DEBUG_NAME: &'static str = "reduce";
+    const SCHEMA_VERSION: u32 = 1;
+    type Descriptor = ReduceDescV1;
+    type Reply = Option<C64>;
+}
+
+/// Neumaier-compensated sum of the real and imaginary parts.
+#[derive(Default)]
+struct Sum {
+    re: (f64, f64),
+    im: (f64, f64),
+}
+
+fn neumaier(acc: &mut (f64, f64), x: f64) {
+    let t = acc.0 + x;
+    acc.1 += if acc.0.abs() >= x.abs() {
+        (acc.0 - t) + x
+    } else {
+        (x - t) + acc.0
+    };
+    acc.0 = t;
+}
+
+/// Combines values of one reduction: compensated sums, or the maximum
+/// (NaN wins).
+struct Combine {
+    op: ReduceOp,
+    sum: Sum,
+    max: f64,
+}
+
+impl Combine {
+    fn new(op: ReduceOp) -> Combine {
+        Combine {
+            op,
+            sum: Sum::default(),
+            max: 0.0,
+        }
+    }
+    fn add(&mut self, v: C64) {
+        match self.op {
+            ReduceOp::MaxAbs => {
+                self.max = if v.re.is_nan() || self.max.is_nan() {
+                    f64::NAN
+                } else {
+                    self.max.max(v.re)
+                }
+            }
+            _ => {
+                neumaier(&mut self.sum.re, v.re);
+                neumaier(&mut self.sum.im, v.im);
+            }
+        }
+    }
+    fn total(&self) -> C64 {
+        match self.op {
+            ReduceOp::MaxAbs => C64::new(self.max, 0.0),
+            _ => C64::new(self.sum.re.0 + self.sum.re.1, self.sum.im.0 + self.sum.im.1),
+        }
+    }
+}
+
+fn encode(v: C64) -> [u8; 16] {
+    let mut b = [0u8; 16];
+    b[..8].copy_from_slice(&v.re.to_le_bytes());
+    b[8..].copy_from_slice(&v.im.to_le_bytes());
+    b
+}
+
+fn decode(b: &[u8], from: usize) -> Result<C64, HandlerError> {
+    let arr: [u8; 16] = b
+        .try_into()
+        .map_err(|_| HandlerError::msg(format!("partial result from rank {from} has {} bytes, not 16", b.len())))?;
+    let f = |s: &[u8]| f64::from_le_bytes(s.try_into().unwrap_or([0; 8]));
+    Ok(C64::new(f(&arr[..8]), f(&arr[8..])))
+}
+
+fn handle_reduce(ctx: &mut WorkerContext<'_>, d: ReduceDescV1) -> Result<Option<C64>, HandlerError> {
+    let me = ctx.rank();
+    let store = ctx.store();
+    let replicas = exchange_blocks(ctx, &d.transfers)?;
+    let mut mine = Combine::new(d.op);
+    let mut count = 0;
+    for (idx, item) in d.items.iter().enumerate().filter(|(_, i)| i.rank == me) {
+        let in_item = |e: HandlerError| e.context(format!("reduction item {idx}"));
+        let a = store
+            .load_wait(PersistentPtr::<Block>::from_id(item.a.id))
+            .map_err(|e| in_item(HandlerError::from(e).with_object(item.a.id)))?;
+        let v = match (d.op, &item.b) {
+            (ReduceOp::NormSqr, _) => C64::new(norm_sqr(&a.0, ctx.threads()), 0.0),
+            (ReduceOp::MaxAbs, _) => C64::new(max_abs(&a.0, ctx.threads()), 0.0),
+            (ReduceOp::Inner, Some(src)) => {
+                let b = src.assemble(store).map_err(in_item)?;
+                inner(&a.0, b.tensor(), ctx.threads()).map_err(|e| in_item(HandlerError::from(e)))?
+            }
+            (ReduceOp::Inner, None) => return Err(in_item(HandlerError::msg("inner product item without b"))),
+        };
+        mine.add(v);
+        count += 1;
+    }
+    store
+        .release_many(&replicas)
+        .map_err(|e| HandlerError::from(e).context("dropping the replicas of this command"))?;
+    let leader = d.participants.first().copied().unwrap_or(me);
+    tracing::debug!(rank = me, items = count, leader, "reduce: partial computed");
+    if me != leader {
+        let bytes = encode(mine.total());
+        ctx.transport().exchange(&[(leader, TAG_PARTIAL, &bytes[..])], &[])?;
+        return Ok(None);
+    }
+    let others: Vec<(usize, Tag)> = d
+        .participants
+        .iter()
+        .filter(|&&r| r != me)
+        .map(|&r| (r, TAG_PARTIAL))
+        .collect();
+    let received = ctx.transport().exchange(&[], &others)?;
+    let mut total = Combine::new(d.op);
+    total.add(mine.total());
+    for ((r, _), b) in others.iter().zip(&received) {
+        total.add(decode(b, *r)?);
+    }
+    Ok(Some(total.total()))
+}
+
+register_command!(ReduceV1 => handle_reduce);
