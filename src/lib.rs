@@ -41,6 +41,10 @@ pub use uni20_dist::{
     checkpoint, contract, contract_with, flush_all, plan_contract, read_npy, restore, write_npy, Blocking, Checkpoint,
     ContractOptions, ContractPlan, DistError, DistTensor, Manifest, Placement, PlanSummary, TensorMeta,
 };
+pub use uni20_dist::{
+    eigh, lq, qr, svd, EighOptions, EighOutput, LqOutput, QrOptions, QrOutput, SplitError, SvdOptions, SvdOutput,
+    SvdTruncation, DEFAULT_MAX_MATRIX_BYTES,
+};
 pub use uni20_worker::{
     register_command, CommandSpec, Controller, HandlerError, JobError, TransportChoice, TypedHandler, UniverseBuilder,
     WorkerContext,
@@ -52,6 +56,7 @@ pub mod prelude {
         contract, contract_with, read_npy, write_npy, ContractOptions, Controller, DType, DistTensor, EinsumSpec,
         LocalTensor, Placement, UniverseBuilder, C64,
     };
+    pub use crate::{eigh, lq, qr, svd, EighOptions, QrOptions, SvdOptions, SvdTruncation};
 }
 
 /// A universe builder with every operation crate force-linked, so their

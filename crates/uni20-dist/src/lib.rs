@@ -15,13 +15,15 @@
 //! | `transfer` | worker-to-worker block transfers, shared by every family |
 //! | `summary` | `PlanSummary`: a plan in numbers |
 //! | `ops::contract` | `contract`, its pure planner, its command and handler |
+//! | `ops::decomp` | `svd`, `qr`, `lq`, `eigh`: split parser, planner, commands and handlers |
 //! | `ops::replicate` | `replicate` and its command |
 //! | `ops::deferred` | waiting for inputs, submitting, filling outputs |
 //! | `npy` | distributed `.npy` reading and writing |
 //! | `checkpoint` | checkpoints of named tensors |
 //!
 //! Commands defined here (all registered at link time):
-//! `uni20.contract.v1`, `uni20.replicate.v1`, `uni20.put_blocks.v1`,
+//! `uni20.contract.v1`, `uni20.svd.v1`, `uni20.qr.v1`, `uni20.eigh.v1`,
+//! `uni20.distribute_factors.v1`, `uni20.replicate.v1`, `uni20.put_blocks.v1`,
 //! `uni20.get_blocks.v1`, `uni20.npy_read.v1`, `uni20.npy_write.v1`.
 
 #![warn(missing_docs)]
@@ -48,6 +50,11 @@ pub use ops::contract::{
     contract, contract_with, einsum, plan_contract, ContractDescriptorV1, ContractOptions, ContractPlan, ContractV1,
     WorkItem, MAX_BLOCK_BYTES, MAX_BLOCK_PRODUCTS,
 };
+pub use ops::decomp::{
+    eigh, lq, qr, svd, DecompReplyV1, DistributeFactorsDescV1, DistributeFactorsV1, EighDescV1, EighOptions,
+    EighOutput, EighV1, FactoredV1, LqOutput, MatrixDescV1, QrDescV1, QrOptions, QrOutput, QrV1, RejectionV1,
+    SplitError, SvdDescV1, SvdOptions, SvdOutput, SvdTruncation, SvdV1, TruncationV1, DEFAULT_MAX_MATRIX_BYTES,
+};
 pub use ops::replicate::{replicate, ReplicateDesc, ReplicateV1};
 pub use placement::Placement;
 pub use scatter::{GetBlocksDesc, GetBlocksV1, PutBlocksDesc, PutBlocksV1};
@@ -60,6 +67,12 @@ pub use transfer::{exchange_blocks, Transfer, TransferSet};
 #[doc(hidden)]
 pub fn force_link() {
     std::hint::black_box(ContractV1::WIRE_NAME);
+    std::hint::black_box([
+        SvdV1::WIRE_NAME,
+        QrV1::WIRE_NAME,
+        EighV1::WIRE_NAME,
+        DistributeFactorsV1::WIRE_NAME,
+    ]);
 }
 
 use uni20_worker::CommandSpec as _;

@@ -4,5 +4,6 @@
 //! submitting without blocking, filling or poisoning the outputs).
 
 pub(crate) mod contract;
+pub(crate) mod decomp;
 pub(crate) mod deferred;
 pub(crate) mod replicate;
