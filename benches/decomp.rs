@@ -89,6 +89,7 @@ fn interleaved_medians(
 }
 
 fn main() {
+    uni20::init_logging();
     let threads = threads();
     let (n, block) = if bench_mode() { (2000, 500) } else { (200, 50) };
     let mut c = Criterion::default()

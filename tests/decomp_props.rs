@@ -330,3 +330,42 @@ fn truncation_at_a_degenerate_multiplet() {
         })
         .unwrap();
 }
+
+/// Placement: the matrix is assembled on the compute worker owning most of
+/// the input (never the root, never a storage rank), the factor blocks end
+/// up round-robin on the compute workers, and no payload passes the root.
+#[test]
+fn placement_follows_the_input_and_avoids_root_and_storage_ranks() {
+    uni20::universe()
+        .ranks(5)
+        .storage_ranks(1)
+        .run(|ctl| {
+            assert_eq!((ctl.compute_ranks(), ctl.storage_ranks()), (vec![1, 2, 3], vec![4]));
+            let mut seed = 3;
+            let a = random_tensor(DType::F64, &[8, 6], &mut seed);
+            // Most of the input on rank 3.
+            let da = DistTensor::from_local_on(ctl, &a, 4, &Placement::Ranks(vec![3, 3, 3, 1])).unwrap();
+            let out = check_svd(ctl, &a, &da, "a|b", &SvdOptions::default());
+            assert_eq!(out.factorizer, 3);
+            let owners =
+                |t: &DistTensor| -> Vec<usize> { t.manifest(ctl).unwrap().blocks.iter().map(|b| b.owner).collect() };
+            let mut all = owners(&out.u);
+            all.extend(owners(&out.vh));
+            assert_eq!(
+                all,
+                vec![1, 2, 3, 1, 2, 3, 1, 2],
+                "round-robin over the compute workers"
+            );
+            assert_eq!(out.summary.bytes_through_root, 0);
+            assert_eq!(out.summary.participants, vec![1, 2, 3]);
+            // Input on the storage rank only: a compute worker fetches it all.
+            let ds = DistTensor::from_local_on(ctl, &a, 4, &Placement::Storage).unwrap();
+            let out = check_svd(ctl, &a, &ds, "a|b", &SvdOptions::default());
+            assert_eq!(out.factorizer, 1);
+            assert!(out.summary.participants.contains(&4) && !out.summary.participants.contains(&0));
+            assert_eq!(out.summary.per_rank[&4].bytes_sent, 8 * 6 * 8);
+            let q = check_qr(ctl, &a, &ds, "a|b", false);
+            assert!(owners(&q.0).iter().chain(&owners(&q.1)).all(|r| [1, 2, 3].contains(r)));
+        })
+        .unwrap();
+}

@@ -16,6 +16,7 @@ use uni20::prelude::*;
 use uni20::DistError;
 
 fn main() {
+    uni20::init_logging();
     let checked = uni20::universe()
         .run(|ctl| {
             assert_eq!(ctl.transport_kind(), "mpi", "not launched by mpirun");
