@@ -59,6 +59,10 @@ pub use uni20_dist::{
     ContractOptions, ContractPlan, DistError, DistTensor, LabelError, Manifest, Placement, PlanSummary, Reduced,
     Reduction, TensorMeta, Tiling,
 };
+pub use uni20_dist::{
+    eigh, lq, qr, svd, EighOptions, EighOutput, LqOutput, QrOptions, QrOutput, SplitError, SvdOptions, SvdOutput,
+    SvdTruncation, DEFAULT_MAX_MATRIX_BYTES,
+};
 /// The rsmpi crate uni20 is built against (feature `mpi`): the
 /// communicators a host passes to `run_on` / `spmd_on` come from it.
 #[cfg(feature = "mpi")]
@@ -75,6 +79,7 @@ pub mod prelude {
         reshape, scale, write_npy, zeros, ContractOptions, Controller, DType, DistTensor, EinsumSpec, LocalTensor,
         Placement, Tiling, UniverseBuilder, C64,
     };
+    pub use crate::{eigh, lq, qr, svd, EighOptions, QrOptions, SvdOptions, SvdTruncation};
 }
 
 /// A universe builder with every operation crate force-linked, so their

@@ -4,10 +4,14 @@
 
 use std::path::PathBuf;
 
-use uni20_dispatch::{BlockError, ContractError, DTypeError, ElementwiseError, SpecError, TensorError};
+use uni20_dispatch::{
+    BlockError, ContractError, DType, DTypeError, DecompError, DecompKind, ElementwiseError, SpecError, TensorError,
+    C64,
+};
 use uni20_worker::JobError;
 
 use crate::layout::BlockingError;
+use crate::ops::decomp::SplitError;
 use crate::ops::elementwise::LabelError;
 
 /// Error of a distributed tensor operation.
@@ -170,4 +174,80 @@ pub enum DistError {
     /// asked for, or none reported some block): a runtime bug.
     #[error("protocol violation: {0}")]
     Protocol(String),
+    /// A decomposition's label split does not fit the tensor (checked
+    /// before anything runs).
+    #[error("{op}: split `{split}`: {error}")]
+    Split {
+        /// The decomposition.
+        op: DecompKind,
+        /// The split as given.
+        split: String,
+        /// What is wrong.
+        error: SplitError,
+    },
+    /// A decomposition's matrix is larger than one rank may assemble
+    /// (checked before anything runs).
+    #[error(
+        "{op}: the {rows}x{cols} {dtype} matrix needs {bytes} bytes on one rank, over the limit of {limit} bytes \
+         (max_matrix_bytes); a rank-distributed factorization is not built yet"
+    )]
+    MatrixTooLarge {
+        /// The decomposition.
+        op: DecompKind,
+        /// Rows of the matrix view.
+        rows: u128,
+        /// Columns of the matrix view.
+        cols: u128,
+        /// Element type.
+        dtype: DType,
+        /// Bytes of the matrix (saturated at `u128::MAX`).
+        bytes: u128,
+        /// The limit in force.
+        limit: u64,
+    },
+    /// A decomposition option is invalid, or the local kernel refused the
+    /// call (checked on the root before anything runs).
+    #[error(transparent)]
+    Decomp(#[from] DecompError),
+    /// A decomposition's input holds NaN or an infinity: the first block
+    /// (in block order) that does, and its first such element. Nothing was
+    /// committed; the job goes on.
+    #[error(
+        "{op}: block {block} (block index {block_index:?}) holds the non-finite value {value} at element {element:?}"
+    )]
+    NonFinite {
+        /// The decomposition.
+        op: DecompKind,
+        /// Block number (row-major in the input's tiling).
+        block: usize,
+        /// The block's multi-index.
+        block_index: Vec<usize>,
+        /// The element's multi-index in the tensor.
+        element: Vec<usize>,
+        /// Its value.
+        value: C64,
+    },
+    /// `eigh`: the matrix view is not Hermitian within the tolerance: the
+    /// largest deviation and where it is. Nothing was committed; the job
+    /// goes on.
+    #[error(
+        "eigh: the matrix is not Hermitian: |A[{row},{col}] - conj(A[{col},{row}])| = {deviation:e} \
+         (row index {row_index:?}, column index {col_index:?}) exceeds {tolerance:e} * max|A| = {tolerance:e} * {max_abs:e}"
+    )]
+    NotHermitian {
+        /// Matrix row of the largest deviation.
+        row: usize,
+        /// Matrix column of the largest deviation.
+        col: usize,
+        /// `row` as a multi-index over the row modes.
+        row_index: Vec<usize>,
+        /// `col` as a multi-index over the column modes.
+        col_index: Vec<usize>,
+        /// `|A[row, col] - conj(A[col, row])|`.
+        deviation: f64,
+        /// `max |A|`.
+        max_abs: f64,
+        /// The relative tolerance in force.
+        tolerance: f64,
+    },
 }

@@ -15,6 +15,7 @@
 //! | `transfer` | worker-to-worker block transfers, shared by every family |
 //! | `summary` | `PlanSummary`: a plan in numbers |
 //! | `ops::contract` | `contract`, its pure planner, its command and handler |
+//! | `ops::decomp` | `svd`, `qr`, `lq`, `eigh`: split parser, planner, commands and handlers |
 //! | `ops::replicate` | `replicate` and its command |
 //! | `ops::elementwise` | `axpby`, `scale`, `conj`, `permute`, `reshape`, their label specs and command |
 //! | `ops::reblock` | `reblock`, `Tiling`, boxes assembled from another tiling's blocks |
@@ -26,7 +27,8 @@
 //! | `lifetimes` | `gc` across ranks from live tensors, checkpoints and named roots |
 //!
 //! Commands defined here (all registered at link time):
-//! `uni20.contract.v1`, `uni20.replicate.v1`, `uni20.put_blocks.v1`,
+//! `uni20.contract.v1`, `uni20.svd.v1`, `uni20.qr.v1`, `uni20.eigh.v1`,
+//! `uni20.distribute_factors.v1`, `uni20.replicate.v1`, `uni20.put_blocks.v1`,
 //! `uni20.get_blocks.v1`, `uni20.npy_read.v1`, `uni20.npy_write.v1`,
 //! `uni20.elementwise.v1`, `uni20.reblock.v1`, `uni20.reduce.v1`,
 //! `uni20.create.v1`.
@@ -58,6 +60,11 @@ pub use ops::contract::{
     WorkItem, MAX_BLOCK_BYTES, MAX_BLOCK_PRODUCTS,
 };
 pub use ops::create::{identity, random, zeros, CreateDescV1, CreateV1, Recipe};
+pub use ops::decomp::{
+    eigh, lq, qr, svd, DecompReplyV1, DistributeFactorsDescV1, DistributeFactorsV1, EighDescV1, EighOptions,
+    EighOutput, EighV1, FactoredV1, LqOutput, MatrixDescV1, QrDescV1, QrOptions, QrOutput, QrV1, RejectionV1,
+    SplitError, SvdDescV1, SvdOptions, SvdOutput, SvdTruncation, SvdV1, TruncationV1, DEFAULT_MAX_MATRIX_BYTES,
+};
 pub use ops::elementwise::{
     axpby, conj, permute, reshape, scale, ElementwiseDescV1, ElementwiseItem, ElementwiseOp, ElementwiseV1, LabelError,
     SecondOperand,
@@ -76,6 +83,12 @@ pub use transfer::{exchange_blocks, Transfer, TransferSet};
 #[doc(hidden)]
 pub fn force_link() {
     std::hint::black_box(ContractV1::WIRE_NAME);
+    std::hint::black_box([
+        SvdV1::WIRE_NAME,
+        QrV1::WIRE_NAME,
+        EighV1::WIRE_NAME,
+        DistributeFactorsV1::WIRE_NAME,
+    ]);
 }
 
 use uni20_worker::CommandSpec as _;

@@ -5,6 +5,7 @@
 
 pub(crate) mod contract;
 pub(crate) mod create;
+pub(crate) mod decomp;
 pub(crate) mod deferred;
 pub(crate) mod elementwise;
 pub(crate) mod reblock;
