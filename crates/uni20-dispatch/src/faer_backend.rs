@@ -6,7 +6,7 @@ use faer::linalg::matmul::matmul_with_conj;
 use faer::{Accum, Conj, MatMut, MatRef, Par};
 
 use crate::backend::{ContractBackend, KernelError};
-use crate::lower::{GemmCall, GemmLowering};
+use crate::lower::{AnyStrides, GemmCall, GemmLowering};
 use crate::problem::ContractProblem;
 use crate::scalar::Element;
 use crate::tensor::{with_dtype, LocalTensor};
@@ -129,8 +129,8 @@ fn run_typed<T: Element + faer::traits::ComplexField>(
     p: &ContractProblem<'_>,
     threads: usize,
 ) -> Result<LocalTensor, KernelError> {
-    let mut lowering = GemmLowering::<T>::new(p, &|_| true, threads)?;
-    lowering.for_each_gemm(|g: GemmCall<T>| {
+    let mut lowering = GemmLowering::<T>::new(p, &AnyStrides, threads)?;
+    lowering.for_each_gemm_par(threads, &|g: GemmCall<T>, threads: usize| {
         let accum = if g.accumulate { Accum::Add } else { Accum::Replace };
         // SAFETY: `GemmCall` guarantees that every (row, col) index of `a` (m x k), `b`
         // (k x n) and `dst` (m x n) at the given strides reaches a live element for the

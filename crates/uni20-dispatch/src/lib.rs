@@ -60,6 +60,8 @@
 
 mod alloc;
 mod backend;
+#[cfg(feature = "blas")]
+mod blas_backend;
 mod contract;
 #[cfg(feature = "cuda")]
 mod cuda;
@@ -75,8 +77,11 @@ mod reference;
 mod scalar;
 mod spec;
 mod tensor;
+mod tune;
 mod view;
 
+#[cfg(feature = "blas")]
+pub use blas_backend::BlasBackend;
 pub use backend::{AttemptOutcome, BackendList, ContractBackend, KernelAttempt, KernelDispatchError, KernelError};
 pub use contract::{
     contract, contract_into, contract_operands, contract_unary, contract_views, contract_with_attempts, einsum,
@@ -93,4 +98,5 @@ pub use reference::{reference_contract, ReferenceBackend};
 pub use scalar::Element;
 pub use spec::{EinsumSpec, ResolveSpec, ResolvedSpec, SpecError};
 pub use tensor::{LocalTensor, TensorData, TensorError};
+pub use tune::{measure, ShapeClass, TuneEntry, TuneError, TuneTable, TUNE_FILE_ENV, TUNE_FORMAT_VERSION};
 pub use view::{AnyView, StridedView, StridedViewMut, ViewError};
