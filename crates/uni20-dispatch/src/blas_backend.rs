@@ -154,14 +154,19 @@ fn blas_mat(l: &MatLayout) -> Option<BlasMat> {
     }
     let ld_ok = |s: isize, min: usize| s > 0 && (s as usize) >= min.max(1) && (s as usize) <= MAX_DIM;
     if !l.conj && (l.rows <= 1 || l.row_stride == 1) && (l.cols <= 1 || ld_ok(l.col_stride, l.rows)) {
-        let ld = if l.cols <= 1 { l.rows.max(1) } else { l.col_stride as usize };
-        return Some(BlasMat {
-            op: Op::NoTrans,
-            ld,
-        });
+        let ld = if l.cols <= 1 {
+            l.rows.max(1)
+        } else {
+            l.col_stride as usize
+        };
+        return Some(BlasMat { op: Op::NoTrans, ld });
     }
     if (l.cols <= 1 || l.col_stride == 1) && (l.rows <= 1 || ld_ok(l.row_stride, l.cols)) {
-        let ld = if l.rows <= 1 { l.cols.max(1) } else { l.row_stride as usize };
+        let ld = if l.rows <= 1 {
+            l.cols.max(1)
+        } else {
+            l.row_stride as usize
+        };
         let op = if l.conj { Op::ConjTrans } else { Op::Trans };
         return Some(BlasMat { op, ld });
     }
@@ -401,7 +406,9 @@ fn blas_call<T: BlasScalar>(g: &GemmCall<T>) -> Result<(), String> {
         None => (None, None, None, [0; 3], g.a, g.b),
     };
     let (Some(x), Some(y), Some(c)) = (first, second, c) else {
-        return Err(format!("internal error: a GEMM layout BLAS cannot take reached the BLAS backend ({g:?})"));
+        return Err(format!(
+            "internal error: a GEMM layout BLAS cannot take reached the BLAS backend ({g:?})"
+        ));
     };
     let dims = [int(dims[0])?, int(dims[1])?, int(dims[2])?];
     // SAFETY: `GemmCall` guarantees every (row, col) index of A, B and dst at their strides
@@ -445,7 +452,11 @@ impl BlasBackend {
         let Some(plan) = plan_of::<T>(p, &BlasRules).map_err(|e| e.to_string())? else {
             return Ok(()); // no GEMM at all: beta * C or zeros
         };
-        let dim = |ls: &[char]| ls.iter().map(|&l| p.dim(l).unwrap_or(1)).try_fold(1usize, |a, d| a.checked_mul(d));
+        let dim = |ls: &[char]| {
+            ls.iter()
+                .map(|&l| p.dim(l).unwrap_or(1))
+                .try_fold(1usize, |a, d| a.checked_mul(d))
+        };
         for (what, ls) in [("m", &plan.m), ("n", &plan.n), ("k", &plan.k)] {
             if dim(ls).is_none_or(|d| d > MAX_DIM) {
                 return Err(format!("GEMM dimension {what} exceeds a C int ({})", i32::MAX));
@@ -514,9 +525,21 @@ mod tests {
     fn cblas_layout_rules() {
         use Op::{ConjTrans as CblasConjTrans, NoTrans as CblasNoTrans, Trans as CblasTrans};
         // Column-major, row-major (transposed), conjugated transposed.
-        assert_eq!(blas_mat(&l(3, 4, 1, 5, false)), Some(BlasMat { op: CblasNoTrans, ld: 5 }));
+        assert_eq!(
+            blas_mat(&l(3, 4, 1, 5, false)),
+            Some(BlasMat {
+                op: CblasNoTrans,
+                ld: 5
+            })
+        );
         assert_eq!(blas_mat(&l(3, 4, 4, 1, false)), Some(BlasMat { op: CblasTrans, ld: 4 }));
-        assert_eq!(blas_mat(&l(3, 4, 4, 1, true)), Some(BlasMat { op: CblasConjTrans, ld: 4 }));
+        assert_eq!(
+            blas_mat(&l(3, 4, 4, 1, true)),
+            Some(BlasMat {
+                op: CblasConjTrans,
+                ld: 4
+            })
+        );
         // Conjugated but column-major: no CBLAS form.
         assert_eq!(blas_mat(&l(3, 4, 1, 3, true)), None);
         // Leading dimension too small, negative or zero strides, two non-unit strides.
@@ -525,8 +548,20 @@ mod tests {
         assert_eq!(blas_mat(&l(3, 4, 0, 1, false)), None);
         assert_eq!(blas_mat(&l(3, 4, 8, 2, false)), None);
         // Extent-1 dimensions: their stride does not matter.
-        assert_eq!(blas_mat(&l(1, 4, 0, 7, false)), Some(BlasMat { op: CblasNoTrans, ld: 7 }));
-        assert_eq!(blas_mat(&l(1, 4, 0, 1, true)), Some(BlasMat { op: CblasConjTrans, ld: 4 }));
+        assert_eq!(
+            blas_mat(&l(1, 4, 0, 7, false)),
+            Some(BlasMat {
+                op: CblasNoTrans,
+                ld: 7
+            })
+        );
+        assert_eq!(
+            blas_mat(&l(1, 4, 0, 1, true)),
+            Some(BlasMat {
+                op: CblasConjTrans,
+                ld: 4
+            })
+        );
         assert_eq!(blas_mat(&l(1, 1, -3, 0, true)).map(|m| m.ld), Some(1));
         // Forms of the destination.
         assert_eq!(form(&l(3, 4, 1, 3, false)), Some(Form::Direct));

@@ -80,9 +80,9 @@ mod tensor;
 mod tune;
 mod view;
 
+pub use backend::{AttemptOutcome, BackendList, ContractBackend, KernelAttempt, KernelDispatchError, KernelError};
 #[cfg(feature = "blas")]
 pub use blas_backend::BlasBackend;
-pub use backend::{AttemptOutcome, BackendList, ContractBackend, KernelAttempt, KernelDispatchError, KernelError};
 pub use contract::{
     contract, contract_into, contract_operands, contract_unary, contract_views, contract_with_attempts, einsum,
 };

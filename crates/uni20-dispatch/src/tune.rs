@@ -71,7 +71,7 @@ impl ShapeClass {
             return 0;
         }
         let lo = 127 - x.leading_zeros(); // floor(log2 x)
-        // Round up when x >= 2^lo * sqrt(2), i.e. x^2 >= 2^(2 lo + 1).
+                                          // Round up when x >= 2^lo * sqrt(2), i.e. x^2 >= 2^(2 lo + 1).
         let up = x.checked_mul(x).is_none_or(|sq| sq >= 1u128 << (2 * lo + 1));
         1u64 << (lo + u32::from(up)).min(63)
     }
@@ -315,7 +315,9 @@ impl TuneTable {
             source,
         };
         let text = serde_json::to_string_pretty(&file).map_err(|e| io(std::io::Error::other(e)))?;
-        let name = path.file_name().map_or_else(|| "tune".into(), |n| n.to_string_lossy().into_owned());
+        let name = path
+            .file_name()
+            .map_or_else(|| "tune".into(), |n| n.to_string_lossy().into_owned());
         let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
         std::fs::write(&tmp, text + "\n").map_err(io)?;
         std::fs::rename(&tmp, path).map_err(|e| {
@@ -369,7 +371,10 @@ const ROUND_BUDGET: Duration = Duration::from_millis(300);
 /// have been spent), keeping each backend's median. A backend whose run fails is left out
 /// (logged as a warning). Returns the entry (fastest first) and the fastest backend's last
 /// result, or `None` when fewer than two backends accepted and ran.
-pub fn measure(backends: &[Arc<dyn ContractBackend>], problem: &ContractProblem<'_>) -> Option<(TuneEntry, LocalTensor)> {
+pub fn measure(
+    backends: &[Arc<dyn ContractBackend>],
+    problem: &ContractProblem<'_>,
+) -> Option<(TuneEntry, LocalTensor)> {
     let accepting: Vec<&Arc<dyn ContractBackend>> = backends
         .iter()
         .filter(|b| b.accepts_types(problem.dtype()).is_ok() && b.accepts(problem).is_ok())
@@ -377,7 +382,9 @@ pub fn measure(backends: &[Arc<dyn ContractBackend>], problem: &ContractProblem<
     if accepting.len() < 2 {
         return None;
     }
-    let mut alive: Vec<(&Arc<dyn ContractBackend>, Vec<f64>, Option<LocalTensor>)> = Vec::new();
+    /// A backend being measured: its timings and its last result.
+    type Slot<'b> = (&'b Arc<dyn ContractBackend>, Vec<f64>, Option<LocalTensor>);
+    let mut alive: Vec<Slot<'_>> = Vec::new();
     for b in accepting {
         match b.run(problem) {
             Ok(t) => alive.push((b, Vec::new(), Some(t))),
@@ -431,7 +438,20 @@ mod tests {
 
     #[test]
     fn buckets_round_in_log_scale() {
-        let cases = [(0u128, 0u64), (1, 1), (2, 2), (3, 4), (5, 4), (6, 8), (11, 8), (12, 16), (724, 512), (725, 1024), (1448, 1024), (1449, 2048)];
+        let cases = [
+            (0u128, 0u64),
+            (1, 1),
+            (2, 2),
+            (3, 4),
+            (5, 4),
+            (6, 8),
+            (11, 8),
+            (12, 16),
+            (724, 512),
+            (725, 1024),
+            (1448, 1024),
+            (1449, 2048),
+        ];
         for (x, b) in cases {
             assert_eq!(ShapeClass::bucket(x), b, "{x}");
         }
@@ -457,6 +477,9 @@ mod tests {
         let t = TuneTable::new();
         assert_eq!(t.to_string(), "(empty)");
         t.insert(c, e);
-        assert_eq!(t.to_string(), "f64 m~1024 n~8 k~2 batch~1 threads=2 -> blas (blas 12.300 ms, faer 14.100 ms)");
+        assert_eq!(
+            t.to_string(),
+            "f64 m~1024 n~8 k~2 batch~1 threads=2 -> blas (blas 12.300 ms, faer 14.100 ms)"
+        );
     }
 }

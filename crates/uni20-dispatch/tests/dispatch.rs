@@ -485,6 +485,9 @@ fn available_backends_lists_cuda_with_reason() {
     if cfg!(not(feature = "cuda")) {
         let reason = listed[0].1.clone().unwrap_err();
         assert!(reason.contains("feature `cuda`"), "{reason}");
-        assert_eq!(BackendList::default_gpu_first(1).names(), BackendList::default_cpu(1).names());
+        assert_eq!(
+            BackendList::default_gpu_first(1).names(),
+            BackendList::default_cpu(1).names()
+        );
     }
 }

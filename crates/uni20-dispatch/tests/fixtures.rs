@@ -87,7 +87,11 @@ fn check(case: &Case, lname: &str, list: &BackendList, got: &LocalTensor, attemp
     let expected = &case.expected;
     let ran = &attempts.last().unwrap().backend;
     assert!(list.names().contains(&ran.as_str()), "{name}/{lname}: {ran}");
-    assert_eq!(ran == "reference", list.names() == ["reference"], "{name}/{lname}: {ran}");
+    assert_eq!(
+        ran == "reference",
+        list.names() == ["reference"],
+        "{name}/{lname}: {ran}"
+    );
     assert_eq!(got.dtype(), expected.dtype(), "{name}/{lname}: dtype");
     assert_eq!(got.shape(), expected.shape(), "{name}/{lname}: shape");
     let scale = expected.to_c64_vec().iter().map(|z| z.norm()).fold(1.0f64, f64::max);

@@ -107,6 +107,7 @@ proptest! {
         let tol = if matches!(out_dt, DType::F32 | DType::C32) { 1e-4 } else { 1e-10 };
 
         // The default list (the first backend accepting runs), and each fast backend alone.
+        #[cfg_attr(not(feature = "blas"), allow(unused_mut))]
         let mut lists = vec![
             (BackendList::default_cpu(threads), None),
             (BackendList::new(vec![std::sync::Arc::new(FaerBackend::new(threads))]), Some("faer")),

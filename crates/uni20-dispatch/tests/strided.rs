@@ -82,7 +82,9 @@ fn lists(threads: usize) -> Vec<BackendList> {
     let mut v = vec![BackendList::new(vec![Arc::new(FaerBackend::new(threads))])];
     #[cfg(feature = "blas")]
     {
-        v.push(BackendList::new(vec![Arc::new(BlasBackend::new(threads).copying(true))]));
+        v.push(BackendList::new(vec![Arc::new(
+            BlasBackend::new(threads).copying(true),
+        )]));
         v.push(BackendList::new(vec![
             Arc::new(BlasBackend::new(threads)),
             Arc::new(FaerBackend::new(threads)),

@@ -68,7 +68,10 @@ fn ran(list: &BackendList, n: usize) -> String {
 #[test]
 fn shape_class_of_a_problem() {
     let c = class_of(6, 2);
-    assert_eq!((c.dtype, c.m, c.n, c.k, c.batch, c.threads), (DType::F64, 8, 8, 8, 1, 2));
+    assert_eq!(
+        (c.dtype, c.m, c.n, c.k, c.batch, c.threads),
+        (DType::F64, 8, 8, 8, 1, 2)
+    );
     // A batched, permuted contraction: m = a*c, n = e, k = b*d, batch = x.
     let a = LocalTensor::from_f64(&[3, 4, 5, 6, 2], vec![0.0; 720]).unwrap();
     let b = LocalTensor::from_f64(&[6, 4, 7, 2], vec![0.0; 336]).unwrap();
@@ -179,7 +182,10 @@ fn saved_table_is_reloaded() {
         .with_thread_budget(1)
         .with_tuning(Arc::new(loaded));
     assert_eq!(ran(&list2, 4), "fast");
-    assert_eq!((fast2.runs.load(Ordering::SeqCst), slow2.runs.load(Ordering::SeqCst)), (1, 0));
+    assert_eq!(
+        (fast2.runs.load(Ordering::SeqCst), slow2.runs.load(Ordering::SeqCst)),
+        (1, 0)
+    );
 
     // Explicit save and reopen keep entries; open merges what is on disk.
     let other = dir.path().join("other.json");

@@ -98,7 +98,6 @@ pub(crate) struct GemmLowering<'p, T: Clone> {
     accumulate: bool,
     alpha: T,
     mats: Option<Mats<'p, T>>,
-    plan: Option<Plan>,
 }
 
 /// Operands after pre-reduction (layout only when `with_data` is false), and whether any GEMM
@@ -111,7 +110,10 @@ fn reduced<'p, T: Element>(
     let mut a = Operand::of_view(p.a_labels(), typed::<T>(p.a())?);
     let mut b = Operand::of_view(p.b_labels(), typed::<T>(p.b())?);
     let gemm_needed = p.alpha() != C64::new(0.0, 0.0) && !p.label_dims().iter().any(|&(_, d)| d == 0);
-    for (op, summed, free) in [(&mut a, &cls.summed_a, &cls.free_a), (&mut b, &cls.summed_b, &cls.free_b)] {
+    for (op, summed, free) in [
+        (&mut a, &cls.summed_a, &cls.free_a),
+        (&mut b, &cls.summed_b, &cls.free_b),
+    ] {
         if gemm_needed && !summed.is_empty() {
             let keep = concat(&[&cls.batch, free, &cls.contracted]);
             *op = if with_data {
@@ -132,12 +134,20 @@ fn reduced<'p, T: Element>(
 /// # Errors
 /// [`KernelError`] if `T` is not the problem's dtype.
 #[cfg_attr(not(feature = "blas"), allow(dead_code))]
-pub(crate) fn plan_of<T: Element>(p: &ContractProblem<'_>, rules: &dyn LayoutRules) -> Result<Option<Plan>, KernelError> {
+pub(crate) fn plan_of<T: Element>(
+    p: &ContractProblem<'_>,
+    rules: &dyn LayoutRules,
+) -> Result<Option<Plan>, KernelError> {
     let (a, b, gemm_needed) = reduced::<T>(p, false)?;
     Ok(gemm_needed.then(|| choose_for(p, &a, &b, rules)))
 }
 
-fn choose_for<T: Element>(p: &ContractProblem<'_>, a: &Operand<'_, T>, b: &Operand<'_, T>, rules: &dyn LayoutRules) -> Plan {
+fn choose_for<T: Element>(
+    p: &ContractProblem<'_>,
+    a: &Operand<'_, T>,
+    b: &Operand<'_, T>,
+    rules: &dyn LayoutRules,
+) -> Plan {
     let cls = p.classes();
     let out = Operand::<T>::layout_only(p.out_labels().to_vec(), p.out_shape().to_vec());
     let groups = Groups {
@@ -166,6 +176,20 @@ impl<'p, T: Element> GemmLowering<'p, T> {
         } else {
             None
         };
+        if let Some(pl) = &plan {
+            tracing::debug!(
+                target: "uni20_dispatch",
+                operation = %p.source_spec(),
+                loops = %String::from_iter(&pl.loops),
+                m = %String::from_iter(&pl.m),
+                n = %String::from_iter(&pl.n),
+                k = %String::from_iter(&pl.k),
+                copy_a = pl.copy_a,
+                copy_b = pl.copy_b,
+                direct_output = pl.direct,
+                "GEMM plan"
+            );
+        }
         let direct = plan.as_ref().is_none_or(|pl| pl.direct);
         let work_labels = match &plan {
             Some(pl) if !pl.direct => concat(&[&pl.loops, &pl.m, &pl.n]),
@@ -236,14 +260,7 @@ impl<'p, T: Element> GemmLowering<'p, T> {
             accumulate: p.c().is_some(),
             alpha: T::from_c64(p.alpha()),
             mats,
-            plan,
         })
-    }
-
-    /// The plan in use (`None` when no GEMM is needed).
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) fn plan(&self) -> Option<&Plan> {
-        self.plan.as_ref()
     }
 
     /// The GEMM of the loop index at offsets `[oa, ob, od]`.

@@ -109,7 +109,11 @@ pub(crate) fn choose<T: Element>(
     g: &Groups<'_>,
     rules: &dyn LayoutRules,
 ) -> Plan {
-    let dim = |ls: &[char]| ls.iter().map(|&l| out.dim(l).max(a.dim(l)).max(b.dim(l))).product::<usize>();
+    let dim = |ls: &[char]| {
+        ls.iter()
+            .map(|&l| out.dim(l).max(a.dim(l)).max(b.dim(l)))
+            .product::<usize>()
+    };
     let (move_cost, mac_cost) = costs(T::DTYPE);
     let m_orders = distinct([g.free_a.to_vec(), storage_order(a, g.free_a)]);
     let n_orders = distinct([g.free_b.to_vec(), storage_order(b, g.free_b)]);
