@@ -117,6 +117,13 @@ pub trait ContractBackend: Send + Sync {
     fn accepts(&self, _problem: &ContractProblem<'_>) -> Result<(), String> {
         Ok(())
     }
+    /// Whether measured backend choice ([`crate::measure`], [`BackendList::tune`]) times this
+    /// backend. Default `true`; the naive [`crate::ReferenceBackend`] says `false` (it is the
+    /// oracle and the fallback, never the fastest, and timing it on large shapes would take
+    /// minutes).
+    fn tune_candidate(&self) -> bool {
+        true
+    }
     /// Computes the result: a tensor of dtype `problem.dtype()` and shape
     /// `problem.out_shape()`.
     ///

@@ -83,6 +83,9 @@ impl BlasBackend {
     /// The linked library as OpenBLAS describes itself: its build configuration and the
     /// kernel it chose for this CPU, e.g.
     /// `OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY SkylakeX MAX_THREADS=64 (core: SkylakeX)`.
+    /// When an x86-64 CPU with AVX2 got one of OpenBLAS's generic SSE kernels (Prescott,
+    /// Core2, Katmai: an OpenBLAS too old to know the CPU), a note says so and how to choose
+    /// a kernel (`OPENBLAS_CORETYPE`, read when the library is loaded).
     pub fn library() -> String {
         // SAFETY: both functions return pointers to static NUL-terminated strings owned by
         // OpenBLAS (never freed), or null.
@@ -94,12 +97,31 @@ impl BlasBackend {
                     CStr::from_ptr(p).to_string_lossy().trim().to_string()
                 }
             };
+            let core = text(openblas_get_corename());
             format!(
-                "{} (core: {})",
+                "{} (core: {core}{})",
                 text(openblas_get_config()),
-                text(openblas_get_corename())
+                generic_kernel_note(&core)
             )
         }
+    }
+}
+
+/// A note when OpenBLAS runs a generic SSE kernel on a CPU with AVX2 (see
+/// [`BlasBackend::library`]).
+fn generic_kernel_note(core: &str) -> &'static str {
+    let generic = ["prescott", "core2", "katmai", "northwood"]
+        .iter()
+        .any(|g| core.eq_ignore_ascii_case(g));
+    #[cfg(target_arch = "x86_64")]
+    let modern = std::arch::is_x86_feature_detected!("avx2");
+    #[cfg(not(target_arch = "x86_64"))]
+    let modern = false;
+    if generic && modern {
+        "; a generic kernel on an AVX2 CPU: this OpenBLAS does not know the CPU, set \
+         OPENBLAS_CORETYPE=SkylakeX (AVX-512) or Haswell (AVX2) before starting the program"
+    } else {
+        ""
     }
 }
 

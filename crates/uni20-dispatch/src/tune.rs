@@ -366,7 +366,8 @@ const MAX_ROUNDS: usize = 5;
 /// Timed rounds stop early once this much time was spent measuring (at least one round).
 const ROUND_BUDGET: Duration = Duration::from_millis(300);
 
-/// Times every backend of `backends` that accepts `problem` on it: one warm-up run each,
+/// Times every backend of `backends` that is a [tuning candidate](ContractBackend::tune_candidate)
+/// and accepts `problem` on it: one warm-up run each,
 /// then interleaved rounds (each backend once per round, up to 5 rounds or until 0.3 s
 /// have been spent), keeping each backend's median. A backend whose run fails is left out
 /// (logged as a warning). Returns the entry (fastest first) and the fastest backend's last
@@ -377,7 +378,7 @@ pub fn measure(
 ) -> Option<(TuneEntry, LocalTensor)> {
     let accepting: Vec<&Arc<dyn ContractBackend>> = backends
         .iter()
-        .filter(|b| b.accepts_types(problem.dtype()).is_ok() && b.accepts(problem).is_ok())
+        .filter(|b| b.tune_candidate() && b.accepts_types(problem.dtype()).is_ok() && b.accepts(problem).is_ok())
         .collect();
     if accepting.len() < 2 {
         return None;

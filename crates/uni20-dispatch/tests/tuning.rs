@@ -218,26 +218,36 @@ fn explicit_tune_records_an_entry() {
     let entry = list.tune(&p).unwrap();
     assert_eq!(entry.backend, "fast");
     assert_eq!(table.get(&ShapeClass::of(&p, 3)), Some(entry));
-    // One accepting backend: nothing to choose, nothing recorded.
-    let single = BackendList::new(vec![Arc::new(ReferenceBackend)]).with_tuning(Arc::new(TuneTable::new()));
+    // One candidate (the reference is never timed): nothing to choose, nothing recorded.
+    let single = BackendList::new(vec![Slow::new("only", 0), Arc::new(ReferenceBackend)])
+        .with_tuning(Arc::new(TuneTable::new()));
     assert_eq!(single.tune(&p), None);
     assert!(single.tuning().unwrap().is_empty());
 }
 
-/// With the BLAS feature, the real default list: a table entry for faer makes faer run a
-/// problem BLAS would otherwise take.
+/// With the BLAS feature, the real default list: faer runs in the static order; a table entry
+/// for BLAS makes BLAS run that class; a measuring table records one of the two.
 #[cfg(feature = "blas")]
 #[test]
-fn table_switches_between_blas_and_faer() {
+fn table_switches_between_faer_and_blas() {
     let list = BackendList::default_cpu(1);
-    assert_eq!(ran(&list, 16), "blas");
+    assert_eq!(ran(&list, 16), "faer");
     let table = Arc::new(TuneTable::new());
     table.insert(
         class_of(16, 1),
         TuneEntry {
-            backend: "faer".into(),
+            backend: "blas".into(),
             timings: vec![],
         },
     );
-    assert_eq!(ran(&list.clone().with_tuning(table), 16), "faer");
+    let tuned = list.clone().with_tuning(table);
+    assert_eq!(ran(&tuned, 16), "blas");
+    assert_eq!(ran(&tuned, 64), "faer");
+    let measuring = Arc::new(TuneTable::new().measuring(true));
+    let chosen = ran(&list.clone().with_tuning(measuring.clone()), 48);
+    let entry = measuring.get(&class_of(48, 1)).expect("measured");
+    assert_eq!(entry.backend, chosen);
+    let mut names: Vec<&str> = entry.timings.iter().map(|(n, _)| n.as_str()).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["blas", "faer"]);
 }
