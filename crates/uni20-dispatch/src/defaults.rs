@@ -58,8 +58,8 @@ impl BackendList {
 /// Name and availability of every backend this build knows, for `uni20 info`: `cuda` first
 /// (unavailable with a reason when built without the `cuda` feature or when no driver,
 /// cuBLAS or device is present), `blas` when built without the `blas` feature (unavailable,
-/// with the reason), then the backends of [`BackendList::default_cpu`]`(threads)` (faer,
-/// [blas,] reference).
+/// with the reason), then the backends of [`BackendList::default_cpu`]`(threads)`: faer,
+/// blas (available, or unavailable when not built), reference.
 pub fn available_backends(threads: usize) -> Vec<(String, Result<(), String>)> {
     let mut v = vec![("cuda".to_string(), cuda_availability())];
     v.extend(

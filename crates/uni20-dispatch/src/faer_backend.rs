@@ -13,13 +13,17 @@ use crate::tensor::{with_dtype, LocalTensor};
 
 /// GEMM backend built on faer 0.24. Accepts every dtype and every problem.
 ///
-/// The problem is lowered by the shared GEMM lowering (labels summed in one operand
-/// pre-reduced; each operand read **in place** as a strided matrix, any strides including
-/// negative and zero, with its conjugation flag passed to the GEMM, when its free and its
-/// contracted labels each collapse to one stride, else copied once by a blocked permutation;
-/// the output written directly when its free groups are contiguous, else through one permuted
-/// copy; `beta * C` preloaded and accumulated into). Then
-/// `faer::linalg::matmul::matmul_with_conj` runs once per batch element.
+/// The problem is lowered by the shared GEMM lowering: labels summed in one operand
+/// pre-reduced; then a plan chosen by the fewest elements moved (the order of the row, column
+/// and contracted groups, leading free labels promoted to a loop where that avoids a copy):
+/// each operand read **in place** as a strided matrix (any strides, including negative and
+/// zero, with its conjugation flag passed to the GEMM) when its row and its column labels
+/// each collapse to one stride, else copied once by a blocked, parallel permutation; the
+/// output written directly when its row and column groups are contiguous, else through one
+/// permuted copy; `beta * C` preloaded and accumulated into. Then
+/// `faer::linalg::matmul::matmul_with_conj` runs once per loop index (batch labels and
+/// promoted labels); many GEMMs of under 2^18 multiply-adds are spread over the thread budget,
+/// one sequential GEMM per task.
 ///
 /// Thread budget: `threads <= 1` runs every GEMM sequentially (`Par::Seq`). Otherwise the
 /// output of a GEMM is bisected recursively into up to `threads` blocks: each piece is cut

@@ -1,8 +1,7 @@
 //! GEMM lowering of a [`ContractProblem`]: labels summed in one operand pre-reduced, then the
 //! plan of `plan.rs` carried out (operands read in place or copied once, the output written
 //! directly or through one permuted copy). A backend supplies only the GEMM:
-//! [`GemmLowering::for_each_gemm`] and [`GemmLowering::for_each_gemm_par`] hand it one
-//! [`GemmCall`] per loop index.
+//! [`GemmLowering::for_each_gemm_par`] hands it one [`GemmCall`] per loop index.
 
 use crate::backend::KernelError;
 use crate::dtype::C64;
@@ -289,22 +288,9 @@ impl<'p, T: Element> GemmLowering<'p, T> {
         }
     }
 
-    /// Calls `f` once per loop index with that index's GEMM (see [`GemmCall`] for what the
-    /// pointers guarantee), in order on this thread. Calls nothing when no GEMM is needed
-    /// (`alpha == 0` or an extent is 0: the result is `beta * C` or zeros).
-    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-    pub(crate) fn for_each_gemm(&mut self, mut f: impl FnMut(GemmCall<T>)) {
-        let Some(g) = &self.mats else {
-            return;
-        };
-        let d_ptr = self.buf.as_mut_ptr();
-        let [sa, sb, sd] = &g.loop_strides;
-        for_each_batch(&g.loop_dims, [sa, sb, sd], |o| {
-            f(Self::call(g, d_ptr, self.alpha, self.accumulate, o))
-        });
-    }
-
-    /// Runs every GEMM through `f(call, threads_for_the_call)` within a budget of `threads`:
+    /// Runs every GEMM (see [`GemmCall`] for what its pointers guarantee) through
+    /// `f(call, threads_for_the_call)` within a budget of `threads`; nothing runs when no GEMM
+    /// is needed (`alpha == 0` or an extent is 0: the result is `beta * C` or zeros):
     /// when there are several GEMMs of under [`SMALL_GEMM_MACS`] multiply-adds each, the loop
     /// is cut into up to `threads` contiguous ranges run in parallel (`rayon::join`), each
     /// call getting 1 thread; otherwise the calls run in order, each getting `threads`.
