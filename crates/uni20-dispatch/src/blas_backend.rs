@@ -521,11 +521,11 @@ fn odd_parts(blas: &Plan, strided: &Plan) -> String {
 /// The shared lowering under [`BlasRules`], every GEMM on CBLAS.
 fn run_blas<T: BlasScalar>(p: &ContractProblem<'_>, threads: usize) -> Result<LocalTensor, KernelError> {
     let mut lowering = GemmLowering::<T>::new(p, &BlasRules, threads)?;
-    let err = Mutex::new(None);
-    lowering.for_each_gemm_par(threads, &|g: GemmCall<T>, t: usize| split_call(g, t, &err));
-    if let Some(e) = err.into_inner().unwrap_or_else(|p| p.into_inner()) {
-        return Err(KernelError::Failed(e));
-    }
+    lowering.for_each_gemm_par(threads, &|g: GemmCall<T>, t: usize| {
+        let err = Mutex::new(None);
+        split_call(g, t, &err);
+        err.into_inner().unwrap_or_else(|p| p.into_inner()).map_or(Ok(()), Err)
+    })?;
     lowering.finish(p, threads)
 }
 

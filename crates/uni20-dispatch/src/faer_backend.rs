@@ -134,7 +134,7 @@ fn run_typed<T: Element + faer::traits::ComplexField>(
     threads: usize,
 ) -> Result<LocalTensor, KernelError> {
     let mut lowering = GemmLowering::<T>::new(p, &AnyStrides, threads)?;
-    lowering.for_each_gemm_par(threads, &|g: GemmCall<T>, threads: usize| {
+    lowering.for_each_gemm_par(threads, &|g: GemmCall<T>, threads: usize| -> Result<(), String> {
         let accum = if g.accumulate { Accum::Add } else { Accum::Replace };
         // SAFETY: `GemmCall` guarantees that every (row, col) index of `a` (m x k), `b`
         // (k x n) and `dst` (m x n) at the given strides reaches a live element for the
@@ -155,6 +155,7 @@ fn run_typed<T: Element + faer::traits::ComplexField>(
                 threads,
             );
         }
-    });
+        Ok(())
+    })?;
     lowering.finish(p, threads)
 }

@@ -22,7 +22,9 @@ use super::plan::{choose, Groups, LayoutRules, Plan};
 /// `i < m`, `j < k`, `a.wrapping_offset(i * a_rs + j * a_cs)` points to a live, initialized
 /// element (likewise `b` over `k x n` and `dst` over `m x n`); distinct `(i, j)` of `dst` are
 /// distinct elements, `dst` is writable and aliases neither `a` nor `b`, and nothing else
-/// accesses `dst` during the call. Strides may be negative or zero (for `a`, `b`); when `m`,
+/// accesses `dst` during the call. When `accumulate` is false, `dst` may be uninitialised
+/// memory: the callee must write every element and must not read `dst` (faer's
+/// `Accum::Replace` and BLAS's `beta = 0` do neither). Strides may be negative or zero (for `a`, `b`); when `m`,
 /// `n` or `k` is 0 no call is made.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct GemmCall<T> {
@@ -89,7 +91,11 @@ pub(crate) const SMALL_GEMM_MACS: usize = 1 << 18;
 /// [`finish`](Self::finish) permutes once. With `beta != 0` the buffer starts as `beta * C`
 /// and the GEMMs accumulate.
 pub(crate) struct GemmLowering<'p, T: Clone> {
+    /// The work buffer; while `pending > 0` it has length 0 and `pending` elements of
+    /// capacity that the GEMMs write before [`for_each_gemm_par`](Self::for_each_gemm_par)
+    /// sets the length.
     buf: Vec<T>,
+    pending: usize,
     work_labels: Vec<char>,
     work_shape: Vec<usize>,
     /// True when `work_labels` is the output order.
@@ -197,7 +203,11 @@ impl<'p, T: Element> GemmLowering<'p, T> {
         let work_shape: Vec<usize> = work_labels.iter().map(|&l| p.dim(l).unwrap_or(1)).collect();
         let total = checked_len(&work_shape, T::DTYPE.size_bytes())?;
 
-        // Initial contents: beta * C (in work order) or zeros.
+        // Initial contents: beta * C (in work order); nothing when the GEMMs overwrite every
+        // element (no C: each work element belongs to exactly one GEMM call, which replaces
+        // it; faer's `Accum::Replace` and BLAS's beta = 0 never read the destination); else
+        // zeros.
+        let mut pending = 0;
         let buf: Vec<T> = match p.c() {
             Some(c) if total > 0 => {
                 let order: Vec<usize> = work_labels
@@ -212,6 +222,10 @@ impl<'p, T: Element> GemmLowering<'p, T> {
                     }
                 }
                 v
+            }
+            None if plan.is_some() => {
+                pending = total;
+                crate::alloc::uninit_capacity(total)
             }
             _ => crate::alloc::zeroed(total),
         };
@@ -253,6 +267,7 @@ impl<'p, T: Element> GemmLowering<'p, T> {
         };
         Ok(GemmLowering {
             buf,
+            pending,
             work_labels,
             work_shape,
             direct,
@@ -290,35 +305,61 @@ impl<'p, T: Element> GemmLowering<'p, T> {
 
     /// Runs every GEMM (see [`GemmCall`] for what its pointers guarantee) through
     /// `f(call, threads_for_the_call)` within a budget of `threads`; nothing runs when no GEMM
-    /// is needed (`alpha == 0` or an extent is 0: the result is `beta * C` or zeros):
-    /// when there are several GEMMs of under [`SMALL_GEMM_MACS`] multiply-adds each, the loop
-    /// is cut into up to `threads` contiguous ranges run in parallel (`rayon::join`), each
-    /// call getting 1 thread; otherwise the calls run in order, each getting `threads`.
-    pub(crate) fn for_each_gemm_par(&mut self, threads: usize, f: &(dyn Fn(GemmCall<T>, usize) + Sync)) {
+    /// is needed (`alpha == 0` or an extent is 0: the result is `beta * C` or zeros). When
+    /// there are several GEMMs of under [`SMALL_GEMM_MACS`] multiply-adds each, the loop is
+    /// cut into up to `threads` contiguous ranges run in parallel (`rayon::join`), each call
+    /// getting 1 thread; otherwise the calls run in order, each getting `threads`. `f` must
+    /// write every element of its call's destination (it may read it only when
+    /// `call.accumulate`).
+    ///
+    /// # Errors
+    /// The first error `f` returned (the result is then unusable: [`finish`](Self::finish)
+    /// fails).
+    pub(crate) fn for_each_gemm_par(
+        &mut self,
+        threads: usize,
+        f: &(dyn Fn(GemmCall<T>, usize) -> Result<(), String> + Sync),
+    ) -> Result<(), KernelError> {
         let Some(g) = &self.mats else {
-            return;
+            return Ok(());
         };
         let calls = g.calls();
         let macs = g.m.saturating_mul(g.n).saturating_mul(g.k);
-        if threads <= 1 || calls < 2 || macs >= SMALL_GEMM_MACS {
-            let d_ptr = self.buf.as_mut_ptr();
-            let [sa, sb, sd] = &g.loop_strides;
-            for_each_batch(&g.loop_dims, [sa, sb, sd], |o| {
-                f(Self::call(g, d_ptr, self.alpha, self.accumulate, o), threads)
-            });
-            return;
-        }
-        let parts = threads.min(calls);
+        let first_error: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+        let record = |r: Result<(), String>| {
+            if let Err(e) = r {
+                first_error.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
+            }
+        };
+        // The pointer is valid for the buffer's capacity (a pending buffer has length 0).
         let d = SendPtr(self.buf.as_mut_ptr());
         let (alpha, accumulate) = (self.alpha, self.accumulate);
-        let run = |start: usize, end: usize| {
+        if threads <= 1 || calls < 2 || macs >= SMALL_GEMM_MACS {
             let [sa, sb, sd] = &g.loop_strides;
-            let d_ptr = d.get();
-            for_each_batch_range(&g.loop_dims, [sa, sb, sd], start, end, |o| {
-                f(Self::call(g, d_ptr, alpha, accumulate, o), 1)
+            for_each_batch(&g.loop_dims, [sa, sb, sd], |o| {
+                record(f(Self::call(g, d.get(), alpha, accumulate, o), threads))
             });
-        };
-        split_range(0, calls, parts, &run);
+        } else {
+            let run = |start: usize, end: usize| {
+                let [sa, sb, sd] = &g.loop_strides;
+                for_each_batch_range(&g.loop_dims, [sa, sb, sd], start, end, |o| {
+                    record(f(Self::call(g, d.get(), alpha, accumulate, o), 1))
+                });
+            };
+            split_range(0, calls, threads.min(calls), &run);
+        }
+        if let Some(e) = first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            return Err(KernelError::Failed(e));
+        }
+        if self.pending > 0 {
+            // SAFETY: every call succeeded, and together the calls wrote each of the
+            // `pending` work elements (every work label is a loop, row or column label, so
+            // each element is the destination of exactly one call; `f` writes all of its
+            // destination); the capacity is `pending`.
+            unsafe { self.buf.set_len(self.pending) };
+            self.pending = 0;
+        }
+        Ok(())
     }
 
     /// The result of `p` (the problem this was lowered from): the work buffer, permuted into
@@ -327,6 +368,11 @@ impl<'p, T: Element> GemmLowering<'p, T> {
     /// # Errors
     /// [`KernelError`] on an internal layout error or output size overflow.
     pub(crate) fn finish(self, p: &ContractProblem<'_>, threads: usize) -> Result<LocalTensor, KernelError> {
+        if self.pending > 0 {
+            return Err(KernelError::Failed(
+                "internal error: the GEMMs of the lowering did not run".into(),
+            ));
+        }
         let out = if self.direct || self.buf.is_empty() {
             self.buf
         } else {
