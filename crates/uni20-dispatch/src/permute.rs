@@ -1,5 +1,7 @@
 //! Blocked, cache-aware copies of strided views into contiguous row-major buffers.
 
+use std::mem::MaybeUninit;
+
 use crate::scalar::Element;
 use crate::view::StridedView;
 
@@ -30,19 +32,24 @@ pub(crate) fn gather_par<T: Element>(src: &StridedView<'_, T>, order: &[usize], 
     if n == 0 {
         return Vec::new();
     }
-    let mut out: Vec<T> = crate::alloc::zeroed(n);
+    // Every element is written exactly once below (the loops of `gather_into` cover every
+    // destination index), so the buffer starts uninitialised rather than zeroed.
+    let mut out: Vec<T> = crate::alloc::uninit_capacity(n);
     let parts = if n >= GATHER_PAR_MIN && !order.is_empty() {
         threads.min(src.shape()[order[0]]).max(1)
     } else {
         1
     };
-    gather_slabs(src, order, &mut out, parts);
+    gather_slabs(src, order, &mut out.spare_capacity_mut()[..n], parts);
+    // SAFETY: `gather_slabs` initialised all `n` elements (see above; a panic inside it
+    // leaves the length 0), and the capacity is at least `n`.
+    unsafe { out.set_len(n) };
     out
 }
 
 /// Fills `out` (row-major over `order`) from `src`, in `parts` parallel slabs of the
 /// destination's outermost dimension.
-fn gather_slabs<T: Element>(src: &StridedView<'_, T>, order: &[usize], out: &mut [T], parts: usize) {
+fn gather_slabs<T: Element>(src: &StridedView<'_, T>, order: &[usize], out: &mut [MaybeUninit<T>], parts: usize) {
     if parts <= 1 {
         gather_into(src, order, out);
         return;
@@ -75,7 +82,7 @@ fn gather_slabs<T: Element>(src: &StridedView<'_, T>, order: &[usize], out: &mut
 
 /// The sequential blocked copy behind [`gather`]: writes every element of `out`
 /// (`out.len()` = the element count of `src`).
-fn gather_into<T: Element>(src: &StridedView<'_, T>, order: &[usize], out: &mut [T]) {
+fn gather_into<T: Element>(src: &StridedView<'_, T>, order: &[usize], out: &mut [MaybeUninit<T>]) {
     let dims: Vec<usize> = order.iter().map(|&p| src.shape()[p]).collect();
     let strides: Vec<isize> = order.iter().map(|&p| src.strides()[p]).collect();
     if out.is_empty() {
@@ -83,7 +90,7 @@ fn gather_into<T: Element>(src: &StridedView<'_, T>, order: &[usize], out: &mut 
     }
     let r = dims.len();
     if r == 0 {
-        out[0] = src.at(0);
+        out[0].write(src.at(0));
         return;
     }
     let conj = src.is_conj();
@@ -105,7 +112,7 @@ fn gather_into<T: Element>(src: &StridedView<'_, T>, order: &[usize], out: &mut 
             let mut s = soff;
             for d in dst.iter_mut() {
                 let v = data[s as usize];
-                *d = if conj { v.conj() } else { v };
+                d.write(if conj { v.conj() } else { v });
                 s += si;
             }
         });
@@ -149,7 +156,7 @@ impl Transpose {
     /// Copies the `nf x ni` block whose first element is `data[soff]` to `out[doff..]`, in
     /// `TILE x TILE` tiles of `MICRO x MICRO` micro-tiles. Panics (index out of bounds) if the
     /// block does not lie inside `data` and `out`, which the callers' layouts rule out.
-    fn run<T: Element, const CONJ: bool>(&self, data: &[T], soff: isize, out: &mut [T], doff: usize) {
+    fn run<T: Element, const CONJ: bool>(&self, data: &[T], soff: isize, out: &mut [MaybeUninit<T>], doff: usize) {
         let load = |off: isize| {
             let v = data[off as usize];
             if CONJ {
@@ -182,7 +189,7 @@ impl Transpose {
                                 let d = doff + (f + c) * df + i;
                                 let dst = &mut out[d..d + MICRO];
                                 for (r, x) in dst.iter_mut().enumerate() {
-                                    *x = tile[r][c];
+                                    x.write(tile[r][c]);
                                 }
                             }
                             f += MICRO;
@@ -190,7 +197,7 @@ impl Transpose {
                             // Edge: element by element.
                             for ii in i..(i + MICRO).min(i1) {
                                 for ff in f..(f + MICRO).min(f1) {
-                                    out[doff + ff * df + ii] = load(soff + ff as isize * sf + ii as isize * si);
+                                    out[doff + ff * df + ii].write(load(soff + ff as isize * sf + ii as isize * si));
                                 }
                             }
                             f += MICRO;
