@@ -14,7 +14,10 @@ there, rotating which goes first, so all are measured in the same seconds. On a 
 tens of seconds this is the only fair comparison; back-to-back runs of two programs are not.
 
 Run (OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE may be set machine-wide; unset them for this
-command only so OpenBLAS picks its kernel from the CPU):
+command only so OpenBLAS picks its kernel from the CPU; a uni20 built with `--features blas`
+on a system OpenBLAS too old to know the CPU, which `uni20 info` reports as a generic kernel,
+needs OPENBLAS_CORETYPE=SkylakeX or Haswell for its BLAS backend to be competitive: the
+variable then reaches numpy too, whose own OpenBLAS picks the same kernel for such CPUs):
 
     cargo build --release --example einsum_timing [--features blas]
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python3 benches/numpy_einsum.py
