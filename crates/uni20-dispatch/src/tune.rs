@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -178,6 +179,8 @@ pub struct TuneTable {
     entries: Mutex<BTreeMap<ShapeClass, TuneEntry>>,
     measure_new: bool,
     path: Option<PathBuf>,
+    /// Serialises the merge-and-save of [`record`](Self::record) between threads.
+    saving: Mutex<()>,
 }
 
 impl TuneTable {
@@ -222,8 +225,7 @@ impl TuneTable {
         let entries = file.entries.into_iter().map(|e| (e.class, e.entry)).collect();
         Ok(TuneTable {
             entries: Mutex::new(entries),
-            measure_new: false,
-            path: None,
+            ..TuneTable::default()
         })
     }
 
@@ -295,8 +297,9 @@ impl TuneTable {
     }
 
     /// Writes the table to `path` as JSON (format version [`TUNE_FORMAT_VERSION`]) through a
-    /// temporary file in the same directory renamed over `path`, so readers never see a
-    /// partial file.
+    /// temporary file in the same directory (named after the process and a per-process
+    /// counter) renamed over `path`, so readers never see a partial file. Concurrent savers
+    /// (threads or processes) each write a whole file; the last rename wins.
     ///
     /// # Errors
     /// [`TuneError::Io`] if the file cannot be written.
@@ -318,7 +321,9 @@ impl TuneTable {
         let name = path
             .file_name()
             .map_or_else(|| "tune".into(), |n| n.to_string_lossy().into_owned());
-        let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+        static SAVES: AtomicU64 = AtomicU64::new(0);
+        let n = SAVES.fetch_add(1, Ordering::Relaxed);
+        let tmp = path.with_file_name(format!(".{name}.tmp-{}-{n}", std::process::id()));
         std::fs::write(&tmp, text + "\n").map_err(io)?;
         std::fs::rename(&tmp, path).map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
@@ -332,6 +337,7 @@ impl TuneTable {
         let Some(path) = &self.path else {
             return;
         };
+        let _one_at_a_time = self.saving.lock().unwrap_or_else(|p| p.into_inner());
         if let Ok(on_disk) = TuneTable::load(path) {
             let mut mine = self.lock();
             for (c, e) in on_disk.entries() {

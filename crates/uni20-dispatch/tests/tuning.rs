@@ -251,3 +251,32 @@ fn table_switches_between_faer_and_blas() {
     names.sort_unstable();
     assert_eq!(names, ["blas", "faer"]);
 }
+
+#[test]
+fn shared_table_saved_from_several_threads_stays_valid() {
+    // In-process ranks share one opened table: concurrent first-sight measurements of
+    // different classes each save it; the file is always a whole table with every class.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shared.json");
+    let table = Arc::new(TuneTable::open(&path).unwrap());
+    std::thread::scope(|s| {
+        for n in [2usize, 4, 8, 16] {
+            let table = table.clone();
+            s.spawn(move || {
+                let list = BackendList::new(vec![Slow::new("slow", 2), Slow::new("fast", 0)])
+                    .with_thread_budget(1)
+                    .with_tuning(table);
+                assert_eq!(ran(&list, n), "fast");
+            });
+        }
+    });
+    assert_eq!(table.len(), 4);
+    let loaded = TuneTable::load(&path).unwrap();
+    assert_eq!(loaded.entries(), table.entries());
+    // No temporary files are left beside it.
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["shared.json"]);
+}
