@@ -1,33 +1,39 @@
 #!/usr/bin/env python3
 """numpy.einsum(optimize=True) against uni20's local contract, interleaved call by call.
 
-Cases (f64): "ij,jk->ik" at n = 512, 1024, 2048, and "abcd,dbef->acef" with every extent
+Cases (f64): "ij,jk->ik" at n = 512, 1024, 2048, "abcd,dbef->acef" with every extent
 D = 28 (2 * D**6 = 0.96e9 flops, the shape of `cargo bench -p uni20-dispatch --bench
-dispatch_contract`) and D = 32 (2.1e9 flops).
+dispatch_contract`) and D = 32 (2.1e9 flops), and the DMRG-shaped "abc,bdef->adcef" (an
+environment chi x w x chi times an MPO tensor w x d x d x w; chi = 100, d = 2, w = 5).
 
 The uni20 side is the timing server `examples/einsum_timing.rs`; this script starts it once
-and, for every repetition, times one numpy.einsum call here, then one uni20 `contract` and
-one raw faer GEMM of the matricized shape there (rotating which goes first), so all three
-are measured in the same seconds. On a shared machine whose speed drifts by 20-40 % over
+and, for every repetition, times one numpy.einsum call here, then one uni20 `contract`, one
+raw faer GEMM of the matricized shape and one uni20 `contract` of the matricized matmul
+(`ij,jk->ik`, m x k times k x n, same backends: the contraction without its permutations)
+there, rotating which goes first, so all are measured in the same seconds. On a shared machine whose speed drifts by 20-40 % over
 tens of seconds this is the only fair comparison; back-to-back runs of two programs are not.
 
 Run (OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE may be set machine-wide; unset them for this
-command only so OpenBLAS picks its kernel from the CPU):
+command only so OpenBLAS picks its kernel from the CPU; a uni20 built with `--features blas`
+on a system OpenBLAS too old to know the CPU, which `uni20 info` reports as a generic kernel,
+needs OPENBLAS_CORETYPE=SkylakeX or Haswell for its BLAS backend to be competitive: the
+variable then reaches numpy too, whose own OpenBLAS picks the same kernel for such CPUs):
 
-    cargo build --release --example einsum_timing
+    cargo build --release --example einsum_timing [--features blas]
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python3 benches/numpy_einsum.py
 
 Options: `--server LABEL=PATH` or `--server PATH` (repeatable) compares several uni20 builds
 at once (default: `uni20=<repository>/target/release/examples/einsum_timing`); `--threads N` is passed to each server
 (default: all cores, as numpy/OpenBLAS uses); `--numpy-only` skips the servers; `--reps K`
 multiplies the repetition counts; `--sizes 256,512` picks the matmul sizes and
-`--no-permuted` skips the abcd,dbef->acef cases; `--pause S` (default 0.15) is the idle time before each
+`--no-permuted` skips the abcd,dbef->acef and DMRG cases; `--pause S` (default 0.15) is the idle time before each
 timed call, so that neither side's spinning worker threads (OpenBLAS spins for about 2^28
 cycles after a call) are charged to the other.
 
 Prints the BLAS library and its detected kernel (via threadpoolctl when installed), then per
-case the median and best of each side, GFLOP/s from the median, and the ratio
-numpy median / uni20 median (above 1: uni20 is faster).
+case the backend uni20 ran, the median and best of each side, GFLOP/s from the median, the
+ratio numpy median / uni20 median (above 1: uni20 is faster), and contract / raw faer GEMM
+and contract / uni20 matmul of the matricized shape.
 """
 
 import argparse
@@ -112,8 +118,10 @@ def dims(shape):
 
 def run_case(label, spec, a, b, flops, reps, servers, pause):
     """Times numpy.einsum and every server, interleaved; prints one line per side."""
+    chosen = {}
     for s in servers:
-        s.ask("prepare %s %s %s" % (spec, dims(a.shape), dims(b.shape)))
+        reply = s.ask("prepare %s %s %s" % (spec, dims(a.shape), dims(b.shape)))
+        chosen[s.label] = dict(w.split("=", 1) for w in reply.split()[1:] if "=" in w).get("backend", "?")
     np.einsum(spec, a, b, optimize=True)
 
     def numpy_once():
@@ -125,6 +133,7 @@ def run_case(label, spec, a, b, flops, reps, servers, pause):
     for s in servers:
         sides.append(("%s contract" % s.label, lambda s=s: float(s.ask("contract"))))
         sides.append(("%s raw faer gemm" % s.label, lambda s=s: float(s.ask("gemm"))))
+        sides.append(("%s matmul" % s.label, lambda s=s: float(s.ask("matmul"))))
     times = {name: [] for name, _ in sides}
     for r in range(reps):
         k = r % len(sides)
@@ -144,12 +153,15 @@ def run_case(label, spec, a, b, flops, reps, servers, pause):
     for s in servers:
         c = med["%s contract" % s.label]
         print(
-            "  ratio numpy/%s contract = %.3f (%s); contract/raw gemm = %.3f"
+            "  ratio numpy/%s contract = %.3f (%s, backend %s); contract/raw faer gemm = %.3f; "
+            "contract/matmul = %.3f"
             % (
                 s.label,
                 med["numpy.einsum"] / c,
                 "uni20 faster" if med["numpy.einsum"] > c else "numpy faster",
+                chosen[s.label],
                 c / med["%s raw faer gemm" % s.label],
+                c / med["%s matmul" % s.label],
             )
         )
     sys.stdout.flush()
@@ -216,6 +228,12 @@ def main():
         if not args.no_permuted:
             path = np.einsum_path("abcd,dbef->acef", a, b, optimize=True)[0]
             print("numpy's einsum path for abcd,dbef->acef: %s" % (path,))
+            chi, d, w = 100, 2, 5
+            a = rng.standard_normal((chi, w, chi))
+            b = rng.standard_normal((w, d, d, w))
+            flops = 2.0 * chi * chi * d * d * w * w
+            label = "abc,bdef->adcef chi=%d d=%d w=%d" % (chi, d, w)
+            run_case(label, "abc,bdef->adcef", a, b, flops, reps(41), servers, args.pause)
     finally:
         for s in servers:
             s.close()

@@ -10,19 +10,28 @@
 //! - `prepare <spec> <dims A> <dims B>`, e.g. `prepare ij,jk->ik 1024,1024 1024,1024`:
 //!   allocates f64 operands of those shapes (deterministic entries in [-1, 1)) and a raw
 //!   faer GEMM problem of the matricized shape (m = free A extents, k = contracted, n = free
-//!   B), and runs each once to warm up. Reply `ok m=<m> k=<k> n=<n>` or `error <message>`
-//!   (bad spec or extents, batch labels, or more than 8 GiB of operands).
-//! - `contract`: one `uni20::dispatch::contract(spec, 1, A, B, 0, None, faer backend list)`,
+//!   B), and runs each once to warm up (with tuning on, this first `contract` measures the
+//!   accepting backends for the case's shape class). Reply `ok m=<m> k=<k> n=<n>
+//!   backend=<the backend that ran>` or `error <message>` (bad spec or extents, batch labels,
+//!   or more than 8 GiB of operands).
+//! - `contract`: one `uni20::dispatch::contract(spec, 1, A, B, 0, None, backend list)`,
 //!   output allocated fresh as in numpy. Reply: elapsed seconds.
 //! - `gemm`: one raw `faer::linalg::matmul::matmul` of the matricized shape into a
-//!   preallocated matrix (the GEMM floor under `contract`). Reply: elapsed seconds.
+//!   preallocated matrix (the faer GEMM floor under `contract`). Reply: elapsed seconds.
+//! - `matmul`: one uni20 `contract` of `ij,jk->ik` with the matricized shape (m x k times
+//!   k x n, same backend list): the contraction minus its permutations. Reply: elapsed
+//!   seconds.
 //! - `quit` (or end of input): exit 0.
 //!
 //! Every other line (empty, not UTF-8, unknown) gets one `error <message>` reply; a failed
 //! `prepare` drops the previous case.
 //!
-//! `--threads N` (default: the machine's available cores) is the thread budget of both the
-//! uni20 faer backend and the raw GEMM.
+//! `--threads N` (default: the machine's available cores) is the thread budget of the uni20
+//! backends and of the raw GEMM. `--backends default|faer|blas` picks the list
+//! (`BackendList::default_cpu`, faer alone, or BLAS alone; `blas` needs a build with the
+//! `blas` feature). With `default`, a tuning table measures each new shape class on first
+//! sight (the table of `UNI20_TUNE_FILE` if set, else an in-memory one); `--no-tune` keeps
+//! the static order.
 
 use std::io::{BufRead, Write};
 use std::time::Instant;
@@ -33,7 +42,7 @@ use faer::linalg::matmul::matmul;
 use faer::{Accum, Mat, Par};
 mod shared;
 use shared::fill;
-use uni20::dispatch::{contract, BackendList, EinsumSpec, LocalTensor, C64};
+use uni20::dispatch::{contract_with_attempts, BackendList, EinsumSpec, FaerBackend, LocalTensor, TuneTable, C64};
 
 /// Largest total operand memory of one prepared case (8 GiB).
 const MAX_CASE_BYTES: usize = 8 << 30;
@@ -42,9 +51,15 @@ const MAX_CASE_BYTES: usize = 8 << 30;
 #[derive(Parser)]
 #[command(about = "uni20 contraction timing server for benches/numpy_einsum.py")]
 struct Args {
-    /// Thread budget of the faer backend and of the raw GEMM (default: available cores).
+    /// Thread budget of the backends and of the raw GEMM (default: available cores).
     #[arg(long)]
     threads: Option<usize>,
+    /// Backend list: default, faer or blas.
+    #[arg(long, default_value = "default")]
+    backends: String,
+    /// Keep the static backend order (no tuning table).
+    #[arg(long)]
+    no_tune: bool,
 }
 
 /// One prepared case.
@@ -55,6 +70,8 @@ struct Case {
     ga: Mat<f64>,
     gb: Mat<f64>,
     gc: Mat<f64>,
+    ma: LocalTensor,
+    mb: LocalTensor,
 }
 
 fn parse_dims(s: &str) -> Result<Vec<usize>> {
@@ -135,17 +152,30 @@ fn prepare(words: &[&str]) -> Result<(Case, String)> {
     let ga = Mat::<f64>::from_fn(m, k, |i, j| ((i * 7 + j * 3) % 11) as f64 * 0.1 - 0.5);
     let gb = Mat::<f64>::from_fn(k, n, |i, j| ((i * 5 + j * 13) % 17) as f64 * 0.1 - 0.8);
     let gc = Mat::<f64>::zeros(m, n);
-    Ok((Case { spec, a, b, ga, gb, gc }, format!("m={m} k={k} n={n}")))
+    let ma = LocalTensor::from_f64(&[m, k], fill(m * k, 3))?;
+    let mb = LocalTensor::from_f64(&[k, n], fill(k * n, 4))?;
+    let case = Case {
+        spec,
+        a,
+        b,
+        ga,
+        gb,
+        gc,
+        ma,
+        mb,
+    };
+    Ok((case, format!("m={m} k={k} n={n}")))
 }
 
-fn time_contract(case: &Case, backends: &BackendList) -> Result<f64> {
+/// Seconds of one `spec` contraction of `a` and `b`, and the backend that ran it.
+fn time_contract(spec: &EinsumSpec, a: &LocalTensor, b: &LocalTensor, backends: &BackendList) -> Result<(f64, String)> {
     let one = C64::new(1.0, 0.0);
     let zero = C64::new(0.0, 0.0);
     let t = Instant::now();
-    let out = contract(&case.spec, one, &case.a, &case.b, zero, None, backends)?;
+    let (out, attempts) = contract_with_attempts(spec, one, a, b, zero, None, backends)?;
     let s = t.elapsed().as_secs_f64();
     std::hint::black_box(out);
-    Ok(s)
+    Ok((s, attempts.last().map_or_else(String::new, |a| a.backend.clone())))
 }
 
 fn time_gemm(case: &mut Case, par: Par) -> f64 {
@@ -168,7 +198,26 @@ fn main() -> Result<()> {
     let threads = args
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |c| c.get()));
-    let backends = BackendList::default_cpu(threads);
+    let backends = match args.backends.as_str() {
+        "default" => BackendList::default_cpu(threads),
+        "faer" => BackendList::new(vec![std::sync::Arc::new(FaerBackend::new(threads))]).with_thread_budget(threads),
+        #[cfg(feature = "blas")]
+        "blas" => BackendList::new(vec![std::sync::Arc::new(
+            uni20::dispatch::BlasBackend::new(threads).copying(true),
+        )])
+        .with_thread_budget(threads),
+        other => bail!(
+            "unknown --backends {other:?} (default, faer{})",
+            if cfg!(feature = "blas") { ", blas" } else { "" }
+        ),
+    };
+    let backends = if args.no_tune || args.backends != "default" {
+        backends
+    } else {
+        let table = TuneTable::from_env()?.unwrap_or_else(|| TuneTable::new().measuring(true));
+        backends.with_tuning(std::sync::Arc::new(table))
+    };
+    let matmul = EinsumSpec::parse("ij,jk->ik")?;
     let par = if threads <= 1 { Par::Seq } else { Par::rayon(threads) };
     let mut case: Option<Case> = None;
     let stdin = std::io::stdin();
@@ -185,22 +234,25 @@ fn main() -> Result<()> {
                     ["prepare", rest @ ..] => {
                         // A failed prepare leaves no case, so later timings cannot be stale.
                         case = None;
-                        match prepare(rest) {
-                            Ok((mut c, shape)) => match time_contract(&c, &backends) {
-                                Ok(_) => {
-                                    time_gemm(&mut c, par);
-                                    case = Some(c);
-                                    format!("ok {shape}")
-                                }
-                                Err(e) => format!("error {e:#}"),
-                            },
+                        match prepare(rest).and_then(|(mut c, shape)| {
+                            let (_, ran) = time_contract(&c.spec, &c.a, &c.b, &backends)?;
+                            time_contract(&matmul, &c.ma, &c.mb, &backends)?;
+                            time_gemm(&mut c, par);
+                            case = Some(c);
+                            Ok(format!("ok {shape} backend={ran}"))
+                        }) {
+                            Ok(reply) => reply,
                             Err(e) => format!("error {e:#}"),
                         }
                     }
                     ["contract"] => match &case {
-                        Some(c) => {
-                            time_contract(c, &backends).map_or_else(|e| format!("error {e:#}"), |t| format!("{t:.9}"))
-                        }
+                        Some(c) => time_contract(&c.spec, &c.a, &c.b, &backends)
+                            .map_or_else(|e| format!("error {e:#}"), |(t, _)| format!("{t:.9}")),
+                        None => "error no case prepared".to_string(),
+                    },
+                    ["matmul"] => match &case {
+                        Some(c) => time_contract(&matmul, &c.ma, &c.mb, &backends)
+                            .map_or_else(|e| format!("error {e:#}"), |(t, _)| format!("{t:.9}")),
                         None => "error no case prepared".to_string(),
                     },
                     ["gemm"] => match &mut case {

@@ -4,8 +4,12 @@
 //!   evaluates a numpy einsum spec over one or two npy files on the
 //!   in-process universe, or on MPI when launched by `mpirun` from a build
 //!   with feature `mpi`.
-//! - `uni20 info` prints the transport, ranks, registered commands and local
-//!   backends.
+//! - `uni20 info` prints the transport, ranks, registered commands, local
+//!   backends and the tuning table of `UNI20_TUNE_FILE`.
+//! - `uni20 tune [-o FILE] [--sizes ...] [--dtypes ...]` times every local
+//!   backend that accepts each standard contraction shape (at the ranks'
+//!   thread budget) and saves the fastest per shape class to FILE (default:
+//!   `UNI20_TUNE_FILE`), merged with the entries already there.
 //!
 //! Exit status: 0 on success, 1 with a one-line reason on bad input or a
 //! failed job; no output file is written on failure.
@@ -80,8 +84,21 @@ enum Command {
         #[arg(long)]
         plan: bool,
     },
-    /// Show the transport, ranks, registered commands and local backends.
+    /// Show the transport, ranks, registered commands, local backends and the tuning table.
     Info,
+    /// Time the local backends on standard shapes and save the fastest per shape class.
+    Tune {
+        /// Tuning file to write (merged with its entries). Default: UNI20_TUNE_FILE.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// Extents n of the measured shapes: ij,jk->ik (n x n x n), a skinny
+        /// ij,jk->ik (8n x n/8 x n) and abc,bd->acd (n x 8 x n times 8 x n/8).
+        #[arg(long, value_delimiter = ',', default_values_t = [64usize, 256, 1024])]
+        sizes: Vec<usize>,
+        /// Element types measured (f32, f64, c32, c64).
+        #[arg(long, value_delimiter = ',', default_values_t = ["f64".to_string(), "c64".to_string()])]
+        dtypes: Vec<String>,
+    },
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
@@ -94,6 +111,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         .run(|ctl| -> anyhow::Result<()> {
             match &cli.command {
                 Command::Info => info(ctl),
+                Command::Tune { output, sizes, dtypes } => tune(ctl, output.as_deref(), sizes, dtypes),
                 Command::Contract {
                     spec,
                     operands,
@@ -176,7 +194,7 @@ fn info(ctl: &Controller<'_>) -> anyhow::Result<()> {
     println!("local contraction backends (available here; selection order is UNI20_BACKENDS: cpu or gpu-first):");
     for (name, avail) in uni20::dispatch::available_backends(ctl.threads_per_rank()) {
         match avail {
-            Ok(()) => println!("  {name:<12} available"),
+            Ok(()) => println!("  {name:<12} available{}", backend_detail(&name)),
             Err(why) => println!("  {name:<12} unavailable: {why}"),
         }
     }
@@ -193,6 +211,106 @@ fn info(ctl: &Controller<'_>) -> anyhow::Result<()> {
             s.releases_queued_at_root
         );
     }
+    match uni20::dispatch::TuneTable::from_env()? {
+        Some(table) => {
+            let path = table.path().map(|p| p.display().to_string()).unwrap_or_default();
+            println!(
+                "tuning table ({}={path}): {} shape class(es); classes without an entry are measured on first sight",
+                uni20::dispatch::TUNE_FILE_ENV,
+                table.len()
+            );
+            for line in table.to_string().lines() {
+                println!("  {line}");
+            }
+        }
+        None => println!(
+            "tuning table: none (static backend order; set {} to a file, or run `uni20 tune -o FILE`)",
+            uni20::dispatch::TUNE_FILE_ENV
+        ),
+    }
+    Ok(())
+}
+
+/// Extra words after `available` for a backend: the linked BLAS library.
+fn backend_detail(name: &str) -> String {
+    #[cfg(feature = "blas")]
+    if name == "blas" {
+        return format!(" ({})", uni20::dispatch::BlasBackend::library());
+    }
+    let _ = name;
+    String::new()
+}
+
+/// A tensor of `shape` and `dtype` with small integer entries (period `p`).
+fn operand(shape: &[usize], dtype: DType, p: usize) -> anyhow::Result<LocalTensor> {
+    use uni20::dispatch::{TensorData, C32};
+    let n: usize = shape.iter().product();
+    let v = |x: usize| ((x % p) as f64) - (p / 2) as f64;
+    let data = match dtype {
+        DType::F32 => TensorData::F32((0..n).map(|x| v(x) as f32).collect()),
+        DType::F64 => TensorData::F64((0..n).map(v).collect()),
+        DType::C32 => TensorData::C32((0..n).map(|x| C32::new(v(x) as f32, v(x + 1) as f32)).collect()),
+        _ => TensorData::C64((0..n).map(|x| C64::new(v(x), v(x + 1))).collect()),
+    };
+    Ok(LocalTensor::from_data(shape, data)?)
+}
+
+/// The shapes `uni20 tune` measures for extent `n`: (spec, A shape, B shape).
+fn tune_shapes(n: usize) -> Vec<(&'static str, Vec<usize>, Vec<usize>)> {
+    let s = (n / 8).max(1);
+    vec![
+        ("ij,jk->ik", vec![n, n], vec![n, n]),
+        ("ij,jk->ik", vec![8 * n, s], vec![s, n]),
+        ("abc,bd->acd", vec![n, 8, n], vec![8, s]),
+    ]
+}
+
+fn tune(
+    ctl: &Controller<'_>,
+    output: Option<&std::path::Path>,
+    sizes: &[usize],
+    dtypes: &[String],
+) -> anyhow::Result<()> {
+    use std::sync::Arc;
+    use uni20::dispatch::{AnyView, ContractProblem, TuneTable};
+    let path = match output {
+        Some(p) => p.to_path_buf(),
+        None => std::env::var_os(uni20::dispatch::TUNE_FILE_ENV)
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from)
+            .ok_or_else(|| anyhow::anyhow!("no tuning file: pass -o FILE or set {}", uni20::dispatch::TUNE_FILE_ENV))?,
+    };
+    anyhow::ensure!(sizes.iter().all(|&n| n > 0), "--sizes must be positive");
+    let dtypes = dtypes
+        .iter()
+        .map(|d| d.parse::<DType>().map_err(|e| anyhow::anyhow!("--dtypes: {e}")))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let table = Arc::new(TuneTable::open(&path)?);
+    let list = ctl.backends().clone().with_tuning(table.clone());
+    println!(
+        "measuring backends {:?} at {} thread(s) per rank",
+        list.names(),
+        ctl.threads_per_rank()
+    );
+    let one = C64::new(1.0, 0.0);
+    for &dtype in &dtypes {
+        for &n in sizes {
+            for (spec, sa, sb) in tune_shapes(n) {
+                let (a, b) = (operand(&sa, dtype, 7)?, operand(&sb, dtype, 5)?);
+                let ops = [AnyView::of_tensor(&a), AnyView::of_tensor(&b)];
+                let problem = ContractProblem::new(spec, one, &ops, C64::new(0.0, 0.0), None)?;
+                let class = uni20::dispatch::ShapeClass::of(&problem, list.thread_budget());
+                match list.tune(&problem) {
+                    Some(entry) => println!("  {spec} {sa:?} {sb:?}: {class} -> {entry}"),
+                    None => println!(
+                        "  {spec} {sa:?} {sb:?}: {class}: fewer than two measurable backends accept; nothing to choose"
+                    ),
+                }
+            }
+        }
+    }
+    table.save(&path)?;
+    println!("saved {} shape class(es) to {}", table.len(), path.display());
     Ok(())
 }
 

@@ -1,4 +1,5 @@
-//! Work and result buffers of the CPU kernels.
+//! Work and result buffers of the CPU kernels: zeroed ones, and uninitialised capacity for
+//! outputs that the GEMMs overwrite completely.
 //!
 //! A large buffer (at least [`HUGEPAGE_MIN_BYTES`]) is advised to the kernel as
 //! transparent-huge-page memory before its first touch (Linux `madvise(MADV_HUGEPAGE)`, the
@@ -24,6 +25,17 @@ pub(crate) fn zeroed<T: Element>(len: usize) -> Vec<T> {
     let mut v: Vec<T> = Vec::with_capacity(len);
     advise_huge(&mut v);
     v.resize(len, T::zero());
+    v
+}
+
+/// An empty vector with capacity for `len` elements of `T` (uninitialised), huge-page advised
+/// when large; the caller writes the elements through its pointer and then sets the length.
+///
+/// # Panics
+/// As [`zeroed`].
+pub(crate) fn uninit_capacity<T>(len: usize) -> Vec<T> {
+    let mut v: Vec<T> = Vec::with_capacity(len);
+    advise_huge(&mut v);
     v
 }
 

@@ -1,6 +1,7 @@
 //! The backend protocol: the [`ContractBackend`] trait, an ordered [`BackendList`],
 //! accept/decline per backend, the dispatch loop whose first acceptance commits, and its log
-//! ([`KernelAttempt`], [`KernelDispatchError`]). The default lists live in `defaults.rs`.
+//! ([`KernelAttempt`], [`KernelDispatchError`]), with the per-class reordering of an attached
+//! tuning table (`tune.rs`). The default lists live in `defaults.rs`.
 
 use std::fmt;
 use std::sync::Arc;
@@ -8,6 +9,7 @@ use std::sync::Arc;
 use crate::dtype::DType;
 use crate::problem::ContractProblem;
 use crate::tensor::{LocalTensor, TensorError};
+use crate::tune::{measure, ShapeClass, TuneEntry, TuneTable};
 
 /// Error returned by [`ContractBackend::run`] after the backend accepted a problem.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -115,6 +117,13 @@ pub trait ContractBackend: Send + Sync {
     fn accepts(&self, _problem: &ContractProblem<'_>) -> Result<(), String> {
         Ok(())
     }
+    /// Whether measured backend choice ([`crate::measure`], [`BackendList::tune`]) times this
+    /// backend. Default `true`; the naive [`crate::ReferenceBackend`] says `false` (it is the
+    /// oracle and the fallback, never the fastest, and timing it on large shapes would take
+    /// minutes).
+    fn tune_candidate(&self) -> bool {
+        true
+    }
     /// Computes the result: a tensor of dtype `problem.dtype()` and shape
     /// `problem.out_shape()`.
     ///
@@ -123,23 +132,111 @@ pub trait ContractBackend: Send + Sync {
     fn run(&self, problem: &ContractProblem<'_>) -> Result<LocalTensor, KernelError>;
 }
 
-/// Ordered list of backends, most specific first.
+/// Ordered list of backends, most specific first (the static order), optionally with a
+/// [`TuneTable`] that reorders it per [`ShapeClass`] from measurements
+/// ([`with_tuning`](Self::with_tuning)).
 #[derive(Clone)]
 pub struct BackendList {
     backends: Vec<Arc<dyn ContractBackend>>,
+    threads: usize,
+    tuning: Option<Arc<TuneTable>>,
 }
 
 impl fmt::Debug for BackendList {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("BackendList").field(&self.names()).finish()
+        f.debug_struct("BackendList")
+            .field("backends", &self.names())
+            .field("threads", &self.threads)
+            .field("tuning", &self.tuning.as_ref().map(|t| t.len()))
+            .finish()
     }
 }
 
 impl BackendList {
-    /// A list trying `backends` in the given order. An empty list is allowed; every dispatch
-    /// through it fails with an empty attempt log.
+    /// A list trying `backends` in the given order, with no thread budget recorded (0) and no
+    /// tuning table. An empty list is allowed; every dispatch through it fails with an empty
+    /// attempt log.
     pub fn new(backends: Vec<Arc<dyn ContractBackend>>) -> BackendList {
-        BackendList { backends }
+        BackendList {
+            backends,
+            threads: 0,
+            tuning: None,
+        }
+    }
+
+    /// The same list recording `threads` as its thread budget (the default lists record the
+    /// budget they were built with). Only the [`ShapeClass`] of tuning uses it; it does not
+    /// change the backends.
+    pub fn with_thread_budget(self, threads: usize) -> BackendList {
+        BackendList { threads, ..self }
+    }
+
+    /// The thread budget recorded for this list (0 if none).
+    pub fn thread_budget(&self) -> usize {
+        self.threads
+    }
+
+    /// The same list with `table` attached: for each problem, the backend the table names for
+    /// its [`ShapeClass`] is tried first and the rest in this list's order; a class without an
+    /// entry is measured first when the table [measures new classes](TuneTable::measuring),
+    /// else the static order applies. Dispatch still commits to the first acceptance.
+    pub fn with_tuning(self, table: Arc<TuneTable>) -> BackendList {
+        BackendList {
+            tuning: Some(table),
+            ..self
+        }
+    }
+
+    /// The attached tuning table, if any.
+    pub fn tuning(&self) -> Option<&Arc<TuneTable>> {
+        self.tuning.as_ref()
+    }
+
+    /// Measures every backend of the list that accepts `problem` ([`measure`]), records the
+    /// fastest in the attached table (saving an [opened](TuneTable::open) table) and returns
+    /// the entry. `None` when fewer than two backends accepted and ran, or no table is
+    /// attached (nothing is recorded then). Used by `uni20 tune`.
+    pub fn tune(&self, problem: &ContractProblem<'_>) -> Option<TuneEntry> {
+        let table = self.tuning.as_ref()?;
+        let class = ShapeClass::of(problem, self.threads);
+        let (entry, _) = measure(&self.backends, problem)?;
+        log_choice(&class, &entry, "measured");
+        table.record(class, entry.clone());
+        Some(entry)
+    }
+
+    /// The backends in the order dispatch tries them for `problem`, and a result already
+    /// computed by the first of them during a measurement.
+    fn order_for(&self, problem: &ContractProblem<'_>) -> (Vec<Arc<dyn ContractBackend>>, Option<LocalTensor>) {
+        let Some(table) = &self.tuning else {
+            return (self.backends.clone(), None);
+        };
+        let class = ShapeClass::of(problem, self.threads);
+        let (entry, done) = match table.get(&class) {
+            Some(e) => {
+                log_choice(&class, &e, "table");
+                (e, None)
+            }
+            None if table.measures_new() => match measure(&self.backends, problem) {
+                Some((e, out)) => {
+                    log_choice(&class, &e, "measured");
+                    table.record(class, e.clone());
+                    (e, Some(out))
+                }
+                None => return (self.backends.clone(), None),
+            },
+            None => return (self.backends.clone(), None),
+        };
+        let mut order = self.backends.clone();
+        match order.iter().position(|b| b.name() == entry.backend) {
+            Some(i) => {
+                let chosen = order.remove(i);
+                order.insert(0, chosen);
+                (order, done)
+            }
+            // The table names a backend this list does not have: static order.
+            None => (order, None),
+        }
     }
 
     /// Backend names in order.
@@ -165,7 +262,8 @@ impl BackendList {
         problem: &ContractProblem<'_>,
     ) -> Result<(LocalTensor, Vec<KernelAttempt>), KernelDispatchError> {
         let mut attempts = Vec::new();
-        for backend in &self.backends {
+        let (order, mut done) = self.order_for(problem);
+        for backend in &order {
             let name = backend.name().to_string();
             if let Err(r) = backend.accepts_types(problem.dtype()) {
                 attempts.push(KernelAttempt {
@@ -189,7 +287,12 @@ impl BackendList {
                 declined = attempts.len(),
                 "kernel backend selected"
             );
-            let result = backend.run(problem).map_err(|e| e.to_string()).and_then(|t| {
+            // A measurement just ran the first backend of a tuned order on this problem.
+            let run = match done.take() {
+                Some(t) if attempts.is_empty() => Ok(t),
+                _ => backend.run(problem),
+            };
+            let result = run.map_err(|e| e.to_string()).and_then(|t| {
                 if t.dtype() != problem.dtype() || t.shape() != problem.out_shape() {
                     Err(format!(
                         "backend returned {} {:?}, expected {} {:?}",
@@ -228,4 +331,16 @@ impl BackendList {
             attempts,
         })
     }
+}
+
+/// The tuning decision as a `tracing` debug event (target `uni20_dispatch`).
+fn log_choice(class: &ShapeClass, entry: &TuneEntry, source: &'static str) {
+    tracing::debug!(
+        target: "uni20_dispatch",
+        class = %class,
+        backend = %entry.backend,
+        timings = %entry,
+        source,
+        "tuned backend order"
+    );
 }

@@ -1,7 +1,7 @@
 //! The default backend lists, in one place: [`BackendList::default_cpu`],
 //! [`BackendList::default_gpu_first`], [`BackendList::reference_only`], and
-//! [`available_backends`] (what `uni20 info` reports). A new backend (BLAS, ...) is added to
-//! the lists here.
+//! [`available_backends`] (what `uni20 info` reports). A new backend is added to the lists
+//! here.
 
 use std::sync::Arc;
 
@@ -13,18 +13,31 @@ use crate::reference::ReferenceBackend;
 /// [`BackendList::default_gpu_first`] (transfers dominate below it).
 pub const GPU_MIN_MACS: u128 = 1 << 24;
 
-/// The CPU backends in preference order.
+/// The CPU backends in static preference order: `[faer, blas, reference]` with the `blas`
+/// feature, else `[faer, reference]`. faer comes first because its kernels are chosen at run
+/// time for the CPU it runs on, while a system OpenBLAS may not know the CPU (Debian's 0.3.21
+/// falls back to its generic Prescott kernel on recent Xeons, 4x slower); BLAS is chosen where
+/// a tuning table measured it faster.
 fn cpu_backends(threads: usize) -> Vec<Arc<dyn ContractBackend>> {
-    vec![Arc::new(FaerBackend::new(threads)), Arc::new(ReferenceBackend)]
+    #[cfg_attr(not(feature = "blas"), allow(unused_mut))]
+    let mut v: Vec<Arc<dyn ContractBackend>> = vec![Arc::new(FaerBackend::new(threads)), Arc::new(ReferenceBackend)];
+    #[cfg(feature = "blas")]
+    v.insert(1, Arc::new(crate::blas_backend::BlasBackend::new(threads)));
+    v
 }
 
 impl BackendList {
-    /// `[faer(threads), reference]`; see [`FaerBackend::new`] for `threads`.
+    /// `[faer(threads), blas(threads), reference]` with the `blas` feature, else
+    /// `[faer(threads), reference]`; see [`FaerBackend::new`] for `threads`. The list records
+    /// `threads` as its thread budget and has no tuning table (static order: faer runs every
+    /// problem); attach one with [`BackendList::with_tuning`] to let measurements put BLAS
+    /// first where it is faster. The BLAS backend declines problems whose strides BLAS cannot
+    /// express, which faer then reads in place.
     pub fn default_cpu(threads: usize) -> BackendList {
-        BackendList::new(cpu_backends(threads))
+        BackendList::new(cpu_backends(threads)).with_thread_budget(threads)
     }
 
-    /// `[cuda, faer(threads), reference]` with the `cuda` feature, where cuda takes problems of
+    /// `[cuda, <default_cpu>]` with the `cuda` feature, where cuda takes problems of
     /// at least [`GPU_MIN_MACS`] multiply-adds (smaller ones, and all problems when no device
     /// is present, fall through to faer with the reason logged); without the feature, the same
     /// as [`BackendList::default_cpu`].
@@ -33,7 +46,7 @@ impl BackendList {
         let mut v = cpu_backends(threads);
         #[cfg(feature = "cuda")]
         v.insert(0, Arc::new(crate::cuda::CudaBackend::new().with_min_macs(GPU_MIN_MACS)));
-        BackendList::new(v)
+        BackendList::new(v).with_thread_budget(threads)
     }
 
     /// `[reference]` only (the test oracle).
@@ -44,13 +57,23 @@ impl BackendList {
 
 /// Name and availability of every backend this build knows, for `uni20 info`: `cuda` first
 /// (unavailable with a reason when built without the `cuda` feature or when no driver,
-/// cuBLAS or device is present), then the backends of [`BackendList::default_cpu`]`(threads)`.
+/// cuBLAS or device is present), `blas` when built without the `blas` feature (unavailable,
+/// with the reason), then the backends of [`BackendList::default_cpu`]`(threads)`: faer,
+/// blas (available, or unavailable when not built), reference.
 pub fn available_backends(threads: usize) -> Vec<(String, Result<(), String>)> {
     let mut v = vec![("cuda".to_string(), cuda_availability())];
     v.extend(
         cpu_backends(threads)
             .iter()
             .map(|b| (b.name().to_string(), b.availability())),
+    );
+    #[cfg(not(feature = "blas"))]
+    v.insert(
+        2,
+        (
+            "blas".to_string(),
+            Err("not built: enable the cargo feature `blas` of uni20-dispatch (system OpenBLAS)".to_string()),
+        ),
     );
     v
 }

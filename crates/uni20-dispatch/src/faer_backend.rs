@@ -6,20 +6,24 @@ use faer::linalg::matmul::matmul_with_conj;
 use faer::{Accum, Conj, MatMut, MatRef, Par};
 
 use crate::backend::{ContractBackend, KernelError};
-use crate::lower::{GemmCall, GemmLowering};
+use crate::lower::{AnyStrides, GemmCall, GemmLowering};
 use crate::problem::ContractProblem;
 use crate::scalar::Element;
 use crate::tensor::{with_dtype, LocalTensor};
 
 /// GEMM backend built on faer 0.24. Accepts every dtype and every problem.
 ///
-/// The problem is lowered by the shared GEMM lowering (labels summed in one operand
-/// pre-reduced; each operand read **in place** as a strided matrix, any strides including
-/// negative and zero, with its conjugation flag passed to the GEMM, when its free and its
-/// contracted labels each collapse to one stride, else copied once by a blocked permutation;
-/// the output written directly when its free groups are contiguous, else through one permuted
-/// copy; `beta * C` preloaded and accumulated into). Then
-/// `faer::linalg::matmul::matmul_with_conj` runs once per batch element.
+/// The problem is lowered by the shared GEMM lowering: labels summed in one operand
+/// pre-reduced; then a plan chosen by the fewest elements moved (the order of the row, column
+/// and contracted groups, leading free labels promoted to a loop where that avoids a copy):
+/// each operand read **in place** as a strided matrix (any strides, including negative and
+/// zero, with its conjugation flag passed to the GEMM) when its row and its column labels
+/// each collapse to one stride, else copied once by a blocked, parallel permutation; the
+/// output written directly when its row and column groups are contiguous, else through one
+/// permuted copy; `beta * C` preloaded and accumulated into. Then
+/// `faer::linalg::matmul::matmul_with_conj` runs once per loop index (batch labels and
+/// promoted labels); many GEMMs of under 2^18 multiply-adds are spread over the thread budget,
+/// one sequential GEMM per task.
 ///
 /// Thread budget: `threads <= 1` runs every GEMM sequentially (`Par::Seq`). Otherwise the
 /// output of a GEMM is bisected recursively into up to `threads` blocks: each piece is cut
@@ -129,8 +133,8 @@ fn run_typed<T: Element + faer::traits::ComplexField>(
     p: &ContractProblem<'_>,
     threads: usize,
 ) -> Result<LocalTensor, KernelError> {
-    let mut lowering = GemmLowering::<T>::new(p, &|_| true, threads)?;
-    lowering.for_each_gemm(|g: GemmCall<T>| {
+    let mut lowering = GemmLowering::<T>::new(p, &AnyStrides, threads)?;
+    lowering.for_each_gemm_par(threads, &|g: GemmCall<T>, threads: usize| -> Result<(), String> {
         let accum = if g.accumulate { Accum::Add } else { Accum::Replace };
         // SAFETY: `GemmCall` guarantees that every (row, col) index of `a` (m x k), `b`
         // (k x n) and `dst` (m x n) at the given strides reaches a live element for the
@@ -151,6 +155,7 @@ fn run_typed<T: Element + faer::traits::ComplexField>(
                 threads,
             );
         }
-    });
+        Ok(())
+    })?;
     lowering.finish(p, threads)
 }

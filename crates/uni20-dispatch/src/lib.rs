@@ -17,13 +17,19 @@
 //!   default lists ([`BackendList::default_cpu`], [`BackendList::default_gpu_first`],
 //!   [`BackendList::reference_only`]) are defined together.
 //! - Backends: [`FaerBackend`] (batched GEMM via faer over the shared GEMM lowering),
-//!   [`ReferenceBackend`] (naive strided loops, the test oracle), `CudaBackend` (feature
-//!   `cuda`).
+//!   `BlasBackend` (feature `blas`: the system OpenBLAS through `cblas-sys`, same lowering
+//!   under CBLAS's layout rules), [`ReferenceBackend`] (naive strided loops, the test
+//!   oracle), `CudaBackend` (feature `cuda`).
+//! - Measured backend choice: a [`TuneTable`] attached with [`BackendList::with_tuning`]
+//!   maps each [`ShapeClass`] (dtype; m, n, k, batch rounded to powers of two; thread budget)
+//!   to the backend measured fastest, which dispatch then tries first; tables are saved and
+//!   loaded as JSON per machine (`UNI20_TUNE_FILE`, [`TuneTable::from_env`]).
 //! - Entry points: [`contract`] (`C = alpha * einsum(spec, A, B) + beta * C` with dtype
 //!   promotion), [`contract_unary`] (one operand), [`contract_operands`] (either),
 //!   [`contract_views`] and [`contract_into`] (strided views).
 //!
-//! The chosen backend is recorded as a `tracing` debug event with target `uni20_dispatch`.
+//! The chosen backend, the tuning decision with its timings, and the GEMM plan are recorded as
+//! `tracing` debug events with target `uni20_dispatch` (`UNI20_LOG=debug`).
 //!
 //! ```
 //! use uni20_dispatch::{contract, contract_unary, BackendList, EinsumSpec, LocalTensor, C64, DType};
@@ -60,6 +66,8 @@
 
 mod alloc;
 mod backend;
+#[cfg(feature = "blas")]
+mod blas_backend;
 mod contract;
 #[cfg(feature = "cuda")]
 mod cuda;
@@ -79,10 +87,13 @@ mod reference;
 mod scalar;
 mod spec;
 mod tensor;
+mod tune;
 mod typed;
 mod view;
 
 pub use backend::{AttemptOutcome, BackendList, ContractBackend, KernelAttempt, KernelDispatchError, KernelError};
+#[cfg(feature = "blas")]
+pub use blas_backend::BlasBackend;
 pub use contract::{
     contract, contract_into, contract_operands, contract_unary, contract_views, contract_with_attempts, einsum,
 };
@@ -110,4 +121,5 @@ pub use reference::{reference_contract, ReferenceBackend};
 pub use scalar::Element;
 pub use spec::{EinsumSpec, ResolveSpec, ResolvedSpec, SpecError};
 pub use tensor::{LocalTensor, TensorData, TensorError};
+pub use tune::{measure, ShapeClass, TuneEntry, TuneError, TuneTable, TUNE_FILE_ENV, TUNE_FORMAT_VERSION};
 pub use view::{AnyView, StridedView, StridedViewMut, ViewError};

@@ -1,5 +1,7 @@
 //! Blocked, cache-aware copies of strided views into contiguous row-major buffers.
 
+use std::mem::MaybeUninit;
+
 use crate::scalar::Element;
 use crate::view::StridedView;
 
@@ -30,19 +32,24 @@ pub(crate) fn gather_par<T: Element>(src: &StridedView<'_, T>, order: &[usize], 
     if n == 0 {
         return Vec::new();
     }
-    let mut out: Vec<T> = crate::alloc::zeroed(n);
+    // Every element is written exactly once below (the loops of `gather_into` cover every
+    // destination index), so the buffer starts uninitialised rather than zeroed.
+    let mut out: Vec<T> = crate::alloc::uninit_capacity(n);
     let parts = if n >= GATHER_PAR_MIN && !order.is_empty() {
         threads.min(src.shape()[order[0]]).max(1)
     } else {
         1
     };
-    gather_slabs(src, order, &mut out, parts);
+    gather_slabs(src, order, &mut out.spare_capacity_mut()[..n], parts);
+    // SAFETY: `gather_slabs` initialised all `n` elements (see above; a panic inside it
+    // leaves the length 0), and the capacity is at least `n`.
+    unsafe { out.set_len(n) };
     out
 }
 
 /// Fills `out` (row-major over `order`) from `src`, in `parts` parallel slabs of the
 /// destination's outermost dimension.
-fn gather_slabs<T: Element>(src: &StridedView<'_, T>, order: &[usize], out: &mut [T], parts: usize) {
+fn gather_slabs<T: Element>(src: &StridedView<'_, T>, order: &[usize], out: &mut [MaybeUninit<T>], parts: usize) {
     if parts <= 1 {
         gather_into(src, order, out);
         return;
@@ -75,7 +82,7 @@ fn gather_slabs<T: Element>(src: &StridedView<'_, T>, order: &[usize], out: &mut
 
 /// The sequential blocked copy behind [`gather`]: writes every element of `out`
 /// (`out.len()` = the element count of `src`).
-fn gather_into<T: Element>(src: &StridedView<'_, T>, order: &[usize], out: &mut [T]) {
+fn gather_into<T: Element>(src: &StridedView<'_, T>, order: &[usize], out: &mut [MaybeUninit<T>]) {
     let dims: Vec<usize> = order.iter().map(|&p| src.shape()[p]).collect();
     let strides: Vec<isize> = order.iter().map(|&p| src.strides()[p]).collect();
     if out.is_empty() {
@@ -83,11 +90,10 @@ fn gather_into<T: Element>(src: &StridedView<'_, T>, order: &[usize], out: &mut 
     }
     let r = dims.len();
     if r == 0 {
-        out[0] = src.at(0);
+        out[0].write(src.at(0));
         return;
     }
     let conj = src.is_conj();
-    let data = src.data();
     let base = src.offset() as isize;
     let dst_strides = row_major(&dims);
     // Source dimension with the smallest |stride| among extents > 1.
@@ -96,14 +102,7 @@ fn gather_into<T: Element>(src: &StridedView<'_, T>, order: &[usize], out: &mut 
         .min_by_key(|&k| strides[k].unsigned_abs())
         .unwrap_or(r - 1);
     let inner = r - 1;
-    let load = |off: isize| {
-        let v = data[off as usize];
-        if conj {
-            v.conj()
-        } else {
-            v
-        }
-    };
+    let data = src.data();
     if fast == inner || dims[inner] == 1 || strides[inner].unsigned_abs() <= 1 {
         // Plain loop: the destination's inner dimension is (nearly) contiguous in the source.
         let outer: Vec<usize> = (0..inner).collect();
@@ -112,7 +111,8 @@ fn gather_into<T: Element>(src: &StridedView<'_, T>, order: &[usize], out: &mut 
             let dst = &mut out[doff..doff + ni];
             let mut s = soff;
             for d in dst.iter_mut() {
-                *d = load(s);
+                let v = data[s as usize];
+                d.write(if conj { v.conj() } else { v });
                 s += si;
             }
         });
@@ -120,26 +120,94 @@ fn gather_into<T: Element>(src: &StridedView<'_, T>, order: &[usize], out: &mut 
     }
     // Blocked transpose of (fast, inner); all other dimensions outermost.
     let outer: Vec<usize> = (0..r).filter(|&k| k != fast && k != inner).collect();
-    let (nf, sf, df) = (dims[fast], strides[fast], dst_strides[fast]);
-    let (ni, si) = (dims[inner], strides[inner]);
+    let t = Transpose {
+        nf: dims[fast],
+        sf: strides[fast],
+        df: dst_strides[fast],
+        ni: dims[inner],
+        si: strides[inner],
+    };
     for_each_index(&dims, &strides, &dst_strides, &outer, base, |soff, doff| {
+        if conj {
+            t.run::<T, true>(data, soff, out, doff);
+        } else {
+            t.run::<T, false>(data, soff, out, doff);
+        }
+    });
+}
+
+/// Micro-tile edge of the blocked transpose: 8 x 8 elements are read as 8 runs along the
+/// source's fast dimension and written as 8 runs along the destination's inner dimension
+/// (whole 64-byte cache lines for f64), as HPTT does.
+const MICRO: usize = 8;
+
+/// One 2-D transpose inside [`gather_into`]: source dimension `fast` (extent `nf`, source
+/// stride `sf`, destination stride `df`) and the destination's inner dimension (extent `ni`,
+/// source stride `si`, destination stride 1).
+struct Transpose {
+    nf: usize,
+    sf: isize,
+    df: usize,
+    ni: usize,
+    si: isize,
+}
+
+impl Transpose {
+    /// Copies the `nf x ni` block whose first element is `data[soff]` to `out[doff..]`, in
+    /// `TILE x TILE` tiles of `MICRO x MICRO` micro-tiles. Panics (index out of bounds) if the
+    /// block does not lie inside `data` and `out`, which the callers' layouts rule out.
+    fn run<T: Element, const CONJ: bool>(&self, data: &[T], soff: isize, out: &mut [MaybeUninit<T>], doff: usize) {
+        let load = |off: isize| {
+            let v = data[off as usize];
+            if CONJ {
+                v.conj()
+            } else {
+                v
+            }
+        };
+        let (nf, sf, df, ni, si) = (self.nf, self.sf, self.df, self.ni, self.si);
         for f0 in (0..nf).step_by(TILE) {
             let f1 = (f0 + TILE).min(nf);
             for i0 in (0..ni).step_by(TILE) {
                 let i1 = (i0 + TILE).min(ni);
-                // Within a tile, read along the source's fast dimension.
-                for i in i0..i1 {
-                    let mut s = soff + f0 as isize * sf + i as isize * si;
-                    let mut d = doff + f0 * df + i;
-                    for _ in f0..f1 {
-                        out[d] = load(s);
-                        s += sf;
-                        d += df;
+                let mut i = i0;
+                while i < i1 {
+                    let mut f = f0;
+                    while f < f1 {
+                        if i + MICRO <= i1 && f + MICRO <= f1 {
+                            // Read 8 runs along `fast`, write 8 runs along `inner`.
+                            let mut tile = [[T::zero(); MICRO]; MICRO];
+                            for (r, row) in tile.iter_mut().enumerate() {
+                                let s = soff + f as isize * sf + (i + r) as isize * si;
+                                for (c, x) in row.iter_mut().enumerate() {
+                                    *x = load(s + c as isize * sf);
+                                }
+                            }
+                            // Column c of the tile is row c of the destination block.
+                            #[allow(clippy::needless_range_loop)]
+                            for c in 0..MICRO {
+                                let d = doff + (f + c) * df + i;
+                                let dst = &mut out[d..d + MICRO];
+                                for (r, x) in dst.iter_mut().enumerate() {
+                                    x.write(tile[r][c]);
+                                }
+                            }
+                            f += MICRO;
+                        } else {
+                            // Edge: element by element.
+                            for ii in i..(i + MICRO).min(i1) {
+                                for ff in f..(f + MICRO).min(f1) {
+                                    out[doff + ff * df + ii].write(load(soff + ff as isize * sf + ii as isize * si));
+                                }
+                            }
+                            f += MICRO;
+                        }
                     }
+                    i += MICRO;
                 }
             }
         }
-    });
+    }
 }
 
 /// Row-major strides of `dims`.

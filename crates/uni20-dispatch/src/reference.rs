@@ -19,6 +19,9 @@ impl ContractBackend for ReferenceBackend {
     fn name(&self) -> &str {
         "reference"
     }
+    fn tune_candidate(&self) -> bool {
+        false
+    }
     fn run(&self, p: &ContractProblem<'_>) -> Result<LocalTensor, KernelError> {
         with_dtype!(p.dtype(), T => {
             let a = view::<T>(p.a())?;

@@ -191,12 +191,20 @@ fn empty_list_errors() {
 
 #[test]
 fn default_lists() {
-    assert_eq!(BackendList::default_cpu(2).names(), vec!["faer", "reference"]);
+    let cpu: Vec<&str> = if cfg!(feature = "blas") {
+        vec!["faer", "blas", "reference"]
+    } else {
+        vec!["faer", "reference"]
+    };
+    assert_eq!(BackendList::default_cpu(2).names(), cpu);
+    assert_eq!(BackendList::default_cpu(2).thread_budget(), 2);
+    assert!(BackendList::default_cpu(2).tuning().is_none());
     assert_eq!(BackendList::reference_only().names(), vec!["reference"]);
     let info = available_backends(1);
-    assert_eq!(info.len(), 3);
+    assert_eq!(info.len(), 4);
     assert_eq!(info[1].0, "faer");
-    assert!(info[1..].iter().all(|(_, r)| r.is_ok()));
+    assert_eq!(info[2].0, "blas");
+    assert!(info[1].1.is_ok() && info[3].1.is_ok());
 }
 
 fn all_lists() -> Vec<BackendList> {
@@ -465,12 +473,21 @@ fn contract_problem_is_checked_once_at_construction() {
 fn available_backends_lists_cuda_with_reason() {
     let listed = available_backends(2);
     let names: Vec<&str> = listed.iter().map(|(n, _)| n.as_str()).collect();
-    assert_eq!(names, vec!["cuda", "faer", "reference"]);
+    assert_eq!(names, vec!["cuda", "faer", "blas", "reference"]);
     assert_eq!(listed[1].1, Ok(()));
-    assert_eq!(listed[2].1, Ok(()));
+    assert_eq!(listed[3].1, Ok(()));
+    if cfg!(feature = "blas") {
+        assert_eq!(listed[2].1, Ok(()));
+    } else {
+        let reason = listed[2].1.clone().unwrap_err();
+        assert!(reason.contains("feature `blas`"), "{reason}");
+    }
     if cfg!(not(feature = "cuda")) {
         let reason = listed[0].1.clone().unwrap_err();
         assert!(reason.contains("feature `cuda`"), "{reason}");
-        assert_eq!(BackendList::default_gpu_first(1).names(), vec!["faer", "reference"]);
+        assert_eq!(
+            BackendList::default_gpu_first(1).names(),
+            BackendList::default_cpu(1).names()
+        );
     }
 }

@@ -74,17 +74,45 @@ fn values<T: Element>(rng: &mut Rng, n: usize) -> Vec<T> {
     (0..n).map(|_| T::from_c64(C64::new(rng.val(), rng.val()))).collect()
 }
 
-/// Backends under test (each list holds one backend, so acceptance is that backend's).
+/// Backends under test. Each list but one holds one backend, so acceptance is that
+/// backend's; with the `blas` feature, BLAS copying odd strides (accepts everything) and
+/// `[blas, faer]` with BLAS declining odd strides (either may run).
 fn lists(threads: usize) -> Vec<BackendList> {
-    let faer = BackendList::new(vec![Arc::new(FaerBackend::new(threads))]);
+    #[cfg_attr(not(any(feature = "cuda", feature = "blas")), allow(unused_mut))]
+    let mut v = vec![BackendList::new(vec![Arc::new(FaerBackend::new(threads))])];
+    #[cfg(feature = "blas")]
+    {
+        v.push(BackendList::new(vec![Arc::new(
+            BlasBackend::new(threads).copying(true),
+        )]));
+        v.push(BackendList::new(vec![
+            Arc::new(BlasBackend::new(threads)),
+            Arc::new(FaerBackend::new(threads)),
+        ]));
+    }
     #[cfg(feature = "cuda")]
     {
         let cuda = CudaBackend::new();
         if cuda.availability().is_ok() {
-            return vec![faer, BackendList::new(vec![Arc::new(cuda)])];
+            v.push(BackendList::new(vec![Arc::new(cuda)]));
         }
     }
-    vec![faer]
+    v
+}
+
+/// The attempt log of a successful dispatch through `list`: every backend before the last
+/// declined with a reason, the last accepted.
+fn check_attempts(list: &BackendList, attempts: &[KernelAttempt]) -> Result<(), TestCaseError> {
+    let (last, before) = attempts.split_last().expect("a successful dispatch logs its backend");
+    prop_assert_eq!(&last.outcome, &AttemptOutcome::Accepted);
+    prop_assert!(list.names().contains(&last.backend.as_str()));
+    for a in before {
+        match &a.outcome {
+            AttemptOutcome::Declined(r) => prop_assert!(r.contains("BLAS cannot express"), "{}", r),
+            other => prop_assert!(false, "{} {:?}", a.backend, other),
+        }
+    }
+    Ok(())
 }
 
 #[derive(Clone, Debug)]
@@ -215,9 +243,9 @@ fn check<T: Element>(case: &Case) -> Result<(), TestCaseError> {
     } * scale;
 
     for list in lists(case.threads) {
-        let name = list.names()[0].to_string();
         let (got, attempts) = contract_views(spec, alpha, &a, &b, beta, c_opt, &list).unwrap();
-        prop_assert_eq!(&attempts.last().unwrap().backend, &name);
+        check_attempts(&list, &attempts)?;
+        let name = attempts.last().map_or("", |a| a.backend.as_str()).to_string();
         let diff = got.max_abs_diff(&expected).unwrap();
         prop_assert!(diff <= tol, "{} views: spec {} diff {} tol {}", name, spec, diff, tol);
 
@@ -229,7 +257,8 @@ fn check<T: Element>(case: &Case) -> Result<(), TestCaseError> {
         // contract_into reads C unconjugated: compare against the reference with conj off.
         let c_plain = StridedView::new(&before, &out_shape, &sc, oc, false).unwrap();
         let (exp_into, _) = contract_views(spec, alpha, &a, &b, c_in, Some(&c_plain), &reference).unwrap();
-        contract_into(spec, alpha, &a, &b, c_in, &mut cm, &list).unwrap();
+        let attempts = contract_into(spec, alpha, &a, &b, c_in, &mut cm, &list).unwrap();
+        check_attempts(&list, &attempts)?;
         let written = StridedView::new(&store, &out_shape, &sc, oc, false)
             .unwrap()
             .to_tensor()

@@ -129,7 +129,7 @@ pub(crate) fn in_process<R>(launch: Launch, f: impl FnOnce(&Controller<'_>) -> R
                     .spawn_scoped(scope, move || {
                         let _rank_thread = RankThread::enter();
                         let t = InProcessTransport::new(rank, rank_shared);
-                        let backends = config.backends.backend_list(threads);
+                        let backends = config.rank_backends(threads);
                         let _span = tracing::info_span!("rank", rank).entered();
                         let exit = catch_unwind(AssertUnwindSafe(|| {
                             worker_loop(&t, &registry, &store, &backends, threads, config)
@@ -182,7 +182,7 @@ pub(crate) fn root_main<R>(
         t,
         registry,
         store,
-        config.backends.backend_list(threads),
+        config.rank_backends(threads),
         threads,
         storage_ranks,
         config.faults.clone(),

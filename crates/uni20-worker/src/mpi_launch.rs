@@ -87,7 +87,7 @@ pub(crate) fn standalone<R>(launch: Launch, f: impl FnOnce(&Controller<'_>) -> R
         drop(universe);
         result
     } else {
-        let backends = launch.config.backends.backend_list(threads);
+        let backends = launch.config.rank_backends(threads);
         let outcome = worker_loop(&t, &registry, &store, &backends, threads, &launch.config);
         match &outcome {
             WorkerExit::Died(why) => t.abort(why),
@@ -161,7 +161,7 @@ pub(crate) fn library<C: Communicator, R>(
             }
         }
     } else {
-        let backends = launch.config.backends.backend_list(threads);
+        let backends = launch.config.rank_backends(threads);
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             worker_loop(&t, &registry, &store, &backends, threads, &launch.config)
         }));

@@ -291,6 +291,8 @@ impl UniverseBuilder {
             c.max_envelope_bytes = n;
         }
         c.validate()?;
+        // A tuning file that exists but cannot be read is a start-up error.
+        c.tuning()?;
         Ok(c)
     }
 

@@ -55,7 +55,7 @@ fn collectives_give_the_right_values_on_one_to_four_ranks() {
             );
             assert_eq!(
                 ctx.all_reduce_num(me as u64 + 2, ReduceOp::Prod)?,
-                (0..n as u64).map(|r| r + 2).product()
+                (0..n as u64).map(|r| r + 2).product::<u64>()
             );
             assert_eq!(ctx.all_reduce_num(me as i32, ReduceOp::Min)?, 0);
             // A postcard value: the ranks' words joined in rank order.

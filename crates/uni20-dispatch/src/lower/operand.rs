@@ -1,7 +1,6 @@
 //! Labelled strided operands and the matricization steps on them: reading a group of labels
 //! as one matrix index when its strides collapse, summing out labels, the blocked permuted
-//! copy, and [`plan_matrix`] (an operand as a batch of matrices, in place when the layout
-//! allows, otherwise one copy). Shared by every GEMM-style backend and by any operation
+//! copy, and the batch walks. Shared by every GEMM-style backend and by any operation
 //! family that needs a tensor as a matrix.
 
 use std::borrow::Cow;
@@ -164,57 +163,15 @@ pub(crate) fn storage_order<T: Element>(op: &Operand<'_, T>, labels: &[char]) ->
     v
 }
 
-/// A candidate in-place matrix layout offered to a backend's acceptance predicate: `rows x
-/// cols` elements at the given strides (any sign, possibly zero).
+/// A matrix layout offered to a backend's [`super::plan::LayoutRules`]: `rows x cols`
+/// elements at the given strides (any sign, possibly zero), conjugated on read when `conj`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct MatLayout {
     pub(crate) rows: usize,
     pub(crate) cols: usize,
     pub(crate) row_stride: isize,
     pub(crate) col_stride: isize,
-}
-
-/// An operand seen as a batch of matrices: its data, base offset (in `op`), strides, conj flag.
-pub(crate) struct MatPlan<'a, T: Clone> {
-    pub(crate) op: Operand<'a, T>,
-    pub(crate) row_stride: isize,
-    pub(crate) col_stride: isize,
-}
-
-/// `op` as a `[batch][rows][cols]` matrix: in place if the row and column groups each
-/// collapse to one stride and `in_place` accepts that layout, else one blocked permuted copy
-/// into row-major `[batch][rows][cols]` order (with up to `threads` threads).
-pub(crate) fn plan_matrix<'a, T: Element>(
-    op: Operand<'a, T>,
-    batch: &[char],
-    rows: &[char],
-    cols: &[char],
-    in_place: &dyn Fn(&MatLayout) -> bool,
-    threads: usize,
-) -> Result<MatPlan<'a, T>, KernelError> {
-    if let (Some(rs), Some(cs)) = (op.collapse(rows), op.collapse(cols)) {
-        let prod = |g: &[char]| g.iter().map(|&l| op.dim(l)).product::<usize>();
-        let layout = MatLayout {
-            rows: prod(rows),
-            cols: prod(cols),
-            row_stride: rs,
-            col_stride: cs,
-        };
-        if in_place(&layout) {
-            return Ok(MatPlan {
-                op,
-                row_stride: rs,
-                col_stride: cs,
-            });
-        }
-    }
-    let op = op.permuted(&concat(&[batch, rows, cols]), threads)?;
-    let (rs, cs) = (op.collapse(rows).unwrap_or(1), op.collapse(cols).unwrap_or(1));
-    Ok(MatPlan {
-        op,
-        row_stride: rs,
-        col_stride: cs,
-    })
+    pub(crate) conj: bool,
 }
 
 /// Calls `f(offsets)` for each multi-index over `dims`, where `offsets[j]` is the offset of
@@ -233,6 +190,45 @@ pub(crate) fn for_each_batch<const N: usize>(dims: &[usize], strides: [&[isize];
                 return;
             }
             k -= 1;
+            idx[k] += 1;
+            for j in 0..N {
+                off[j] += strides[j][k];
+            }
+            if idx[k] < dims[k] {
+                break;
+            }
+            for j in 0..N {
+                off[j] -= strides[j][k] * dims[k] as isize;
+            }
+            idx[k] = 0;
+        }
+    }
+}
+
+/// Like [`for_each_batch`], over the multi-indices `start..end` (row-major numbering) only.
+pub(crate) fn for_each_batch_range<const N: usize>(
+    dims: &[usize],
+    strides: [&[isize]; N],
+    start: usize,
+    end: usize,
+    mut f: impl FnMut([isize; N]),
+) {
+    if dims.contains(&0) || start >= end {
+        return;
+    }
+    let mut idx = vec![0usize; dims.len()];
+    let mut off = [0isize; N];
+    let mut rest = start;
+    for k in (0..dims.len()).rev() {
+        idx[k] = rest % dims[k];
+        rest /= dims[k];
+        for j in 0..N {
+            off[j] += strides[j][k] * idx[k] as isize;
+        }
+    }
+    for _ in start..end {
+        f(off);
+        for k in (0..dims.len()).rev() {
             idx[k] += 1;
             for j in 0..N {
                 off[j] += strides[j][k];
@@ -268,45 +264,6 @@ mod tests {
     }
 
     #[test]
-    fn matrix_form_avoids_copies_when_grouped() {
-        let any = |_: &MatLayout| true;
-        let o = op("bij", &[2, 3, 4]);
-        let m = plan_matrix(o.clone(), &['b'], &['i'], &['j'], &any, 1).unwrap();
-        assert!(matches!(m.op.data, Cow::Owned(_)));
-        let b = Operand {
-            data: Cow::Borrowed(&o.data[..]),
-            ..o.clone()
-        };
-        let m = plan_matrix(b.clone(), &['b'], &['i'], &['j'], &any, 1).unwrap();
-        assert!(matches!(m.op.data, Cow::Borrowed(_)));
-        assert_eq!((m.row_stride, m.col_stride), (4, 1));
-        // Transposed use: still in place, column-major strides.
-        let m = plan_matrix(b.clone(), &['b'], &['j'], &['i'], &any, 1).unwrap();
-        assert!(matches!(m.op.data, Cow::Borrowed(_)));
-        assert_eq!((m.row_stride, m.col_stride), (1, 4));
-        // Batch not leading: batch walks by stride, still in place.
-        let m = plan_matrix(b.clone(), &['i'], &['b'], &['j'], &any, 1).unwrap();
-        assert!(matches!(m.op.data, Cow::Borrowed(_)));
-        assert_eq!((m.row_stride, m.col_stride), (12, 1));
-        // A backend needing unit column stride gets a copy for the transposed use.
-        let unit_cols = |l: &MatLayout| l.col_stride == 1;
-        let m = plan_matrix(b.clone(), &['b'], &['j'], &['i'], &unit_cols, 1).unwrap();
-        assert!(matches!(m.op.data, Cow::Owned(_)));
-        assert_eq!((m.row_stride, m.col_stride), (3, 1));
-        assert_eq!(m.op.labels, vec!['b', 'j', 'i']);
-        // Element (b=1, j=2, i=1) sits at [1][2][1] = 12 + 2*3 + 1 and equals the source
-        // element (b=1, i=1, j=2) = 12 + 4 + 2.
-        assert_eq!(m.op.data[19], 18.0);
-        // Rows {b, j} are not adjacent: one permuted copy, row-major [i][b j][...].
-        let m = plan_matrix(b, &['i'], &['b', 'j'], &[], &any, 1).unwrap();
-        assert!(matches!(m.op.data, Cow::Owned(_)));
-        assert_eq!(m.op.labels, vec!['i', 'b', 'j']);
-        // Element (i=1, b=1, j=2) sits at [1][1][2] = 1*8 + 1*4 + 2 and equals the source
-        // element (b=1, i=1, j=2) = 1*12 + 1*4 + 2.
-        assert_eq!(m.op.data[14], 18.0);
-    }
-
-    #[test]
     fn collapse_rules() {
         let o = op("abc", &[2, 3, 4]);
         assert_eq!(o.collapse(&['a', 'b', 'c']), Some(1));
@@ -339,5 +296,11 @@ mod tests {
         let mut none = 0;
         for_each_batch(&[2, 0], [&[1, 1]], |_| none += 1);
         assert_eq!(none, 0);
+        // Any range of the same walk gives the same offsets.
+        for (start, end) in [(0, 6), (1, 4), (3, 6), (5, 6), (4, 4)] {
+            let mut part = Vec::new();
+            for_each_batch_range(&[2, 3], [&[10, 1], &[-1, 5]], start, end, |o| part.push(o));
+            assert_eq!(part, seen[start..end].to_vec());
+        }
     }
 }

@@ -38,9 +38,10 @@ mod tests;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
-use uni20_dispatch::BackendList;
+use uni20_dispatch::{BackendList, TuneTable};
 
 use crate::diag::JobError;
 use crate::envelope::DEFAULT_MAX_ENVELOPE_BYTES;
@@ -84,6 +85,7 @@ pub const RUNTIME_VARIABLES: &[&str] = &[
     "UNI20_MAX_ENVELOPE_BYTES",
     "UNI20_CHUNK_BYTES",
     "UNI20_ALLOW_NO_MPI",
+    "UNI20_TUNE_FILE",
 ];
 
 /// Variables whose presence means an MPI launcher started this process.
@@ -113,6 +115,52 @@ pub enum BackendChoice {
     /// `uni20-dispatch`) for large problems, then the CPU backends. A backend
     /// that cannot run here declines and the next one is tried.
     GpuFirst,
+}
+
+/// Tuning tables opened in this process, by file: in-process ranks share
+/// one table (and so one measurement per shape class).
+static TUNING: std::sync::OnceLock<parking_lot::Mutex<std::collections::HashMap<PathBuf, Arc<TuneTable>>>> =
+    std::sync::OnceLock::new();
+
+impl RankConfig {
+    /// The tuning table of [`RankConfig::tune_file`], opened once per
+    /// process and file (later calls share it).
+    ///
+    /// # Errors
+    /// [`JobError::Config`] naming `UNI20_TUNE_FILE` if the file exists but
+    /// cannot be read or is not a tuning table.
+    pub fn tuning(&self) -> Result<Option<Arc<TuneTable>>, JobError> {
+        let Some(path) = &self.tune_file else { return Ok(None) };
+        let mut tables = TUNING.get_or_init(Default::default).lock();
+        if let Some(t) = tables.get(path) {
+            return Ok(Some(t.clone()));
+        }
+        let table = TuneTable::open(path).map_err(|e| {
+            config_error(
+                uni20_dispatch::TUNE_FILE_ENV,
+                &path.display().to_string(),
+                format!("a tuning table written by `uni20 tune`, or a new path ({e})"),
+            )
+        })?;
+        let table = Arc::new(table);
+        tables.insert(path.clone(), table.clone());
+        Ok(Some(table))
+    }
+
+    /// The contraction backends of a rank with a thread budget of `threads`:
+    /// [`RankConfig::backends`]' list, ordered by the tuning table when one
+    /// is configured (opened at start-up, see [`RankConfig::tuning`]).
+    pub fn rank_backends(&self, threads: usize) -> BackendList {
+        let list = self.backends.backend_list(threads);
+        match self.tuning() {
+            Ok(Some(t)) => list.with_tuning(t),
+            Ok(None) => list,
+            Err(e) => {
+                tracing::warn!("tuning table not used: {e}");
+                list
+            }
+        }
+    }
 }
 
 impl BackendChoice {
@@ -191,6 +239,11 @@ pub struct RankConfig {
     pub allow_no_mpi: bool,
     /// The MPI launcher's variables.
     pub launcher: LauncherEnv,
+    /// The per-machine table of measured backend choices
+    /// (`UNI20_TUNE_FILE`, see [`uni20_dispatch::TuneTable`]): loaded if it
+    /// exists, extended by measurement on first sight, saved after each
+    /// measurement. `None`: the static backend order.
+    pub tune_file: Option<PathBuf>,
 }
 
 impl Default for RankConfig {
@@ -209,6 +262,7 @@ impl Default for RankConfig {
             max_envelope_bytes: DEFAULT_MAX_ENVELOPE_BYTES,
             chunk_bytes: DEFAULT_CHUNK_BYTES,
             allow_no_mpi: false,
+            tune_file: None,
             launcher: LauncherEnv::default(),
         }
     }
@@ -335,6 +389,9 @@ impl RankConfig {
             c.allow_no_mpi = parse::boolean(&v)
                 .ok_or_else(|| config_error("UNI20_ALLOW_NO_MPI", &v, "1 or 0 (also true/false, yes/no, on/off)"))?;
         }
+        c.tune_file = get(uni20_dispatch::TUNE_FILE_ENV)
+            .filter(|v| !v.to_string_lossy().trim().is_empty())
+            .map(PathBuf::from);
         c.launcher = LauncherEnv::from_lookup(get);
         Ok(c)
     }

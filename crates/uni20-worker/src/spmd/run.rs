@@ -121,7 +121,7 @@ pub(crate) fn rank_main<R>(
     config: &RankConfig,
     f: impl FnOnce(&SpmdContext<'_>) -> R,
 ) -> RankOutcome<R> {
-    let backends = config.backends.backend_list(threads);
+    let backends = config.rank_backends(threads);
     let ctx = SpmdContext::new(t, registry, store, &backends, threads, &config.faults);
     let _span = tracing::info_span!("rank", rank = ctx.rank()).entered();
     if let Err(e) = handshake(&ctx, registry, config) {
