@@ -40,6 +40,7 @@ pub struct Envelope {
 
 /// Why an envelope or descriptor could not be decoded.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DecodeError {
     /// Empty input.
     #[error("empty envelope")]

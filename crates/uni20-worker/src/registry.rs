@@ -188,6 +188,7 @@ pub struct CommandSignature {
 
 /// Errors detected while building a registry.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RegistryError {
     /// Two entries share a wire name.
     #[error("duplicate command wire name `{wire_name}` registered at {first} and {second}")]
