@@ -50,6 +50,7 @@ pub use uni20_async;
 pub use uni20_dispatch as dispatch;
 pub use uni20_dist as dist;
 pub use uni20_persist as persist;
+pub use uni20_tn as tn;
 pub use uni20_worker as worker;
 
 pub use uni20_dispatch::{BackendList, DType, EinsumSpec, LocalTensor, TensorData, C32, C64};

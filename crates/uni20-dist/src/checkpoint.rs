@@ -7,11 +7,12 @@
 //! commits the manifest in the root's store, flushes it and names it as the
 //! gc root `checkpoint`. [`restore`] loads it back after a restart (same
 //! store directory, same number of ranks), and [`Checkpoint::tensor`]
-//! rebuilds each tensor from its manifest.
+//! rebuilds each tensor from its manifest. [`retire`] lets the blocks of
+//! a superseded checkpoint go.
 
 use serde::{Deserialize, Serialize};
 use uni20_persist::{decode_postcard, encode_postcard, ObjectId, Persist, PersistError, PersistentPtr};
-use uni20_worker::{Controller, Flush};
+use uni20_worker::{Controller, Flush, HeldBlock};
 
 use crate::error::DistError;
 use crate::tensor::{DistTensor, Manifest};
@@ -69,6 +70,31 @@ impl Checkpoint {
             .ok_or_else(|| DistError::NotFound(format!("tensor `{name}` of the checkpoint")))?;
         DistTensor::from_manifest(ctl, m.1.clone())
     }
+}
+
+/// Ends the keep that [`checkpoint`] or [`restore`] placed on `cp`'s blocks,
+/// once a newer checkpoint supersedes it: every block that no other kept
+/// checkpoint and no live tensor names is queued for release on its owner
+/// (and, on a disk store, removed from disk when the release arrives), so
+/// a job that checkpoints every step keeps only its latest checkpoint's
+/// data. Blocks still named by a live tensor are released when that tensor
+/// is dropped. The checkpoint object itself stays in the root's store
+/// (a few hundred bytes per tensor); call it only after the newer
+/// checkpoint has been written, or a crash in between leaves nothing to
+/// resume from.
+pub fn retire(ctl: &Controller<'_>, cp: &Checkpoint) {
+    let held: Vec<HeldBlock> = cp
+        .tensors
+        .iter()
+        .flat_map(|(_, m)| {
+            let n = m.blocking.num_blocks();
+            m.blocks
+                .iter()
+                .enumerate()
+                .map(move |(b, r)| (r.owner, r.id, if b < n { m.block_bytes(b) } else { 0 }))
+        })
+        .collect();
+    ctl.ledger().unkeep(&held);
 }
 
 /// Makes every rank's store durable: one `uni20.flush.v1` to every worker

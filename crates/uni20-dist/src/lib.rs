@@ -47,7 +47,7 @@ mod summary;
 mod tensor;
 mod transfer;
 
-pub use checkpoint::{checkpoint, flush_all, restore, Checkpoint};
+pub use checkpoint::{checkpoint, flush_all, restore, retire, Checkpoint};
 pub use error::DistError;
 pub use layout::{Blocking, BlockingError, MAX_BLOCKS};
 pub use lifetimes::{gc, GcTotals};

@@ -13,7 +13,7 @@
 //! thread-safe (a handle may be dropped on any thread) and never blocks on
 //! the network: dropping a handle only queues.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 
 use parking_lot::Mutex;
 use uni20_persist::ObjectId;
@@ -60,7 +60,7 @@ struct Pending {
 struct State {
     open: bool,
     refs: HashMap<ObjectId, Entry>,
-    kept: HashSet<ObjectId>,
+    kept: HashMap<ObjectId, u32>,
     pending: BTreeMap<usize, Pending>,
     stats: LedgerStats,
 }
@@ -123,7 +123,7 @@ impl ReleaseLedger {
                 continue;
             }
             let Some(e) = st.refs.remove(&id) else { continue };
-            if st.kept.contains(&id) {
+            if st.kept.contains_key(&id) {
                 continue;
             }
             let p = st.pending.entry(e.owner).or_default();
@@ -134,25 +134,61 @@ impl ReleaseLedger {
     }
 
     /// Never release `ids` (they are referenced by a checkpoint or a named
-    /// root); takes any of them out of the release queues.
+    /// root); takes any of them out of the release queues. Keeps are
+    /// counted: an object kept twice (say by two checkpoints) needs two
+    /// [`ReleaseLedger::unkeep`] calls before it can be released.
     pub fn keep(&self, ids: &[ObjectId]) {
         let mut st = self.state.lock();
         let mut added = 0;
         for id in ids {
-            if st.kept.insert(*id) {
+            let n = st.kept.entry(*id).or_insert(0);
+            if *n == 0 {
                 added += 1;
             }
+            *n += 1;
         }
         st.stats.kept += added;
         let State { pending, kept, .. } = &mut *st;
         for p in pending.values_mut() {
-            p.ids.retain(|id| !kept.contains(id));
+            p.ids.retain(|id| !kept.contains_key(id));
+        }
+    }
+
+    /// Undoes one [`ReleaseLedger::keep`] of each of `blocks` (for example
+    /// when a newer checkpoint supersedes an older one). An object whose
+    /// keep count falls to zero and that no live handle names is queued for
+    /// release on its owner, as if its last handle had been dropped; one
+    /// that a handle still names is released when that handle goes. Objects
+    /// that were not kept are ignored. Does nothing once the universe has
+    /// ended.
+    pub fn unkeep(&self, blocks: &[HeldBlock]) {
+        let mut st = self.state.lock();
+        if !st.open {
+            return;
+        }
+        for &(owner, id, bytes) in blocks {
+            let Some(n) = st.kept.get_mut(&id) else { continue };
+            *n -= 1;
+            if *n > 0 {
+                continue;
+            }
+            st.kept.remove(&id);
+            st.stats.kept = st.stats.kept.saturating_sub(1);
+            if st.refs.contains_key(&id) {
+                continue;
+            }
+            let p = st.pending.entry(owner).or_default();
+            if !p.ids.contains(&id) {
+                p.ids.push(id);
+                p.bytes += bytes;
+                st.stats.objects_queued += 1;
+            }
         }
     }
 
     /// The objects kept by [`ReleaseLedger::keep`].
     pub fn kept(&self) -> Vec<ObjectId> {
-        let mut v: Vec<ObjectId> = self.state.lock().kept.iter().copied().collect();
+        let mut v: Vec<ObjectId> = self.state.lock().kept.keys().copied().collect();
         v.sort();
         v
     }
@@ -249,6 +285,29 @@ mod tests {
         l.retain(&a);
         l.drop_refs(&a);
         assert!(l.pending_ranks().is_empty(), "a closed ledger ignores handles");
+    }
+
+    #[test]
+    fn unkeep_releases_once_no_keep_or_handle_remains() {
+        let l = ReleaseLedger::new(3);
+        let a = [(1, id(1), 100), (2, id(2), 50)];
+        l.retain(&a);
+        l.keep(&[id(1), id(2)]);
+        l.keep(&[id(1)]); // a second checkpoint shares block 1
+        l.drop_refs(&a);
+        assert!(l.pending_ranks().is_empty());
+        l.unkeep(&a);
+        // Block 2: no keep and no handle left; block 1: still kept once.
+        assert_eq!(l.pending_ranks(), vec![2]);
+        assert_eq!(l.take_pending(2), vec![id(2)]);
+        l.retain(&a[..1]); // a handle to block 1 again (a restored tensor)
+        l.unkeep(&a[..1]);
+        assert!(l.pending_ranks().is_empty(), "a named object waits for its handle");
+        l.drop_refs(&a[..1]);
+        assert_eq!(l.take_pending(1), vec![id(1)]);
+        l.unkeep(&a); // not kept any more: ignored
+        assert!(l.pending_ranks().is_empty());
+        assert_eq!(l.stats().kept, 0);
     }
 
     #[test]

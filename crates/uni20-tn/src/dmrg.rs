@@ -1,0 +1,402 @@
+//! Finite two-site DMRG ([`Dmrg`]) on distributed tensors: S. R. White,
+//! Phys. Rev. Lett. 69, 2863 (1992); the matrix-product formulation of
+//! U. Schollwöck, Ann. Phys. 326, 96 (2011), section 6.
+//!
+//! A sweep goes right over the bonds `(0,1) .. (L-2,L-1)` and back left
+//! over `(L-2,L-1) .. (0,1)`. Each step contracts the two site tensors into
+//! `theta[a, s, t, b]`, finds the lowest eigenpair of the two-site effective
+//! Hamiltonian ([`TwoSiteHamiltonian`]) by [`lanczos_lowest`] started from
+//! `theta`, splits it by a truncated [`svd`] (`chi_max`, absolute cutoff on
+//! the normalised singular values), keeps the kept singular values
+//! normalised to one, and grows the environment on the side it leaves. The
+//! environment on the side it moves into is dropped at once (it no longer
+//! matches the state), so at most `L + 1` environments live at any time and
+//! memory does not grow with the number of sweeps.
+//!
+//! Canonical form between sweeps: sites `1..L` right-normalised, the
+//! orthogonality centre (and the norm) in site 0 — the form [`Dmrg::new`]
+//! expects and the form a checkpoint stores, so a resumed run rebuilds its
+//! right environments from the checkpointed sites and continues exactly as
+//! the uninterrupted run would.
+
+use std::time::Instant;
+
+use uni20_dist::{checkpoint, contract, retire, scale, svd, Checkpoint, DistTensor, SvdOptions, SvdTruncation};
+use uni20_persist::ObjectId;
+use uni20_worker::Controller;
+
+use crate::env::{grow_left, grow_right, Matvec, TwoSiteHamiltonian};
+use crate::error::TnError;
+use crate::lanczos::{lanczos_lowest, LanczosOptions};
+use crate::mpo::Mpo;
+use crate::mps::Mps;
+
+/// Label prefix of the checkpoints that [`Dmrg::checkpoint`] writes.
+pub const CHECKPOINT_LABEL: &str = "uni20-tn two-site dmrg v1";
+
+/// Options of a [`Dmrg`] run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DmrgOptions {
+    /// Largest bond dimension kept by each SVD (at least 1). Default 64.
+    pub chi_max: usize,
+    /// Singular values (of the normalised two-site tensor) at or below this
+    /// are dropped, as TeNPy's `svd_min` (finite, `>= 0`). Default `1e-10`.
+    pub cutoff: f64,
+    /// The eigensolver of each step (its `tol` is the residual tolerance).
+    pub lanczos: LanczosOptions,
+    /// Block extent of every mode of the distributed tensors, including
+    /// new bonds (at least 1). Default 64.
+    pub block: usize,
+    /// How the effective Hamiltonian is applied.
+    pub matvec: Matvec,
+}
+
+impl Default for DmrgOptions {
+    fn default() -> Self {
+        DmrgOptions {
+            chi_max: 64,
+            cutoff: 1e-10,
+            lanczos: LanczosOptions::default(),
+            block: 64,
+            matvec: Matvec::default(),
+        }
+    }
+}
+
+impl DmrgOptions {
+    /// Checks the ranges documented on the fields.
+    ///
+    /// # Errors
+    /// [`TnError::InvalidOption`] naming the first field out of range.
+    pub fn validate(&self) -> Result<(), TnError> {
+        if self.chi_max == 0 {
+            return Err(TnError::InvalidOption {
+                name: "chi_max",
+                value: "0".into(),
+                expected: "at least 1",
+            });
+        }
+        if self.block == 0 {
+            return Err(TnError::InvalidOption {
+                name: "block",
+                value: "0".into(),
+                expected: "at least 1",
+            });
+        }
+        if !(self.cutoff.is_finite() && self.cutoff >= 0.0) {
+            return Err(TnError::InvalidOption {
+                name: "cutoff",
+                value: self.cutoff.to_string(),
+                expected: "a finite number >= 0",
+            });
+        }
+        self.lanczos.validate()
+    }
+}
+
+/// Where a step of a sweep is, for progress reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StepInfo {
+    /// Steps of this sweep done so far (1-based after the step).
+    pub done: usize,
+    /// Steps in a sweep: `2 (L - 1)`.
+    pub total: usize,
+    /// The left site of the bond just optimised.
+    pub site: usize,
+}
+
+/// What one sweep measured.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct SweepStats {
+    /// Sweeps completed, this one included (1 for the first).
+    pub sweep: u64,
+    /// The energy of the sweep's last step (the bond `(0, 1)`).
+    pub energy: f64,
+    /// Change of `energy` from the previous sweep (`NaN` for the first
+    /// sweep of a run that was not resumed).
+    pub energy_change: f64,
+    /// Largest relative discarded weight `sum discarded s^2 / sum s^2` of
+    /// the sweep's SVDs.
+    pub max_truncation: f64,
+    /// Largest bond dimension after the sweep.
+    pub max_bond: usize,
+    /// Operator applications of all Lanczos runs of the sweep.
+    pub lanczos_applications: usize,
+    /// Largest Lanczos residual estimate of the sweep.
+    pub max_residual: f64,
+    /// Wall time of the sweep, in seconds.
+    pub seconds: f64,
+    /// Of `seconds`: in the eigensolver (its operator applications, and
+    /// whatever earlier deferred work they waited for).
+    pub lanczos_seconds: f64,
+    /// Of `seconds`: in the SVDs (assembly, factorisation, distribution).
+    pub svd_seconds: f64,
+}
+
+/// A two-site DMRG run: the MPO, the MPS being optimised and the
+/// environments (see the module docs).
+#[derive(Debug)]
+pub struct Dmrg {
+    mpo: Mpo,
+    mps: Mps,
+    opts: DmrgOptions,
+    /// `left[i]`: sites `0..i` contracted (`left[0]` the boundary).
+    left: Vec<Option<DistTensor>>,
+    /// `right[i]`: sites `i+1..L` contracted (`right[L-1]` the boundary).
+    right: Vec<Option<DistTensor>>,
+    sweeps: u64,
+    energy: Option<f64>,
+    /// The checkpoint this run wrote or resumed from last, retired when
+    /// the next one is written.
+    last_checkpoint: Option<Checkpoint>,
+}
+
+impl Dmrg {
+    /// A run from `mps`, which must be right-normalised on sites `1..L`
+    /// (as [`Mps::random`] and a checkpoint give it); builds the right
+    /// environments (deferred: returns before they are computed).
+    ///
+    /// # Errors
+    /// [`TnError::InvalidOption`] for bad options or a chain shorter than 2
+    /// sites; [`TnError::Shape`] if the MPS and MPO differ in length or
+    /// local dimension; the validation errors of the contractions.
+    pub fn new(ctl: &Controller<'_>, mpo: Mpo, mps: Mps, opts: DmrgOptions) -> Result<Dmrg, TnError> {
+        opts.validate()?;
+        let n = mps.len();
+        if n < 2 {
+            return Err(TnError::InvalidOption {
+                name: "sites",
+                value: n.to_string(),
+                expected: "at least 2 for two-site DMRG",
+            });
+        }
+        let phys: Vec<usize> = (0..n).map(|i| mps.site(i).shape()[1]).collect();
+        let mpo_phys: Vec<usize> = (0..mpo.len()).map(|i| mpo.phys_dim(i)).collect();
+        if phys != mpo_phys {
+            return Err(TnError::Shape {
+                what: "local dimensions of the MPS sites vs the MPO sites".into(),
+                expected: mpo_phys,
+                got: phys,
+            });
+        }
+        let mut left = vec![None; n];
+        let mut right = vec![None; n];
+        left[0] = Some(mpo.left_boundary(ctl, opts.block)?);
+        right[n - 1] = Some(mpo.right_boundary(ctl, opts.block)?);
+        for i in (1..n - 1).rev() {
+            let env = env_at(&right, i + 1)?;
+            right[i] = Some(grow_right(ctl, env, &mpo.sites()[i + 1], mps.site(i + 1))?);
+        }
+        Ok(Dmrg {
+            mpo,
+            mps,
+            opts,
+            left,
+            right,
+            sweeps: 0,
+            energy: None,
+            last_checkpoint: None,
+        })
+    }
+
+    /// Resumes the run stored in `cp` (written by [`Dmrg::checkpoint`]):
+    /// its MPS, sweep count and energy, with new `opts`.
+    ///
+    /// # Errors
+    /// [`TnError::BadCheckpoint`] if `cp` is not a DMRG checkpoint of
+    /// `mpo.len()` sites; as [`Mps::from_checkpoint`] and [`Dmrg::new`].
+    pub fn resume(ctl: &Controller<'_>, mpo: Mpo, cp: Checkpoint, opts: DmrgOptions) -> Result<Dmrg, TnError> {
+        if !cp.label.starts_with(CHECKPOINT_LABEL) {
+            return Err(TnError::BadCheckpoint(format!(
+                "its label is {:?}, not a DMRG checkpoint ({CHECKPOINT_LABEL:?})",
+                cp.label
+            )));
+        }
+        let energy = *cp
+            .scalars
+            .first()
+            .ok_or_else(|| TnError::BadCheckpoint("the energy scalar is missing".into()))?;
+        let mps = Mps::from_checkpoint(ctl, &cp, mpo.len())?;
+        let mut d = Dmrg::new(ctl, mpo, mps, opts)?;
+        d.sweeps = cp.step;
+        d.energy = Some(energy);
+        d.last_checkpoint = Some(cp);
+        Ok(d)
+    }
+
+    /// The current MPS (between sweeps: centre in site 0).
+    pub fn mps(&self) -> &Mps {
+        &self.mps
+    }
+
+    /// Sweeps completed (including those of the run a checkpoint came from).
+    pub fn sweeps(&self) -> u64 {
+        self.sweeps
+    }
+
+    /// The energy of the last completed sweep, if any.
+    pub fn energy(&self) -> Option<f64> {
+        self.energy
+    }
+
+    /// One full sweep (right, then left), calling `progress` after each of
+    /// its `2 (L - 1)` steps.
+    ///
+    /// # Errors
+    /// The errors of the distributed operations and of the eigensolver; a
+    /// failed command is fail-stop ([`uni20_dist::DistError::Job`]) and
+    /// leaves the run unusable.
+    pub fn sweep(&mut self, ctl: &Controller<'_>, progress: &mut dyn FnMut(StepInfo)) -> Result<SweepStats, TnError> {
+        let n = self.mps.len();
+        let start = Instant::now();
+        let mut acc = Acc::default();
+        let total = 2 * (n - 1);
+        let mut done = 0;
+        for i in 0..n - 1 {
+            self.step(ctl, i, true, &mut acc)?;
+            done += 1;
+            progress(StepInfo { done, total, site: i });
+        }
+        for i in (0..n - 1).rev() {
+            self.step(ctl, i, false, &mut acc)?;
+            done += 1;
+            progress(StepInfo { done, total, site: i });
+        }
+        // The centre tensor is computed (it was an SVD factor's product):
+        // the timing includes the sweep's deferred work.
+        self.mps.site(0).wait(ctl)?;
+        self.sweeps += 1;
+        let energy = acc.energy;
+        let energy_change = self.energy.map_or(f64::NAN, |e| energy - e);
+        self.energy = Some(energy);
+        Ok(SweepStats {
+            sweep: self.sweeps,
+            energy,
+            energy_change,
+            max_truncation: acc.max_truncation,
+            max_bond: self.mps.max_bond(),
+            lanczos_applications: acc.applications,
+            max_residual: acc.max_residual,
+            seconds: start.elapsed().as_secs_f64(),
+            lanczos_seconds: acc.lanczos_seconds,
+            svd_seconds: acc.svd_seconds,
+        })
+    }
+
+    /// Optimises the bond `(i, i+1)` and moves the centre right
+    /// (`to_right`) or left.
+    fn step(&mut self, ctl: &Controller<'_>, i: usize, to_right: bool, acc: &mut Acc) -> Result<(), TnError> {
+        let n = self.mps.len();
+        let w = self.mpo.sites();
+        let h = TwoSiteHamiltonian::new(
+            ctl,
+            env_at(&self.left, i)?,
+            &w[i],
+            &w[i + 1],
+            env_at(&self.right, i + 1)?,
+            self.opts.matvec,
+        )?;
+        let theta = contract(ctl, "asb,btc->astc", self.mps.site(i), self.mps.site(i + 1))?;
+        let t0 = Instant::now();
+        let eig = lanczos_lowest(ctl, &h, &theta, &self.opts.lanczos)?;
+        acc.lanczos_seconds += t0.elapsed().as_secs_f64();
+        drop((h, theta));
+        acc.energy = eig.value;
+        acc.applications += eig.applications;
+        acc.max_residual = acc.max_residual.max(eig.residual);
+        let t1 = Instant::now();
+        let f = svd(
+            ctl,
+            &eig.vector,
+            "as|tc",
+            &SvdOptions {
+                truncation: SvdTruncation {
+                    max_rank: Some(self.opts.chi_max),
+                    cutoff: Some(self.opts.cutoff),
+                    ..SvdTruncation::default()
+                },
+                s_diag: true,
+                k_block: Some(self.opts.block),
+                max_matrix_bytes: None,
+            },
+        )?;
+        acc.svd_seconds += t1.elapsed().as_secs_f64();
+        acc.max_truncation = acc.max_truncation.max(f.discarded_weight);
+        let kept_norm = f.s.iter().map(|s| s * s).sum::<f64>().sqrt();
+        let s_diag = f.s_diag.ok_or(TnError::Internal(
+            "the SVD returned no diagonal tensor although one was asked for",
+        ))?;
+        // Renormalised singular values: the state keeps norm 1.
+        let s_diag = scale(ctl, 1.0 / kept_norm, &s_diag)?;
+        if to_right {
+            let right_site = contract(ctl, "kj,jtc->ktc", &s_diag, &f.vh)?;
+            self.left[i + 1] = Some(grow_left(ctl, env_at(&self.left, i)?, &w[i], &f.u)?);
+            self.mps.set_site(i, f.u);
+            self.mps.set_site(i + 1, right_site);
+            if i + 1 < n - 1 {
+                self.right[i + 1] = None;
+            }
+        } else {
+            let left_site = contract(ctl, "ask,kj->asj", &f.u, &s_diag)?;
+            if i > 0 {
+                self.right[i] = Some(grow_right(ctl, env_at(&self.right, i + 1)?, &w[i + 1], &f.vh)?);
+                self.left[i + 1] = None;
+            }
+            self.mps.set_site(i, left_site);
+            self.mps.set_site(i + 1, f.vh);
+        }
+        Ok(())
+    }
+
+    /// Writes the current MPS, sweep count and energy as a checkpoint
+    /// ([`uni20_dist::checkpoint`]: every rank's store flushed, the
+    /// manifest committed and named as the root `checkpoint`), then retires
+    /// the previous checkpoint of this run ([`uni20_dist::retire`]), so only
+    /// the latest one keeps its blocks. Returns the id that
+    /// [`uni20_dist::restore`] and [`Dmrg::resume`] take.
+    ///
+    /// # Errors
+    /// The errors of [`uni20_dist::checkpoint`] (a rank that cannot flush).
+    pub fn checkpoint(&mut self, ctl: &Controller<'_>) -> Result<ObjectId, TnError> {
+        let mut cp = Checkpoint {
+            label: format!(
+                "{CHECKPOINT_LABEL} L={} chi_max={} cutoff={:e}",
+                self.mps.len(),
+                self.opts.chi_max,
+                self.opts.cutoff
+            ),
+            step: self.sweeps,
+            scalars: vec![self.energy.unwrap_or(f64::NAN)],
+            tensors: Vec::new(),
+        };
+        self.mps.add_to_checkpoint(ctl, &mut cp)?;
+        let p = checkpoint(ctl, &cp)?;
+        if let Some(old) = self.last_checkpoint.replace(cp) {
+            retire(ctl, &old);
+        }
+        Ok(p.id())
+    }
+}
+
+/// Per-sweep accumulators.
+#[derive(Default)]
+struct Acc {
+    energy: f64,
+    max_truncation: f64,
+    applications: usize,
+    max_residual: f64,
+    lanczos_seconds: f64,
+    svd_seconds: f64,
+}
+
+fn env_at(envs: &[Option<DistTensor>], i: usize) -> Result<&DistTensor, TnError> {
+    envs.get(i)
+        .and_then(Option::as_ref)
+        .ok_or_else(|| TnError::InvalidOption {
+            name: "environment",
+            value: i.to_string(),
+            expected: "an environment built by the sweep (internal order error)",
+        })
+}
