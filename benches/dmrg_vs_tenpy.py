@@ -25,9 +25,9 @@ script records for every sweep the energy and the wall time of that sweep.
   `sweep_stats['E'][-1]` (the Lanczos energy of the sweep's last two-site update, before its
   truncation), with `max_trunc_err`, `max_chi`, the number of two-site updates (and of those
   TeNPy solved by exact diagonalization, H_eff dimension < 400) and the sum of their Lanczos
-  steps (the eigensolvers' iteration counts differ between the programs,
-  so seconds per sweep compare whole sweeps, not one matvec). Building the model, the MPS and the engine
-  is timed separately ("setup"); the first sweep still includes building the right
+  steps (the eigensolvers' iteration counts differ between the programs, so seconds per
+  sweep compare whole sweeps, not one matvec). Building the model, the MPS and the engine is
+  timed separately ("setup"); the first sweep still includes building the right
   environments, which TeNPy makes lazily.
 * uni20 runs as a subprocess, `<command> --sites L --chi-max CHI --cutoff CUT --sweeps N
   --tol 0`, in one or both of two layouts (`--uni20-mode`, default both):
@@ -239,7 +239,7 @@ def run_tenpy(args):
             {
                 "sweep": k + 1,
                 "E": float(st["E"][-1]),
-                "dE": float(st["Delta_E"][-1]),
+                "dE": None if np.isnan(st["Delta_E"][-1]) else float(st["Delta_E"][-1]),  # NaN after sweep 1
                 "trunc": float(st["max_trunc_err"][-1]),
                 "chi": int(st["max_chi"][-1]),
                 "time": dt,
@@ -603,6 +603,7 @@ def main(argv=None):
                 },
                 f,
                 indent=1,
+                allow_nan=False,
             )
         print("wrote %s" % args.json)
     failed = any(not r.get("ok") for t in tools for r in runs[t])
