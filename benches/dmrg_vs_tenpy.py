@@ -31,8 +31,9 @@ script records for every sweep the energy and the wall time of that sweep.
   environments, which TeNPy makes lazily.
 * uni20 runs as a subprocess, `<command> --sites L --chi-max CHI --cutoff CUT --sweeps N
   --tol 0`, in one or both of two layouts (`--uni20-mode`, default both):
-    - `inproc`: one process, the in-process universe with UNI20_RANKS=2 (root + 1 worker),
-      UNI20_THREADS_PER_RANK = RAYON_NUM_THREADS = --threads;
+    - `inproc`: one process, one rank (UNI20_RANKS=1: the root computes its own blocks),
+      UNI20_THREADS_PER_RANK = RAYON_NUM_THREADS = --threads (`--inproc-ranks` changes the
+      rank count);
     - `mpi3`: `cargo xtask mpirun -n 3 --timeout T --exe <binary built with --features mpi>
       -- <args>` (root + 2 workers), UNI20_THREADS_PER_RANK = RAYON_NUM_THREADS =
       max(1, --threads // 2), so that the two workers together have --threads threads.
@@ -130,6 +131,7 @@ def parse_args(argv=None):
     p.add_argument("--sweeps", type=int, default=10, help="number of sweeps (no early stop)")
     p.add_argument("--reps", type=int, default=1, help="repetitions of the whole interleaved set")
     p.add_argument("--threads", type=int, default=2, help="thread budget of each tool")
+    p.add_argument("--inproc-ranks", type=int, default=1, help="UNI20_RANKS of the inproc mode (default 1)")
     p.add_argument("--uni20-mode", choices=("inproc", "mpi3", "both"), default="both")
     p.add_argument("--skip-uni20", action="store_true", help="run TeNPy only")
     p.add_argument("--skip-tenpy", action="store_true", help="run uni20 only")
@@ -316,7 +318,7 @@ def uni20_command(args, mode):
     if mode == "inproc":
         prefix = shlex.split(args.uni20_cmd) if args.uni20_cmd else [bench_binary("inproc")]
         per_rank = args.threads
-        env = {"UNI20_RANKS": "2"}
+        env = {"UNI20_RANKS": str(args.inproc_ranks)}
     else:
         custom = args.uni20_mpi_cmd or args.uni20_cmd
         if custom:

@@ -74,7 +74,8 @@ struct Args {
     /// same number of ranks as the run that wrote it).
     #[arg(long, requires = "checkpoint")]
     resume: Option<ObjectId>,
-    /// Also print, per sweep, where the time went (eigensolver, SVD, the rest).
+    /// Also print, per sweep, where the time went (eigensolver, SVD, the rest) and the
+    /// process's peak resident memory.
     #[arg(long)]
     profile: bool,
 }
@@ -143,12 +144,14 @@ fn run(ctl: &Controller<'_>, args: &Args) -> anyhow::Result<()> {
         );
         if args.profile {
             println!(
-                "  profile: lanczos {:.2} s ({} applications, largest residual {:.1e}), svd {:.2} s, other {:.2} s",
+                "  profile: lanczos {:.2} s ({} applications, largest residual {:.1e}), svd {:.2} s, other {:.2} s; \
+                 peak RSS of this process {}",
                 s.lanczos_seconds,
                 s.lanczos_applications,
                 s.max_residual,
                 s.svd_seconds,
-                s.seconds - s.lanczos_seconds - s.svd_seconds
+                s.seconds - s.lanczos_seconds - s.svd_seconds,
+                peak_rss().map_or("unknown".to_string(), |kb| format!("{:.1} MB", kb as f64 / 1024.0))
             );
         }
         if args.checkpoint.is_some() {
@@ -170,6 +173,15 @@ fn run(ctl: &Controller<'_>, args: &Args) -> anyhow::Result<()> {
         ),
     }
     Ok(())
+}
+
+/// The peak resident set size of this process in KiB (`VmHWM` of
+/// `/proc/self/status`; Linux only). In-process, all ranks share it; under
+/// MPI it is the root's.
+fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 fn main() -> ExitCode {

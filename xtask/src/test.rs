@@ -135,6 +135,7 @@ pub fn run(opts: &TestOptions) -> Result<i32> {
         results.extend(cli_parity(&launcher, opts)?);
         results.extend(fault_stage(&launcher, opts)?);
         results.push(checkpoint_restart(&launcher, opts)?);
+        results.push(dmrg_kill_resume(&launcher, opts)?);
         results.push(no_mpi_refusal(&launcher, opts)?);
         results.push(abort_timeout_stage(&launcher, opts)?);
     }
@@ -501,6 +502,96 @@ fn checkpoint_restart(launcher: &Launcher, opts: &TestOptions) -> Result<(Job, O
     let job = Job {
         kind: TargetKind::Example,
         name: "checkpoint restart".into(),
+        ranks: 3,
+    };
+    Ok((job, outcome, start.elapsed()))
+}
+
+/// `examples/dmrg.rs` under `mpirun -n 3`: a short DMRG run (L = 12,
+/// chi 16, 6 sweeps) uninterrupted, then the same run killed (SIGKILL to
+/// every rank) right after the checkpoint of sweep 2 and resumed from it:
+/// the resumed sweeps 3-6 must give the uninterrupted energies to 1e-10.
+fn dmrg_kill_resume(launcher: &Launcher, opts: &TestOptions) -> Result<(Job, Outcome, Duration)> {
+    let ex = (TargetKind::Example, "dmrg".to_string());
+    let exe = cargo::build_mpi(ROOT_PACKAGE, std::slice::from_ref(&ex), opts.release, &[])?[&ex].clone();
+    let scratch = std::env::temp_dir().join(format!("uni20-dmrg-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&scratch)?;
+    let start = std::time::Instant::now();
+    let command = |store: &str, extra: &[&str], log_name: &str| -> Result<(std::process::Command, std::path::PathBuf)> {
+        let log_path = scratch.join(log_name);
+        let log = std::fs::File::create(&log_path)?;
+        let mut args: Vec<std::ffi::OsString> = [
+            "--sites", "12", "--chi-max", "16", "--sweeps", "6", "--tol", "0", "--seed", "5", "--block", "8",
+        ]
+        .iter()
+        .map(|a| a.into())
+        .collect();
+        args.push("--checkpoint".into());
+        args.push(scratch.join(store).into());
+        args.extend(extra.iter().map(|a| a.into()));
+        let mut cmd = launcher.command(3, &exe, &args);
+        cmd.stdin(std::process::Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log);
+        Ok((cmd, log_path))
+    };
+    // (sweep, energy) of the per-sweep lines, whatever tag mpirun adds.
+    let energies = |text: &str| -> Vec<(u64, f64)> {
+        text.lines()
+            .filter_map(|l| {
+                let rest = &l[l.find("sweep ")? + 6..];
+                let n = rest.split_whitespace().next()?.parse().ok()?;
+                let e = rest.split_once("E = ")?.1.split_whitespace().next()?.parse().ok()?;
+                Some((n, e))
+            })
+            .collect()
+    };
+    eprintln!("\nxtask: ---- dmrg kill and resume (examples/dmrg.rs) @ 3 ranks ----");
+    let (mut cmd, full_log) = command("full", &[], "full.txt")?;
+    let (o1, _) = crate::proc::run_with_timeout(&mut cmd, opts.timeout)?;
+    let full = std::fs::read_to_string(&full_log).unwrap_or_default();
+    let (mut cmd, split_log) = command("split", &[], "split.txt")?;
+    let (o2, killed, _) = crate::proc::run_killed_at(&mut cmd, opts.timeout, &split_log, "(after sweep 2)")?;
+    let first = std::fs::read_to_string(&split_log).unwrap_or_default();
+    let id = first.lines().find_map(|l| {
+        let rest = &l[l.find("checkpoint: ")? + 12..];
+        rest.ends_with("(after sweep 2)")
+            .then(|| rest.split_whitespace().next().map(str::to_string))
+            .flatten()
+    });
+    let outcome = match (o1, killed, id) {
+        (Outcome::Exited(0), true, Some(id)) => {
+            let (mut cmd, resumed_log) = command("split", &["--resume", &id], "resumed.txt")?;
+            let (o3, _) = crate::proc::run_with_timeout(&mut cmd, opts.timeout)?;
+            let second = std::fs::read_to_string(&resumed_log).unwrap_or_default();
+            let (full_e, resumed_e) = (energies(&full), energies(&second));
+            let same = full_e.len() == 6
+                && resumed_e.len() == 4
+                && full_e[2..]
+                    .iter()
+                    .zip(&resumed_e)
+                    .all(|(a, b)| a.0 == b.0 && (a.1 - b.1).abs() < 1e-10);
+            if o3 == Outcome::Exited(0) && same {
+                eprintln!(
+                    "xtask: killed after sweep 2 ({o2:?}), resumed from {id}: sweeps 3-6 match (final E = {:.12})",
+                    full_e[5].1
+                );
+                Outcome::Exited(0)
+            } else {
+                eprintln!("xtask: FAIL: resumed run differs ({o3:?})\n{full}\n--\n{first}\n--\n{second}");
+                Outcome::Exited(1)
+            }
+        }
+        (a, killed, id) => {
+            eprintln!("xtask: FAIL: {a:?} / killed {killed} / checkpoint id {id:?}\n{full}\n--\n{first}");
+            Outcome::Exited(1)
+        }
+    };
+    let _ = std::fs::remove_dir_all(&scratch);
+    let job = Job {
+        kind: TargetKind::Example,
+        name: "dmrg kill and resume".into(),
         ranks: 3,
     };
     Ok((job, outcome, start.elapsed()))
