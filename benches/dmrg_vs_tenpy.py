@@ -82,6 +82,7 @@ requested: skipped), 1 when a uni20 run failed or printed no sweep line, 2 on ba
 import argparse
 import datetime
 import json
+import math
 import os
 import platform
 import re
@@ -275,6 +276,18 @@ def run_tenpy(args):
         "lanczos_params": {k: _plain(v) for k, v in engine.lanczos_params.as_dict().items()},
         "trunc_params": trunc,
     }
+
+
+def _finite(obj):
+    """A copy of `obj` with every non-finite float (NaN, inf: for example TeNPy options that
+    default to infinity) replaced by None, so the JSON stays strict."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
 
 
 def _plain(v):
@@ -593,7 +606,7 @@ def main(argv=None):
     if args.json:
         with open(args.json, "w") as f:
             json.dump(
-                {
+                _finite({
                     "date": datetime.datetime.now().isoformat(timespec="seconds"),
                     "args": vars(args),
                     "e_ref": e_ref,
@@ -602,7 +615,7 @@ def main(argv=None):
                     "tools": tools,
                     "runs": runs,
                     "summary": summary,
-                },
+                }),
                 f,
                 indent=1,
                 allow_nan=False,

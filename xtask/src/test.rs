@@ -518,24 +518,36 @@ fn dmrg_kill_resume(launcher: &Launcher, opts: &TestOptions) -> Result<(Job, Out
     let _ = std::fs::remove_dir_all(&scratch);
     std::fs::create_dir_all(&scratch)?;
     let start = std::time::Instant::now();
-    let command = |store: &str, extra: &[&str], log_name: &str| -> Result<(std::process::Command, std::path::PathBuf)> {
-        let log_path = scratch.join(log_name);
-        let log = std::fs::File::create(&log_path)?;
-        let mut args: Vec<std::ffi::OsString> = [
-            "--sites", "12", "--chi-max", "16", "--sweeps", "6", "--tol", "0", "--seed", "5", "--block", "8",
-        ]
-        .iter()
-        .map(|a| a.into())
-        .collect();
-        args.push("--checkpoint".into());
-        args.push(scratch.join(store).into());
-        args.extend(extra.iter().map(|a| a.into()));
-        let mut cmd = launcher.command(3, &exe, &args);
-        cmd.stdin(std::process::Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log);
-        Ok((cmd, log_path))
-    };
+    let command =
+        |store: &str, extra: &[&str], log_name: &str| -> Result<(std::process::Command, std::path::PathBuf)> {
+            let log_path = scratch.join(log_name);
+            let log = std::fs::File::create(&log_path)?;
+            let mut args: Vec<std::ffi::OsString> = [
+                "--sites",
+                "12",
+                "--chi-max",
+                "16",
+                "--sweeps",
+                "6",
+                "--tol",
+                "0",
+                "--seed",
+                "5",
+                "--block",
+                "8",
+            ]
+            .iter()
+            .map(|a| a.into())
+            .collect();
+            args.push("--checkpoint".into());
+            args.push(scratch.join(store).into());
+            args.extend(extra.iter().map(|a| a.into()));
+            let mut cmd = launcher.command(3, &exe, &args);
+            cmd.stdin(std::process::Stdio::null())
+                .stdout(log.try_clone()?)
+                .stderr(log);
+            Ok((cmd, log_path))
+        };
     // (sweep, energy) of the per-sweep lines, whatever tag mpirun adds.
     let energies = |text: &str| -> Vec<(u64, f64)> {
         text.lines()

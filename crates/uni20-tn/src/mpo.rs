@@ -223,10 +223,10 @@ mod tests {
         for (row, hr) in h.iter_mut().enumerate() {
             for (col, v) in hr.iter_mut().enumerate() {
                 let (s1, s2, t1, t2) = (row / 2, row % 2, col / 2, col % 2);
-                for a in 0..d {
+                for (a, la) in l.iter().enumerate() {
                     for b in 0..d {
-                        for c in 0..d {
-                            *v += l[a] * at(a, b, s1, t1) * at(b, c, s2, t2) * r[c];
+                        for (c, rc) in r.iter().enumerate() {
+                            *v += la * at(a, b, s1, t1) * at(b, c, s2, t2) * rc;
                         }
                     }
                 }

@@ -31,7 +31,7 @@ fn site_seed(seed: u64, i: usize) -> u64 {
 /// Site `i` is `M_i[a, s, b]` of shape `(chi_i, d_i, chi_(i+1))` with
 /// `chi_0 = chi_L = 1`. The type does not track a canonical form; the DMRG
 /// sweep documents the form it expects and leaves
-/// ([`crate::dmrg`]).
+/// ([`crate::Dmrg`]).
 #[derive(Clone, Debug)]
 pub struct Mps {
     sites: Vec<DistTensor>,
