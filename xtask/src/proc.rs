@@ -120,6 +120,31 @@ fn outcome_of(status: ExitStatus) -> Outcome {
 /// Returns the outcome and the wall-clock time taken. Stray descendants (for
 /// example ranks orphaned by a crashed launcher) are killed in every case.
 pub fn run_with_timeout(cmd: &mut Command, timeout: Duration) -> Result<(Outcome, Duration)> {
+    let (outcome, _, elapsed) = supervise(cmd, timeout, None)?;
+    Ok((outcome, elapsed))
+}
+
+/// Runs `cmd` (whose stdout the caller sends to the file `log`) like
+/// [`run_with_timeout`], but kills its whole process group with `SIGKILL`
+/// as soon as a line of `log` contains `marker` (a crash at a chosen point,
+/// as a node failure would). Returns the outcome (`Signaled(9)` or the
+/// launcher's exit after its ranks were killed, when the marker was seen),
+/// whether the marker was seen, and the wall time.
+pub fn run_killed_at(
+    cmd: &mut Command,
+    timeout: Duration,
+    log: &std::path::Path,
+    marker: &str,
+) -> Result<(Outcome, bool, Duration)> {
+    supervise(cmd, timeout, Some((log, marker)))
+}
+
+/// The supervision loop of [`run_with_timeout`] and [`run_killed_at`].
+fn supervise(
+    cmd: &mut Command,
+    timeout: Duration,
+    kill_at: Option<(&std::path::Path, &str)>,
+) -> Result<(Outcome, bool, Duration)> {
     use std::os::unix::process::CommandExt;
 
     init_supervisor();
@@ -129,8 +154,15 @@ pub fn run_with_timeout(cmd: &mut Command, timeout: Duration) -> Result<(Outcome
         .spawn()
         .with_context(|| format!("failed to start {:?}", cmd.get_program()))?;
     let pgid = child.id() as libc::pid_t;
-
+    let mut seen = false;
     let outcome = loop {
+        if let Some((log, marker)) = kill_at {
+            if std::fs::read_to_string(log).is_ok_and(|t| t.lines().any(|l| l.contains(marker))) {
+                seen = true;
+                sweep(Some(pgid), libc::SIGKILL);
+                break outcome_of(child.wait()?);
+            }
+        }
         if let Some(status) = child.try_wait()? {
             break outcome_of(status);
         }
@@ -153,52 +185,6 @@ pub fn run_with_timeout(cmd: &mut Command, timeout: Duration) -> Result<(Outcome
     };
     // Whatever happened, nothing started by this run may outlive it. (The
     // leader is reaped by now, so its group id is not signalled again.)
-    sweep(None, libc::SIGKILL);
-    reap_orphans(pgid);
-    Ok((outcome, start.elapsed()))
-}
-
-/// Runs `cmd` (whose stdout the caller sends to the file `log`) like
-/// [`run_with_timeout`], but kills its whole process group with `SIGKILL`
-/// as soon as a line of `log` contains `marker` (a crash at a chosen point,
-/// as a node failure would). Returns the outcome (`Signaled(9)` or the
-/// launcher's exit after its ranks were killed, when the marker was seen),
-/// whether the marker was seen, and the wall time.
-pub fn run_killed_at(
-    cmd: &mut Command,
-    timeout: Duration,
-    log: &std::path::Path,
-    marker: &str,
-) -> Result<(Outcome, bool, Duration)> {
-    use std::os::unix::process::CommandExt;
-
-    init_supervisor();
-    cmd.process_group(0);
-    let start = Instant::now();
-    let mut child = cmd
-        .spawn()
-        .with_context(|| format!("failed to start {:?}", cmd.get_program()))?;
-    let pgid = child.id() as libc::pid_t;
-    let mut seen = false;
-    let outcome = loop {
-        if std::fs::read_to_string(log).is_ok_and(|t| t.lines().any(|l| l.contains(marker))) {
-            seen = true;
-            sweep(Some(pgid), libc::SIGKILL);
-            break outcome_of(child.wait()?);
-        }
-        if let Some(status) = child.try_wait()? {
-            break outcome_of(status);
-        }
-        if let Some(sig) = interrupted() {
-            terminate(&mut child, pgid)?;
-            break Outcome::Interrupted(sig);
-        }
-        if start.elapsed() >= timeout {
-            terminate(&mut child, pgid)?;
-            break Outcome::TimedOut;
-        }
-        std::thread::sleep(POLL);
-    };
     sweep(None, libc::SIGKILL);
     reap_orphans(pgid);
     Ok((outcome, seen, start.elapsed()))
