@@ -4,11 +4,13 @@
 //!   the `mpi` feature and launches it on N ranks under a hard timeout.
 //! * `cargo xtask test [--require-mpi]` runs the workspace tests, then every
 //!   MPI integration test (`tests/mpi_*.rs`) at 1, 2 and 3 ranks.
-//! * `cargo xtask bench` runs the criterion benches, the MPI storage-fetch measurement and,
-//!   where python3 has numpy, the interleaved numpy.einsum comparison.
+//! * `cargo xtask bench` runs the criterion benches, the MPI storage-fetch measurement, the
+//!   DMRG reference check (L = 100, chi 100; alone with `--dmrg-only`) and, where python3
+//!   has numpy, the interleaved numpy.einsum comparison.
 
 #![warn(clippy::missing_docs_in_private_items)]
 
+mod bench_dmrg;
 mod cargo;
 mod launcher;
 mod proc;
@@ -112,6 +114,10 @@ struct TestArgs {
 /// Arguments of `cargo xtask bench`.
 #[derive(Debug, Args)]
 struct BenchArgs {
+    /// Run only the DMRG reference check (L = 100, chi 100, in-process and under
+    /// `mpirun -n 3`; a few minutes).
+    #[arg(long)]
+    dmrg_only: bool,
     /// Arguments passed through to `cargo bench` (after `--`).
     #[arg(last = true, value_name = "ARGS")]
     args: Vec<OsString>,
@@ -185,8 +191,17 @@ fn build_target(args: &MpirunArgs) -> Result<(String, PathBuf)> {
 }
 
 /// `cargo xtask bench`: run the benches and point at the criterion reports, then the MPI
-/// storage-fetch measurement and the numpy comparison.
+/// storage-fetch measurement, the DMRG reference check (L = 100, chi 100) and the numpy
+/// comparison.
 fn bench(args: BenchArgs) -> Result<i32> {
+    if args.dmrg_only {
+        let launcher = launcher::Launcher::detect()?;
+        return Ok(if bench_dmrg::dmrg_reference(launcher.as_ref())? {
+            0
+        } else {
+            1
+        });
+    }
     let mut cmd = cargo::cargo();
     // Bench targets only: the libraries' unit-test harness rejects criterion options.
     cmd.args(["bench", "--workspace", "--bench", "*"]);
@@ -207,7 +222,8 @@ fn bench(args: BenchArgs) -> Result<i32> {
         return Ok(status.code().unwrap_or(1));
     }
     // The MPI measurement: storage-rank fetch vs a raw send, 3 ranks.
-    match launcher::Launcher::detect()? {
+    let launcher = launcher::Launcher::detect()?;
+    match &launcher {
         Some(launcher) => {
             let ex = (cargo::TargetKind::Example, "storage_fetch".to_string());
             let exes = cargo::build_mpi(cargo::ROOT_PACKAGE, std::slice::from_ref(&ex), true, &[])?;
@@ -219,6 +235,9 @@ fn bench(args: BenchArgs) -> Result<i32> {
             }
         }
         None => eprintln!("xtask: mpirun not found: skipping the MPI storage-fetch measurement"),
+    }
+    if !bench_dmrg::dmrg_reference(launcher.as_ref())? {
+        return Ok(1);
     }
     numpy_comparison()
 }
