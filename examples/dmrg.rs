@@ -185,6 +185,8 @@ fn peak_rss() -> Option<u64> {
 }
 
 fn main() -> ExitCode {
+    // Freed buffers stay in the process for the next step (see the function's docs).
+    uni20::keep_freed_memory();
     let args = Args::parse();
     uni20::init_logging();
     let mut universe = uni20::universe();

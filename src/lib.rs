@@ -110,12 +110,42 @@ fn install_signal_handlers() {
     }
 }
 
+/// Makes the C allocator keep freed memory for reuse instead of returning it
+/// to the kernel at once (glibc only: `M_MMAP_THRESHOLD` 256 MiB, so blocks
+/// and kernel buffers below that come from the heap, and `M_TRIM_THRESHOLD`
+/// 1 GiB, so freed heap memory is not handed back while less than that is
+/// free). A tensor-network job allocates and frees the same buffer sizes
+/// thousands of times per second; with glibc's defaults they are mapped,
+/// faulted in page by page and unmapped again each time (measured in
+/// `docs/performance.md`: a quarter of a DMRG sweep's CPU time in page
+/// faults, 573,000 faults against 7,000 with this setting). The process's
+/// peak resident memory is unchanged; its resident memory no longer shrinks
+/// after a peak.
+///
+/// Process-wide: call it at the start of `main`, before other threads
+/// allocate; [`launch`] calls it. Returns whether the settings were applied
+/// (false on other C libraries, where it does nothing).
+pub fn keep_freed_memory() -> bool {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: mallopt only changes glibc's allocation parameters; it is
+        // documented as callable at any time, from any thread.
+        unsafe {
+            libc::mallopt(libc::M_MMAP_THRESHOLD, 256 << 20) == 1 && libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30) == 1
+        }
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        false
+    }
+}
+
 /// Runs `f` on the root of a default universe (see [`universe`]) and turns
 /// the outcome into a process exit status: success only if the universe
 /// started and `f` returned `Ok`. Errors are printed to stderr once.
 ///
 /// The one-call entry of a standalone program, with process-wide effects:
-/// logging ([`init_logging`]), signal handlers that remove temporary files
+/// the allocator setting of [`keep_freed_memory`], logging ([`init_logging`]), signal handlers that remove temporary files
 /// ([`worker::cleanup::install_signal_handlers`]), and under MPI the
 /// initialisation and finalisation of MPI, the runtime's panic hook, and
 /// `MPI_Abort` on fail-stop. Under MPI, worker ranks never return from this
@@ -126,6 +156,7 @@ pub fn launch<F>(f: F) -> ExitCode
 where
     F: FnOnce(&Controller<'_>) -> anyhow::Result<()>,
 {
+    keep_freed_memory();
     init_logging();
     install_signal_handlers();
     match universe().run(f) {
