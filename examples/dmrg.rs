@@ -11,8 +11,8 @@
 //! cargo run --release --example dmrg                        # L=32, chi 64, in-process
 //! cargo xtask mpirun -n 3 --release --example dmrg          # the same under MPI
 //! cargo run --release --example dmrg -- --sites 100 --chi-max 100 --sweeps 12
-//! cargo run --release --example dmrg -- --checkpoint /tmp/dmrg    # prints `checkpoint: r0:N` per sweep
-//! cargo run --release --example dmrg -- --checkpoint /tmp/dmrg --resume r0:N
+//! cargo run --release --example dmrg -- --checkpoint /tmp/dmrg    # prints `checkpoint: r0:N@<nonce> (after sweep k)`
+//! cargo run --release --example dmrg -- --checkpoint /tmp/dmrg --resume r0:N@<nonce>
 //! ```
 //!
 //! One line per sweep on stdout:
@@ -28,13 +28,16 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
-use uni20::dist::restore;
+use uni20::dist::{gc, restore};
 use uni20::persist::ObjectId;
 use uni20::tn::{Dmrg, DmrgOptions, LanczosOptions, Mpo, Mps, SPIN_HALF};
 use uni20::Controller;
 
 #[derive(Parser, Debug)]
-#[command(about = "Finite two-site DMRG of the open spin-1/2 Heisenberg chain on distributed tensors")]
+#[command(
+    about = "Finite two-site DMRG of the open spin-1/2 Heisenberg chain on distributed tensors",
+    allow_negative_numbers = true
+)]
 struct Args {
     /// Chain length L.
     #[arg(long, default_value_t = 32)]
@@ -67,11 +70,13 @@ struct Args {
     #[arg(long, default_value_t = 64)]
     block: usize,
     /// Directory of the ranks' persistent stores: with it, a checkpoint is written after
-    /// every sweep and its id printed (`checkpoint: r0:N`).
+    /// every sweep and its id printed (`checkpoint: r0:N@<store nonce> (after sweep k)`).
     #[arg(long)]
     checkpoint: Option<PathBuf>,
-    /// Continue from this checkpoint (needs --checkpoint with the same directory and the
-    /// same number of ranks as the run that wrote it).
+    /// Continue from this checkpoint id, as printed (needs --checkpoint with the same
+    /// directory and the same number of ranks as the run that wrote it). It becomes the
+    /// directory's current checkpoint: objects that an interrupted run left in the stores,
+    /// and other checkpoints of the directory, are removed first.
     #[arg(long, requires = "checkpoint")]
     resume: Option<ObjectId>,
     /// Also print, per sweep, where the time went (eigensolver, SVD, the rest) and the
@@ -93,6 +98,9 @@ fn run(ctl: &Controller<'_>, args: &Args) -> anyhow::Result<()> {
         ..DmrgOptions::default()
     };
     opts.validate()?;
+    if !(args.tol.is_finite() && args.tol >= 0.0) {
+        bail!("invalid --tol {}: expected a finite number >= 0", args.tol);
+    }
     println!(
         "uni20 dmrg: L={} chi_max={} cutoff={:e} block={} seed={}; {} ranks ({}), {} kernel threads per rank",
         args.sites,
@@ -109,7 +117,17 @@ fn run(ctl: &Controller<'_>, args: &Args) -> anyhow::Result<()> {
         Some(id) => {
             let cp = restore(ctl, id).with_context(|| format!("restoring checkpoint {id}"))?;
             println!("resumed from checkpoint {id} ({}) after sweep {}", cp.label, cp.step);
-            Dmrg::resume(ctl, mpo, cp, opts).with_context(|| format!("resuming from checkpoint {id}"))?
+            let d = Dmrg::resume(ctl, mpo, cp, opts).with_context(|| format!("resuming from checkpoint {id}"))?;
+            // Blocks of the sweep that the interrupted run did not finish are in no
+            // checkpoint and named by no tensor: remove them from every rank's store.
+            // The resumed checkpoint becomes the store's named root, so gc keeps it
+            // (and drops any other checkpoint of this directory).
+            ctl.store().set_root("checkpoint", id)?;
+            let g = gc(ctl).context("removing what the interrupted run left in the stores")?;
+            if g.removed > 0 {
+                println!("gc: removed {} objects left by the interrupted run", g.removed);
+            }
+            d
         }
         None => {
             let mps = Mps::random(ctl, args.sites, SPIN_HALF, args.init_bond, args.block, args.seed)?;
@@ -127,8 +145,8 @@ fn run(ctl: &Controller<'_>, args: &Args) -> anyhow::Result<()> {
     });
     while dmrg.sweeps() < args.sweeps {
         if let Some(b) = &bar {
-            b.reset();
             b.set_message((dmrg.sweeps() + 1).to_string());
+            b.reset();
         }
         let s = dmrg.sweep(ctl, &mut |step| {
             if let Some(b) = &bar {
@@ -154,6 +172,13 @@ fn run(ctl: &Controller<'_>, args: &Args) -> anyhow::Result<()> {
                 peak_rss().map_or("unknown".to_string(), |kb| format!("{:.1} MB", kb as f64 / 1024.0))
             );
         }
+        if s.unconverged_steps > 0 {
+            eprint_once(&format!(
+                "dmrg: warning: the eigensolver did not converge in {} of the sweep's steps (largest residual \
+                 {:.1e} > --lanczos-tol {:e}); raise --lanczos-krylov\n",
+                s.unconverged_steps, s.max_residual, args.lanczos_tol
+            ));
+        }
         if args.checkpoint.is_some() {
             let id = dmrg.checkpoint(ctl)?;
             println!("checkpoint: {id} (after sweep {})", s.sweep);
@@ -167,10 +192,11 @@ fn run(ctl: &Controller<'_>, args: &Args) -> anyhow::Result<()> {
     }
     match dmrg.energy() {
         Some(e) => println!("final: E = {e:.12} after {} sweeps", dmrg.sweeps()),
-        None => println!(
+        None if args.resume.is_some() => println!(
             "final: no sweep run (the checkpoint is already at --sweeps {})",
             args.sweeps
         ),
+        None => println!("final: no sweep run (--sweeps {})", args.sweeps),
     }
     Ok(())
 }
@@ -182,6 +208,13 @@ fn peak_rss() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Writes `text` to stderr in one write (a message written piecewise is cut
+/// apart by `mpirun --tag-output`).
+fn eprint_once(text: &str) {
+    use std::io::Write;
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
 
 fn main() -> ExitCode {
@@ -196,11 +229,11 @@ fn main() -> ExitCode {
     match universe.run(|ctl| run(ctl, &args)) {
         Ok(Ok(())) => ExitCode::SUCCESS,
         Ok(Err(e)) => {
-            eprintln!("dmrg: error: {e:#}");
+            eprint_once(&format!("dmrg: error: {e:#}\n"));
             ExitCode::FAILURE
         }
         Err(e) => {
-            eprintln!("dmrg: {e}");
+            eprint_once(&format!("dmrg: {e}\n"));
             ExitCode::FAILURE
         }
     }

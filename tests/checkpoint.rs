@@ -92,3 +92,79 @@ fn restart_from_a_checkpoint_gives_identical_values() {
         assert_eq!(a.to_bits(), b.to_bits(), "step {i}: {a} vs {b}");
     }
 }
+
+/// A checkpoint superseded and retired cannot be restored (a typed error
+/// naming the missing block, not a failed command later); after a restart
+/// the stores know the block type before loading anything, so `gc` on the
+/// reopened stores works and keeps exactly what the restored checkpoint
+/// needs.
+#[test]
+fn retired_checkpoints_refuse_and_gc_after_restart_keeps_the_current_one() {
+    use uni20::dist::{gc, retire};
+    let dir = tempfile::tempdir().unwrap();
+    let n = 6;
+    let (old_id, new_id, want) = uni20::universe()
+        .ranks(3)
+        .store_dir(dir.path())
+        .run(|ctl| {
+            let x = DistTensor::from_local(ctl, &matrix(n, 1.0), 3).unwrap();
+            let mut old = Checkpoint::default();
+            old.add(ctl, "x", &x).unwrap();
+            let old_id = checkpoint(ctl, &old).unwrap().id();
+            let m = DistTensor::from_local(ctl, &matrix(n, 2.0), 3).unwrap();
+            // Factors of an SVD: committed on the factorizing worker and moved to
+            // their owners, where they are kept as received bytes (another origin).
+            let y = uni20::svd(
+                ctl,
+                &contract(ctl, "ij,jk->ik", &x, &m).unwrap(),
+                "a|b",
+                &Default::default(),
+            )
+            .unwrap()
+            .u;
+            drop(x);
+            let mut new = Checkpoint::default();
+            new.add(ctl, "y", &y).unwrap();
+            let new_id = checkpoint(ctl, &new).unwrap().id();
+            retire(ctl, &old);
+            let want = y.to_local(ctl).unwrap();
+            drop(y);
+            ctl.collect().unwrap();
+            let err = restore(ctl, old_id).unwrap_err();
+            let text = err.to_string();
+            assert!(matches!(err, uni20::DistError::NotFound(_)), "{err}");
+            assert!(text.contains("tensor `x`") && text.contains("superseded"), "{text}");
+            (old_id, new_id, want)
+        })
+        .unwrap();
+    uni20::universe()
+        .ranks(3)
+        .store_dir(dir.path())
+        .run(|ctl| {
+            let cp = restore(ctl, new_id).unwrap();
+            let y = cp.tensor(ctl, "y").unwrap();
+            // Right after the restart nothing is loaded: every kept block is an
+            // undecoded file whose references gc must still know.
+            let totals = gc(ctl).unwrap();
+            assert_eq!(totals.ranks, 3);
+            let z = contract(ctl, "ij,kj->ik", &y, &y).unwrap();
+            let w = want.to_c64_vec();
+            let z_want: Vec<f64> = (0..n * n)
+                .map(|ik| (0..n).map(|j| w[(ik / n) * n + j].re * w[(ik % n) * n + j].re).sum())
+                .collect();
+            z.wait(ctl).unwrap();
+            // And with blocks received as bytes (factors moved to their owners
+            // by an SVD, replicas of a contraction) and never decoded there.
+            let f = uni20::svd(ctl, &y, "a|b", &Default::default()).unwrap();
+            gc(ctl).unwrap();
+            let (u, vh) = (f.u.to_local(ctl).unwrap(), f.vh.to_local(ctl).unwrap());
+            assert_eq!((u.shape(), vh.shape()), (&[n, n][..], &[n, n][..]));
+            assert_eq!(y.to_local(ctl).unwrap().max_abs_diff(&want).unwrap(), 0.0);
+            let z_got = z.to_local(ctl).unwrap().to_c64_vec();
+            for (g, e) in z_got.iter().zip(&z_want) {
+                assert!((g.re - e).abs() < 1e-12, "{} vs {e}", g.re);
+            }
+            assert!(restore(ctl, old_id).is_err());
+        })
+        .unwrap();
+}

@@ -163,7 +163,7 @@ fn tilings_differ(spec: &str, a: &[usize], b: &[usize], ba: usize, bb: usize) ->
             return vec![0];
         }
         let mut v = vec![blk; n / blk];
-        if n % blk != 0 {
+        if !n.is_multiple_of(blk) {
             v.push(n % blk);
         }
         v

@@ -113,7 +113,7 @@ fn empty_matrices_give_empty_factors() {
 /// (a permutation when `gcd(3, n) = 1`), times a unit phase for complex dtypes.
 fn spectrum(s: &[f64], dtype: DType) -> LocalTensor {
     let n = s.len();
-    assert!(n % 3 != 0);
+    assert!(!n.is_multiple_of(3));
     let mut v = vec![C64::new(0.0, 0.0); n * n];
     for (i, &x) in s.iter().enumerate() {
         let phase = if dtype.is_complex() {

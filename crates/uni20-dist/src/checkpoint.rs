@@ -11,8 +11,10 @@
 //! a superseded checkpoint go.
 
 use serde::{Deserialize, Serialize};
-use uni20_persist::{decode_postcard, encode_postcard, ObjectId, Persist, PersistError, PersistentPtr};
-use uni20_worker::{Controller, Flush, HeldBlock};
+use uni20_persist::{
+    decode_postcard, encode_postcard, ObjectId, Persist, PersistError, PersistentPtr, StorageRequest, StorageResponse,
+};
+use uni20_worker::{Controller, Flush, HeldBlock, StorageCommand};
 
 use crate::error::DistError;
 use crate::tensor::{DistTensor, Manifest};
@@ -45,6 +47,8 @@ impl Persist for Checkpoint {
             .collect()
     }
 }
+
+uni20_worker::register_store_type!(Checkpoint);
 
 impl Checkpoint {
     /// Adds a tensor under `name`, waiting for it to be computed.
@@ -129,9 +133,16 @@ pub fn checkpoint(ctl: &Controller<'_>, cp: &Checkpoint) -> Result<PersistentPtr
 
 /// Loads a checkpoint committed by an earlier run from the root's store.
 ///
+/// Checks that every block it names is still held by its owner (one
+/// `Has` request per block, all in flight at once).
+///
 /// # Errors
 /// A store error if the object is missing or damaged; [`DistError::BadRank`]
-/// if it places blocks on ranks this universe does not have.
+/// if it places blocks on ranks this universe does not have;
+/// [`DistError::NotFound`] naming the first block that is gone (the
+/// checkpoint was superseded and [`retire`]d, or the store directory is not
+/// the one the checkpoint was written to); [`DistError::Job`] if a rank
+/// cannot answer.
 pub fn restore(ctl: &Controller<'_>, id: ObjectId) -> Result<Checkpoint, DistError> {
     let v = ctl.store().load_wait(PersistentPtr::<Checkpoint>::from_id(id))?;
     let highest = v
@@ -144,11 +155,41 @@ pub fn restore(ctl: &Controller<'_>, id: ObjectId) -> Result<Checkpoint, DistErr
             rank: r,
             size: ctl.size(),
             what: format!(
-                "checkpoint {id} keeps blocks there; restart with the same number of ranks (and the same store \
-                 directory) as the run that wrote it"
+                "checkpoint {id} keeps blocks on a rank this universe lacks; restart with the same number of ranks \
+                 (and the same store directory) as the run that wrote it"
             ),
         });
     }
+    check_blocks_exist(ctl, id, &v)?;
     ctl.ledger().keep(&v.references());
     Ok((*v).clone())
+}
+
+/// Asks every block's owner whether it still holds the block (one
+/// `uni20.storage.v1` `Has` per block, all in flight at once): a checkpoint
+/// superseded and [`retire`]d keeps its manifest object in the root's store
+/// but not its blocks.
+fn check_blocks_exist(ctl: &Controller<'_>, id: ObjectId, cp: &Checkpoint) -> Result<(), DistError> {
+    let mut pending = Vec::new();
+    for (name, m) in &cp.tensors {
+        for b in &m.blocks {
+            let op = ctl.begin::<StorageCommand>(&StorageRequest::Has(b.id), &[b.owner])?;
+            pending.push((name, b, op));
+        }
+    }
+    let mut missing = None;
+    for (name, b, op) in pending {
+        let held = matches!(ctl.finish(op)?.first(), Some((_, StorageResponse::Has(true))));
+        if !held && missing.is_none() {
+            missing = Some(format!(
+                "block {} of tensor `{name}` of checkpoint {id} on rank {} (a newer checkpoint superseded this one \
+                 and its blocks were released, or the store directory differs from the run that wrote it)",
+                b.id, b.owner
+            ));
+        }
+    }
+    match missing {
+        Some(what) => Err(DistError::NotFound(what)),
+        None => Ok(()),
+    }
 }

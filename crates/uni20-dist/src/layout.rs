@@ -16,7 +16,7 @@ pub fn block_extents(n: usize, block: usize) -> Vec<usize> {
     }
     let block = block.max(1);
     let mut v = vec![block; n / block];
-    if n % block != 0 {
+    if !n.is_multiple_of(block) {
         v.push(n % block);
     }
     v

@@ -39,6 +39,8 @@ impl Persist for Block {
     }
 }
 
+uni20_worker::register_store_type!(Block);
+
 /// Where one block lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BlockRef {

@@ -130,7 +130,7 @@ fn encode_raw<T: RawElem>(v: &[T]) -> Vec<u8> {
 /// `memcpy` on little-endian machines. The input need not be aligned.
 fn decode_raw<T: RawElem>(bytes: &[u8], name: &str) -> Result<Vec<T>, PersistError> {
     let w = std::mem::size_of::<T>();
-    if bytes.len() % w != 0 {
+    if !bytes.len().is_multiple_of(w) {
         return Err(PersistError::Decode(format!(
             "{name}: {} bytes is not a multiple of {w}",
             bytes.len()

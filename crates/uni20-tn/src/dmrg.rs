@@ -126,6 +126,10 @@ pub struct SweepStats {
     pub lanczos_applications: usize,
     /// Largest Lanczos residual estimate of the sweep.
     pub max_residual: f64,
+    /// Steps whose eigensolver stopped at `max_krylov` (and its restarts)
+    /// with the residual still above its `tol`: their energy and state are
+    /// not converged (raise `max_krylov` or `max_restarts`).
+    pub unconverged_steps: usize,
     /// Wall time of the sweep, in seconds.
     pub seconds: f64,
     /// Of `seconds`: in the eigensolver (its operator applications, and
@@ -279,6 +283,7 @@ impl Dmrg {
             max_bond: self.mps.max_bond(),
             lanczos_applications: acc.applications,
             max_residual: acc.max_residual,
+            unconverged_steps: acc.unconverged,
             seconds: start.elapsed().as_secs_f64(),
             lanczos_seconds: acc.lanczos_seconds,
             svd_seconds: acc.svd_seconds,
@@ -306,6 +311,7 @@ impl Dmrg {
         acc.energy = eig.value;
         acc.applications += eig.applications;
         acc.max_residual = acc.max_residual.max(eig.residual);
+        acc.unconverged += usize::from(!eig.converged);
         let t1 = Instant::now();
         let f = svd(
             ctl,
@@ -387,6 +393,7 @@ struct Acc {
     max_truncation: f64,
     applications: usize,
     max_residual: f64,
+    unconverged: usize,
     lanczos_seconds: f64,
     svd_seconds: f64,
 }

@@ -24,5 +24,5 @@ pub use dmrg::{Dmrg, DmrgOptions, StepInfo, SweepStats, CHECKPOINT_LABEL};
 pub use env::{grow_left, grow_right, Matvec, TwoSiteHamiltonian};
 pub use error::TnError;
 pub use lanczos::{lanczos_lowest, LanczosOptions, LanczosResult, LinearOperator};
-pub use mpo::{heisenberg_left, heisenberg_right, heisenberg_tensor, Mpo, HEISENBERG_BOND, SPIN_HALF};
+pub use mpo::{heisenberg_left, heisenberg_right, heisenberg_tensor, Mpo, HEISENBERG_BOND, MAX_SITES, SPIN_HALF};
 pub use mps::{site_name, Mps};

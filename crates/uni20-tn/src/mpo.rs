@@ -17,6 +17,23 @@ pub const HEISENBERG_BOND: usize = 5;
 /// Local dimension of a spin 1/2.
 pub const SPIN_HALF: usize = 2;
 
+/// Most sites of a chain built here ([`Mpo::heisenberg`], `Mps::random`):
+/// 2^20. A longer chain is refused with [`TnError::InvalidOption`] before
+/// anything is allocated.
+pub const MAX_SITES: usize = 1 << 20;
+
+/// Checks `1 <= len <= MAX_SITES`.
+pub(crate) fn check_sites(len: usize) -> Result<(), TnError> {
+    if len == 0 || len > MAX_SITES {
+        return Err(TnError::InvalidOption {
+            name: "sites",
+            value: len.to_string(),
+            expected: "between 1 and 1048576 (MAX_SITES)",
+        });
+    }
+    Ok(())
+}
+
 /// The bulk MPO tensor of the spin-1/2 Heisenberg chain, `W[a, b, s, t]` of
 /// shape `(5, 5, 2, 2)` (f64): left bond `a`, right bond `b`, outgoing spin
 /// `s`, incoming spin `t` (basis `|up>, |down>`). Lower-triangular form:
@@ -134,16 +151,11 @@ impl Mpo {
     /// per mode and shared by all sites).
     ///
     /// # Errors
-    /// [`TnError::InvalidOption`] for `len == 0`; the errors of
-    /// [`DistTensor::from_local`] (a zero `block`, a failed scatter).
+    /// [`TnError::InvalidOption`] for `len == 0` or above [`MAX_SITES`]; the
+    /// errors of [`DistTensor::from_local`] (a zero `block`, a failed
+    /// scatter).
     pub fn heisenberg(ctl: &Controller<'_>, len: usize, block: usize) -> Result<Mpo, TnError> {
-        if len == 0 {
-            return Err(TnError::InvalidOption {
-                name: "sites",
-                value: "0".into(),
-                expected: "at least one site",
-            });
-        }
+        check_sites(len)?;
         let w = DistTensor::from_local(ctl, &heisenberg_tensor()?, block)?;
         Mpo::new(vec![w; len], heisenberg_left(), heisenberg_right())
     }

@@ -86,8 +86,9 @@ impl Mps {
     /// and the first site is divided by its norm.
     ///
     /// # Errors
-    /// [`TnError::InvalidOption`] for `len == 0`, `d == 0`, `bond == 0` or
-    /// `block == 0`; the errors of the distributed operations.
+    /// [`TnError::InvalidOption`] for `len == 0` or above
+    /// [`crate::MAX_SITES`], `d == 0`, `bond == 0` or `block == 0`; the
+    /// errors of the distributed operations.
     pub fn random(
         ctl: &Controller<'_>,
         len: usize,
@@ -96,12 +97,8 @@ impl Mps {
         block: usize,
         seed: u64,
     ) -> Result<Mps, TnError> {
-        for (name, v) in [
-            ("sites", len),
-            ("local dimension", d),
-            ("initial bond", bond),
-            ("block", block),
-        ] {
+        crate::mpo::check_sites(len)?;
+        for (name, v) in [("local dimension", d), ("initial bond", bond), ("block", block)] {
             if v == 0 {
                 return Err(TnError::InvalidOption {
                     name,

@@ -51,6 +51,14 @@ impl Launch {
     }
 
     pub(crate) fn open_store(&self, rank: usize) -> Result<Store, JobError> {
+        let store = self.open_store_untyped(rank)?;
+        for register in crate::registry::STORE_TYPES {
+            register(&store);
+        }
+        Ok(store)
+    }
+
+    fn open_store_untyped(&self, rank: usize) -> Result<Store, JobError> {
         match &self.config.store_dir {
             None => Ok(Store::in_memory(rank as u32)),
             Some(dir) => {

@@ -92,13 +92,18 @@ pub use mpi;
 pub use mpi_transport::MpiTransport;
 pub use registry::{
     command_id, diff_signatures, digest_of, CommandEntry, CommandSignature, HandlerFn, HandlerLocation, Registry,
-    RegistryError, COMMANDS,
+    RegistryError, COMMANDS, STORE_TYPES,
 };
 pub use spmd::{digest_bytes, plan_digest, Number, ReduceOp, SpmdContext};
 pub use transport::{
     data_tag, Tag, Transport, TransportError, TAG_ABORT, TAG_CMD, TAG_COLL, TAG_DATA_BASE, TAG_FIN, TAG_HELLO,
     TAG_REPLY, TAG_ROOT_DATA, TAG_START,
 };
+/// The store type as named by [`register_store_type!`] (a re-export of
+/// `uni20_persist::Store`, so the macro works in crates that do not depend
+/// on `uni20-persist` directly).
+#[doc(hidden)]
+pub use uni20_persist::Store as StoreHandle;
 pub use universe::{launched_by_mpi, RankExit, RunResult, SpmdOutcomes, TransportChoice, UniverseBuilder};
 pub use worker::{worker_loop, WorkerExit};
 

@@ -90,6 +90,32 @@ impl CommandEntry {
 #[linkme::distributed_slice]
 pub static COMMANDS: [CommandEntry];
 
+/// Persistent types known to every rank's store from the moment it opens
+/// (one registration function per type, collected at link time like
+/// [`COMMANDS`]; add one with [`register_store_type!`](crate::register_store_type)). `Store::gc` must
+/// know the references of every object it keeps, including objects of a
+/// reopened disk store that this process has not loaded yet; without the
+/// registration it refuses to collect.
+#[linkme::distributed_slice]
+pub static STORE_TYPES: [fn(&uni20_persist::Store)];
+
+/// Registers a [`uni20_persist::Persist`] type with every rank's store when
+/// it opens (see [`STORE_TYPES`]): `register_store_type!(Block);`.
+#[macro_export]
+macro_rules! register_store_type {
+    ($t:ty) => {
+        const _: () = {
+            fn __uni20_register_store_type(store: &$crate::StoreHandle) {
+                store.register::<$t>();
+            }
+
+            #[$crate::linkme::distributed_slice($crate::STORE_TYPES)]
+            #[linkme(crate = $crate::linkme)]
+            static __UNI20_STORE_TYPE: fn(&$crate::StoreHandle) = __uni20_register_store_type;
+        };
+    };
+}
+
 /// Stable 64-bit command id of a wire name: FNV-1a over its UTF-8 bytes.
 ///
 /// `const`, so ids are computed at compile time; the same wire name gives the
