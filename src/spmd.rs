@@ -21,7 +21,7 @@
 
 use serde_bytes::ByteBuf;
 use uni20_dispatch::{ContractOptions, LocalTensor, ResolveSpec};
-use uni20_dist::layout::{c_strides, copy_box, Blocking};
+use uni20_dist::layout::{extract_block, Blocking};
 use uni20_dist::{plan_contract, Block, BlockRef, ContractPlan, ContractV1, DistError, Manifest};
 use uni20_persist::{ObjectId, PersistentPtr};
 use uni20_worker::{digest_bytes, plan_digest, CommandSpec, SpmdContext};
@@ -50,28 +50,6 @@ impl SpmdTensor {
     pub fn blocking(&self) -> &Blocking {
         &self.manifest.blocking
     }
-}
-
-/// Copies block `b` of `blocking` out of a dense local tensor.
-fn extract_block(local: &LocalTensor, blocking: &Blocking, b: usize) -> Result<LocalTensor, DistError> {
-    let multi = blocking.multi(b);
-    let shape = blocking.block_shape(&multi);
-    let off = blocking.block_offset(&multi);
-    let gstrides = c_strides(local.shape());
-    let base: usize = off.iter().zip(&gstrides).map(|(o, s)| o * s).sum();
-    let elem = local.dtype().size_bytes();
-    let mut out = vec![0u8; shape.iter().product::<usize>() * elem];
-    copy_box(
-        local.as_bytes(),
-        &gstrides,
-        base,
-        &mut out,
-        &c_strides(&shape),
-        0,
-        &shape,
-        elem,
-    );
-    Ok(LocalTensor::from_bytes(local.dtype(), &shape, &out)?)
 }
 
 /// A local error in the middle of a collective operation stops the
@@ -264,35 +242,12 @@ pub fn to_local(ctx: &SpmdContext<'_>, t: &SpmdTensor) -> Result<LocalTensor, Di
         mine.push((b, ByteBuf::from(bytes.to_vec())));
     }
     let all: Vec<Vec<(usize, ByteBuf)>> = ctx.all_gather(&mine)?;
-    let elem = m.dtype.size_bytes();
-    let mut bytes = vec![0u8; m.shape.iter().product::<usize>() * elem];
-    let gstrides = c_strides(&m.shape);
+    let mut bytes = vec![0u8; m.shape.iter().product::<usize>() * m.dtype.size_bytes()];
     let mut seen = vec![false; m.blocks.len()];
     for (b, raw) in all.into_iter().flatten() {
         let blk = LocalTensor::decode(&raw)?;
-        let multi = m.blocking.multi(b);
-        let shape = m.blocking.block_shape(&multi);
-        if b >= m.blocks.len() || blk.shape() != shape.as_slice() || blk.dtype() != m.dtype {
-            return Err(DistError::BadManifest(format!(
-                "block {b} has shape {:?} {}, the manifest says {shape:?} {}",
-                blk.shape(),
-                blk.dtype().name(),
-                m.dtype.name()
-            )));
-        }
+        m.place_block(&mut bytes, b, &blk)?;
         seen[b] = true;
-        let off = m.blocking.block_offset(&multi);
-        let base: usize = off.iter().zip(&gstrides).map(|(o, s)| o * s).sum();
-        copy_box(
-            blk.as_bytes(),
-            &c_strides(&shape),
-            0,
-            &mut bytes,
-            &gstrides,
-            base,
-            &shape,
-            elem,
-        );
     }
     if let Some(b) = seen.iter().position(|s| !s) {
         return Err(DistError::Protocol(format!("no rank sent block {b}")));

@@ -264,119 +264,77 @@ trait BlasScalar: Element {
 
 const COL: CBLAS_LAYOUT = CBLAS_LAYOUT::CblasColMajor;
 
-impl BlasScalar for f32 {
-    unsafe fn gemm(
-        ta: CBLAS_TRANSPOSE,
-        tb: CBLAS_TRANSPOSE,
-        [m, n, k]: [c_int; 3],
-        alpha: f32,
-        a: (*const f32, c_int),
-        b: (*const f32, c_int),
-        accumulate: bool,
-        c: (*mut f32, c_int),
-    ) {
-        let beta = if accumulate { 1.0 } else { 0.0 };
-        // SAFETY: the caller upholds `BlasScalar::gemm`'s contract: pointers valid for the
-        // given dimensions and leading dimensions, `c` not aliased by `a` or `b`.
-        unsafe {
-            cblas_sys::cblas_sgemm(COL, ta, tb, m, n, k, alpha, a.0, a.1, b.0, b.1, beta, c.0, c.1);
+/// `BlasScalar` for a real type through its `cblas_?gemm` (scalars by value).
+macro_rules! real_gemm {
+    ($t:ty, $gemm:ident) => {
+        impl BlasScalar for $t {
+            unsafe fn gemm(
+                ta: CBLAS_TRANSPOSE,
+                tb: CBLAS_TRANSPOSE,
+                [m, n, k]: [c_int; 3],
+                alpha: $t,
+                a: (*const $t, c_int),
+                b: (*const $t, c_int),
+                accumulate: bool,
+                c: (*mut $t, c_int),
+            ) {
+                let beta = if accumulate { 1.0 } else { 0.0 };
+                // SAFETY: the caller upholds `BlasScalar::gemm`'s contract: pointers valid for
+                // the given dimensions and leading dimensions, `c` not aliased by `a` or `b`.
+                unsafe {
+                    cblas_sys::$gemm(COL, ta, tb, m, n, k, alpha, a.0, a.1, b.0, b.1, beta, c.0, c.1);
+                }
+            }
         }
-    }
+    };
 }
 
-impl BlasScalar for f64 {
-    unsafe fn gemm(
-        ta: CBLAS_TRANSPOSE,
-        tb: CBLAS_TRANSPOSE,
-        [m, n, k]: [c_int; 3],
-        alpha: f64,
-        a: (*const f64, c_int),
-        b: (*const f64, c_int),
-        accumulate: bool,
-        c: (*mut f64, c_int),
-    ) {
-        let beta = if accumulate { 1.0 } else { 0.0 };
-        // SAFETY: the caller upholds `BlasScalar::gemm`'s contract: pointers valid for the
-        // given dimensions and leading dimensions, `c` not aliased by `a` or `b`.
-        unsafe {
-            cblas_sys::cblas_dgemm(COL, ta, tb, m, n, k, alpha, a.0, a.1, b.0, b.1, beta, c.0, c.1);
+/// `BlasScalar` for a complex type through its `cblas_?gemm` (scalars by pointer to
+/// `[re, im]`; `Complex<T>` is `repr(C)` (re, im), the layout of CBLAS's complex types).
+macro_rules! complex_gemm {
+    ($t:ty, $re:ty, $gemm:ident) => {
+        impl BlasScalar for $t {
+            unsafe fn gemm(
+                ta: CBLAS_TRANSPOSE,
+                tb: CBLAS_TRANSPOSE,
+                [m, n, k]: [c_int; 3],
+                alpha: $t,
+                a: (*const $t, c_int),
+                b: (*const $t, c_int),
+                accumulate: bool,
+                c: (*mut $t, c_int),
+            ) {
+                let beta: [$re; 2] = [if accumulate { 1.0 } else { 0.0 }, 0.0];
+                let alpha = [alpha.re, alpha.im];
+                // SAFETY: the caller upholds `BlasScalar::gemm`'s contract: pointers valid for
+                // the given dimensions and leading dimensions, `c` not aliased by `a` or `b`.
+                unsafe {
+                    cblas_sys::$gemm(
+                        COL,
+                        ta,
+                        tb,
+                        m,
+                        n,
+                        k,
+                        &alpha,
+                        a.0.cast(),
+                        a.1,
+                        b.0.cast(),
+                        b.1,
+                        &beta,
+                        c.0.cast(),
+                        c.1,
+                    );
+                }
+            }
         }
-    }
+    };
 }
 
-impl BlasScalar for C32 {
-    unsafe fn gemm(
-        ta: CBLAS_TRANSPOSE,
-        tb: CBLAS_TRANSPOSE,
-        [m, n, k]: [c_int; 3],
-        alpha: C32,
-        a: (*const C32, c_int),
-        b: (*const C32, c_int),
-        accumulate: bool,
-        c: (*mut C32, c_int),
-    ) {
-        // `Complex<f32>` is `repr(C)` (re, im): the layout of CBLAS's float complex.
-        let beta: [f32; 2] = [if accumulate { 1.0 } else { 0.0 }, 0.0];
-        let alpha = [alpha.re, alpha.im];
-        // SAFETY: the caller upholds `BlasScalar::gemm`'s contract: pointers valid for the
-        // given dimensions and leading dimensions, `c` not aliased by `a` or `b`.
-        unsafe {
-            cblas_sys::cblas_cgemm(
-                COL,
-                ta,
-                tb,
-                m,
-                n,
-                k,
-                &alpha,
-                a.0.cast(),
-                a.1,
-                b.0.cast(),
-                b.1,
-                &beta,
-                c.0.cast(),
-                c.1,
-            );
-        }
-    }
-}
-
-impl BlasScalar for C64 {
-    unsafe fn gemm(
-        ta: CBLAS_TRANSPOSE,
-        tb: CBLAS_TRANSPOSE,
-        [m, n, k]: [c_int; 3],
-        alpha: C64,
-        a: (*const C64, c_int),
-        b: (*const C64, c_int),
-        accumulate: bool,
-        c: (*mut C64, c_int),
-    ) {
-        // `Complex<f64>` is `repr(C)` (re, im): the layout of CBLAS's double complex.
-        let beta: [f64; 2] = [if accumulate { 1.0 } else { 0.0 }, 0.0];
-        let alpha = [alpha.re, alpha.im];
-        // SAFETY: the caller upholds `BlasScalar::gemm`'s contract: pointers valid for the
-        // given dimensions and leading dimensions, `c` not aliased by `a` or `b`.
-        unsafe {
-            cblas_sys::cblas_zgemm(
-                COL,
-                ta,
-                tb,
-                m,
-                n,
-                k,
-                &alpha,
-                a.0.cast(),
-                a.1,
-                b.0.cast(),
-                b.1,
-                &beta,
-                c.0.cast(),
-                c.1,
-            );
-        }
-    }
-}
+real_gemm!(f32, cblas_sgemm);
+real_gemm!(f64, cblas_dgemm);
+complex_gemm!(C32, f32, cblas_cgemm);
+complex_gemm!(C64, f64, cblas_zgemm);
 
 /// Smallest GEMM (multiply-adds) split across threads, as [`crate::FaerBackend`] does.
 const SPLIT_MIN_MACS: usize = 1 << 18;

@@ -299,6 +299,43 @@ pub fn copy_box(
     }
 }
 
+/// Copies block `b` of `blocking` (a tiling of `local`'s shape) out of the
+/// dense row-major tensor `local`, as a new tensor of the block's shape and
+/// `local`'s dtype. Used by the root's scatter (`DistTensor::from_local`)
+/// and by the SPMD scatter.
+///
+/// # Errors
+/// The [`TensorError`](uni20_dispatch::TensorError) of building the block
+/// (not reached when `blocking` tiles `local`'s shape).
+///
+/// # Panics
+/// If `b` is not below `blocking.num_blocks()` or `blocking` does not tile
+/// `local`'s shape.
+pub fn extract_block(
+    local: &uni20_dispatch::LocalTensor,
+    blocking: &Blocking,
+    b: usize,
+) -> Result<uni20_dispatch::LocalTensor, uni20_dispatch::TensorError> {
+    let multi = blocking.multi(b);
+    let shape = blocking.block_shape(&multi);
+    let off = blocking.block_offset(&multi);
+    let gstrides = c_strides(local.shape());
+    let base: usize = off.iter().zip(&gstrides).map(|(o, s)| o * s).sum();
+    let elem = local.dtype().size_bytes();
+    let mut out = vec![0u8; shape.iter().product::<usize>() * elem];
+    copy_box(
+        local.as_bytes(),
+        &gstrides,
+        base,
+        &mut out,
+        &c_strides(&shape),
+        0,
+        &shape,
+        elem,
+    );
+    uni20_dispatch::LocalTensor::from_bytes(local.dtype(), &shape, &out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

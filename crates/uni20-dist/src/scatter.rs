@@ -11,7 +11,7 @@ use uni20_persist::{ObjectId, PersistentPtr};
 use uni20_worker::{register_command, CommandSpec, Controller, HandlerError, WorkerContext, TAG_ROOT_DATA};
 
 use crate::error::DistError;
-use crate::layout::{c_strides, copy_box, Blocking};
+use crate::layout::{extract_block, Blocking};
 use crate::placement::Placement;
 use crate::tensor::{collect_refs, Block, BlockRef, DistTensor, Manifest};
 
@@ -43,7 +43,7 @@ impl DistTensor {
         let blocking = Blocking::regular(local.shape(), block)?;
         let owners = placement.owners(ctl, blocking.num_blocks())?;
         let blocks: Vec<LocalTensor> = (0..blocking.num_blocks())
-            .map(|b| extract_block(local, &blocking, b))
+            .map(|b| extract_block(local, &blocking, b).map_err(DistError::from))
             .collect::<Result<_, _>>()?;
         let refs = if owners.iter().all(|&o| o == 0) {
             blocks
@@ -90,32 +90,7 @@ impl DistTensor {
         let elem = m.dtype.size_bytes();
         let total: usize = m.shape.iter().product();
         let mut bytes = vec![0u8; total * elem];
-        let gstrides = c_strides(&m.shape);
-        let mut place = |b: usize, blk: &LocalTensor| -> Result<(), DistError> {
-            let multi = m.blocking.multi(b);
-            let shape = m.blocking.block_shape(&multi);
-            if blk.shape() != shape.as_slice() || blk.dtype() != m.dtype {
-                return Err(DistError::BadManifest(format!(
-                    "block {b} has shape {:?} {}, the manifest says {shape:?} {}",
-                    blk.shape(),
-                    blk.dtype().name(),
-                    m.dtype.name()
-                )));
-            }
-            let off = m.blocking.block_offset(&multi);
-            let base: usize = off.iter().zip(&gstrides).map(|(o, s)| o * s).sum();
-            copy_box(
-                blk.as_bytes(),
-                &c_strides(&shape),
-                0,
-                &mut bytes,
-                &gstrides,
-                base,
-                &shape,
-                elem,
-            );
-            Ok(())
-        };
+        let mut place = |b: usize, blk: &LocalTensor| m.place_block(&mut bytes, b, blk);
         let owners: Vec<usize> = m.blocks.iter().map(|r| r.owner).collect();
         if owners.iter().all(|&o| o == 0) {
             for (b, r) in m.blocks.iter().enumerate() {
@@ -139,32 +114,6 @@ impl DistTensor {
         }
         Ok(LocalTensor::from_bytes(m.dtype, &m.shape, &bytes)?)
     }
-}
-
-/// Copies block `b` of `blocking` out of a dense local tensor.
-///
-/// # Errors
-/// [`DistError::Tensor`] if the block cannot be built (a caller bug: the
-/// tiling comes from the tensor's shape).
-pub(crate) fn extract_block(local: &LocalTensor, blocking: &Blocking, b: usize) -> Result<LocalTensor, DistError> {
-    let multi = blocking.multi(b);
-    let shape = blocking.block_shape(&multi);
-    let off = blocking.block_offset(&multi);
-    let gstrides = c_strides(local.shape());
-    let base: usize = off.iter().zip(&gstrides).map(|(o, s)| o * s).sum();
-    let elem = local.dtype().size_bytes();
-    let mut out = vec![0u8; shape.iter().product::<usize>() * elem];
-    copy_box(
-        local.as_bytes(),
-        &gstrides,
-        base,
-        &mut out,
-        &c_strides(&shape),
-        0,
-        &shape,
-        elem,
-    );
-    Ok(LocalTensor::from_bytes(local.dtype(), &shape, &out)?)
 }
 
 /// `uni20.put_blocks.v1`: the root streams blocks to their owners, which

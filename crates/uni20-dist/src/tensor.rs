@@ -17,7 +17,7 @@ use uni20_persist::{ObjectId, Persist, PersistError};
 use uni20_worker::{CollectReport, Controller, HeldBlock, ReleaseLedger};
 
 use crate::error::DistError;
-use crate::layout::Blocking;
+use crate::layout::{c_strides, copy_box, Blocking};
 use crate::summary::PlanSummary;
 
 /// One dense block stored as a persistent object.
@@ -114,6 +114,51 @@ impl Manifest {
     /// If `b` is not below the number of blocks.
     pub fn block_bytes(&self, b: usize) -> u64 {
         (self.blocking.block_len(b) * self.dtype.size_bytes()) as u64
+    }
+
+    /// Copies `blk`, block number `b`, into `dense`: the row-major bytes of
+    /// the whole tensor (`len * dtype size` bytes). The assembly step of
+    /// every gather (`DistTensor::to_local`, the SPMD gather).
+    ///
+    /// # Errors
+    /// [`DistError::BadManifest`] if `b` is not a block of the manifest, or
+    /// `blk` does not have the block's shape and the manifest's dtype.
+    ///
+    /// # Panics
+    /// If `dense` is shorter than the tensor.
+    pub fn place_block(&self, dense: &mut [u8], b: usize, blk: &LocalTensor) -> Result<(), DistError> {
+        if b >= self.blocking.num_blocks() || b >= self.blocks.len() {
+            return Err(DistError::BadManifest(format!(
+                "block {b} of a manifest of {} blocks (tiling of {})",
+                self.blocks.len(),
+                self.blocking.num_blocks()
+            )));
+        }
+        let multi = self.blocking.multi(b);
+        let shape = self.blocking.block_shape(&multi);
+        if blk.shape() != shape.as_slice() || blk.dtype() != self.dtype {
+            return Err(DistError::BadManifest(format!(
+                "block {b} has shape {:?} {}, the manifest says {shape:?} {}",
+                blk.shape(),
+                blk.dtype().name(),
+                self.dtype.name()
+            )));
+        }
+        let gstrides = c_strides(&self.shape);
+        let off = self.blocking.block_offset(&multi);
+        let base: usize = off.iter().zip(&gstrides).map(|(o, s)| o * s).sum();
+        let elem = self.dtype.size_bytes();
+        copy_box(
+            blk.as_bytes(),
+            &c_strides(&shape),
+            0,
+            dense,
+            &gstrides,
+            base,
+            &shape,
+            elem,
+        );
+        Ok(())
     }
 
     /// The static part (shape, dtype, tiling).
