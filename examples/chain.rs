@@ -17,6 +17,10 @@ use anyhow::ensure;
 use clap::Parser;
 use uni20::prelude::*;
 
+mod shared;
+
+use shared::orthogonal;
+
 #[derive(Parser)]
 #[command(about = "A long chain of small distributed contractions")]
 struct Args {
@@ -34,26 +38,6 @@ struct Args {
     report: usize,
 }
 
-/// An orthogonal matrix, so powers neither blow up nor vanish: 2 x 2
-/// rotations (cos 0.6, sin 0.8) on pairs of rows, then a cyclic shift.
-fn matrix(n: usize) -> Vec<f64> {
-    let (c, s) = (0.6, 0.8);
-    let mut m = vec![0.0; n * n];
-    for i in 0..n {
-        let j = (i + 1) % n;
-        if i % 2 == 0 && i + 1 < n {
-            m[i * n + j] = c;
-            m[(i + 1) * n + j] = -s;
-        } else if i % 2 == 1 {
-            m[(i - 1) * n + j] = s;
-            m[i * n + j] = c;
-        } else {
-            m[i * n + j] = 1.0;
-        }
-    }
-    m
-}
-
 /// This process's resident set size in KiB (Linux: `/proc/self/statm`;
 /// 0 where that file does not exist).
 fn rss_kib() -> u64 {
@@ -67,7 +51,7 @@ fn main() -> std::process::ExitCode {
     let args = Args::parse();
     uni20::launch(move |ctl| {
         let n = args.n;
-        let m_local = LocalTensor::from_f64(&[n, n], matrix(n))?;
+        let m_local = LocalTensor::from_f64(&[n, n], orthogonal(n))?;
         let x0: Vec<f64> = (0..n * n).map(|k| if k % (n + 1) == 0 { 1.0 } else { 0.0 }).collect();
         let m = DistTensor::from_local(ctl, &m_local, args.block)?;
         let mut x = DistTensor::from_local(ctl, &LocalTensor::from_f64(&[n, n], x0.clone())?, args.block)?;

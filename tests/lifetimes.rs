@@ -7,24 +7,12 @@ use uni20::dist::{checkpoint, gc, restore, Checkpoint, DistError};
 use uni20::persist::ObjectId;
 use uni20::prelude::*;
 
-/// An orthogonal n x n matrix (powers stay bounded): 2 x 2 rotations then a
-/// cyclic shift, as `examples/chain.rs`.
+#[path = "../examples/shared/mod.rs"]
+mod shared;
+
+/// The orthogonal matrix of `examples/chain.rs` (powers stay bounded).
 fn orthogonal(n: usize) -> LocalTensor {
-    let (c, s) = (0.6, 0.8);
-    let mut m = vec![0.0; n * n];
-    for i in 0..n {
-        let j = (i + 1) % n;
-        if i % 2 == 0 && i + 1 < n {
-            m[i * n + j] = c;
-            m[(i + 1) * n + j] = -s;
-        } else if i % 2 == 1 {
-            m[(i - 1) * n + j] = s;
-            m[i * n + j] = c;
-        } else {
-            m[i * n + j] = 1.0;
-        }
-    }
-    LocalTensor::from_f64(&[n, n], m).unwrap()
+    LocalTensor::from_f64(&[n, n], shared::orthogonal(n)).unwrap()
 }
 
 fn identity(n: usize) -> LocalTensor {

@@ -17,6 +17,28 @@ pub fn mpo_tensor() -> anyhow::Result<LocalTensor> {
     Ok(uni20::tn::heisenberg_tensor()?)
 }
 
+/// An orthogonal `n x n` matrix (row-major), so its powers neither blow up
+/// nor vanish: 2 x 2 rotations (cos 0.6, sin 0.8) on pairs of rows, then a
+/// cyclic shift. The step of `examples/chain.rs` and the lifetime tests.
+pub fn orthogonal(n: usize) -> Vec<f64> {
+    let (c, s) = (0.6, 0.8);
+    let mut m = vec![0.0; n * n];
+    for i in 0..n {
+        let j = (i + 1) % n;
+        if i % 2 == 0 && i + 1 < n {
+            m[i * n + j] = c;
+            m[(i + 1) * n + j] = -s;
+        } else if i % 2 == 1 {
+            m[(i - 1) * n + j] = s;
+            m[i * n + j] = c;
+        } else {
+            m[i * n + j] = 1.0;
+        }
+    }
+    m
+}
+
+/// A unit vector of length `n` with a 1 at `i`.
 pub fn unit(n: usize, i: usize) -> anyhow::Result<LocalTensor> {
     let mut v = vec![0.0; n];
     v[i] = 1.0;
