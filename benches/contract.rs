@@ -12,14 +12,14 @@
 //! The goal of the project is contract >= 90% of raw faer speed, i.e. a ratio <= 1.11.
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, SamplingMode};
 use faer::linalg::matmul::matmul;
 use faer::{Accum, Mat, Par};
 #[path = "../examples/shared/mod.rs"]
 mod shared;
-use shared::fill;
+use shared::{bench_mode, fill, interleaved_medians, threads};
 use uni20::dispatch::{contract, BackendList, EinsumSpec, LocalTensor, C64};
 use uni20::DistTensor;
 
@@ -32,11 +32,6 @@ const DIST_BLOCK: usize = 256;
 /// Ranks of the in-process universe (root + 3 workers).
 const DIST_RANKS: usize = 4;
 
-/// Thread budget: the machine's available cores.
-fn threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |c| c.get())
-}
-
 /// `Par` matching `FaerBackend::new(threads)`.
 fn par(threads: usize) -> Par {
     if threads <= 1 {
@@ -46,41 +41,9 @@ fn par(threads: usize) -> Par {
     }
 }
 
-/// One side of a comparison, timed by the plain loop.
-type Side<'a> = &'a mut dyn FnMut();
-
-/// Runs `a` and `b` alternately (after one warm-up call each) until each has run `n` times or
-/// `budget` has passed (at least 3 times each); returns the median time of each and the count.
-fn interleaved_medians(a: Side<'_>, b: Side<'_>, n: usize, budget: Duration) -> (Duration, Duration, usize) {
-    a();
-    b();
-    let (mut ta, mut tb) = (Vec::with_capacity(n), Vec::with_capacity(n));
-    let start = Instant::now();
-    while ta.len() < n && (ta.len() < 3 || start.elapsed() < budget) {
-        let t = Instant::now();
-        a();
-        ta.push(t.elapsed());
-        let t = Instant::now();
-        b();
-        tb.push(t.elapsed());
-    }
-    let median = |v: &mut Vec<Duration>| {
-        v.sort_unstable();
-        v[v.len() / 2]
-    };
-    let count = ta.len();
-    (median(&mut ta), median(&mut tb), count)
-}
-
 /// Milliseconds with two decimals.
 fn ms(d: Duration) -> String {
     format!("{:.2} ms", d.as_secs_f64() * 1e3)
-}
-
-/// True when the binary runs as a benchmark (`cargo bench`), not as a smoke test
-/// (`cargo test --benches`, which passes no `--bench`).
-fn bench_mode() -> bool {
-    std::env::args().any(|a| a == "--bench")
 }
 
 /// Local contract vs raw faer matmul, one group per size.

@@ -12,7 +12,7 @@
 //! Without `--bench` (`cargo test --benches`) it runs a 200 x 200 smoke version.
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, SamplingMode};
 use faer::diag::Diag;
@@ -21,21 +21,11 @@ use faer::linalg::svd::{svd, svd_scratch, ComputeSvdVectors};
 use faer::{Mat, MatRef, Par};
 #[path = "../examples/shared/mod.rs"]
 mod shared;
-use shared::fill;
+use shared::{bench_mode, fill, interleaved_medians, threads};
 use uni20::{DistTensor, LocalTensor, SvdOptions};
 
 /// Ranks of the in-process universe (root + 3 workers).
 const RANKS: usize = 4;
-
-/// Thread budget: the machine's available cores.
-fn threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |c| c.get())
-}
-
-/// True when the binary runs as a benchmark (`cargo bench`), not as a smoke test.
-fn bench_mode() -> bool {
-    std::env::args().any(|a| a == "--bench")
-}
 
 /// faer's thin SVD of a row-major `n x n` matrix, allocating its outputs and workspace as
 /// `Mat::thin_svd` does, with an explicit thread budget.
@@ -58,34 +48,6 @@ fn faer_thin_svd(a: MatRef<'_, f64>, par: Par) -> (Mat<f64>, Diag<f64>, Mat<f64>
     )
     .expect("faer svd");
     (u, s, v)
-}
-
-/// Runs `a` and `b` alternately (after one warm-up call each) until each has run `n` times
-/// or `budget` has passed (at least 3 times each); returns each one's median and the count.
-fn interleaved_medians(
-    a: &mut dyn FnMut(),
-    b: &mut dyn FnMut(),
-    n: usize,
-    budget: Duration,
-) -> (Duration, Duration, usize) {
-    a();
-    b();
-    let (mut ta, mut tb) = (Vec::new(), Vec::new());
-    let start = Instant::now();
-    while ta.len() < n && (ta.len() < 3 || start.elapsed() < budget) {
-        let t = Instant::now();
-        a();
-        ta.push(t.elapsed());
-        let t = Instant::now();
-        b();
-        tb.push(t.elapsed());
-    }
-    let median = |v: &mut Vec<Duration>| {
-        v.sort_unstable();
-        v[v.len() / 2]
-    };
-    let count = ta.len();
-    (median(&mut ta), median(&mut tb), count)
 }
 
 fn main() {

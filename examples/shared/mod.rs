@@ -58,3 +58,42 @@ pub fn fill(len: usize, seed: u64) -> Vec<f64> {
         })
         .collect()
 }
+
+/// Thread budget of the benches: the machine's available cores.
+pub fn threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |c| c.get())
+}
+
+/// True when a bench binary runs as a benchmark (`cargo bench`), not as a smoke test.
+pub fn bench_mode() -> bool {
+    std::env::args().any(|a| a == "--bench")
+}
+
+/// Runs `a` and `b` alternately (after one warm-up call each) until each has run `n` times or
+/// `budget` has passed (at least 3 times each); returns the median time of each and the count.
+pub fn interleaved_medians(
+    a: &mut dyn FnMut(),
+    b: &mut dyn FnMut(),
+    n: usize,
+    budget: std::time::Duration,
+) -> (std::time::Duration, std::time::Duration, usize) {
+    use std::time::{Duration, Instant};
+    a();
+    b();
+    let (mut ta, mut tb) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    let start = Instant::now();
+    while ta.len() < n && (ta.len() < 3 || start.elapsed() < budget) {
+        let t = Instant::now();
+        a();
+        ta.push(t.elapsed());
+        let t = Instant::now();
+        b();
+        tb.push(t.elapsed());
+    }
+    let median = |v: &mut Vec<Duration>| {
+        v.sort_unstable();
+        v[v.len() / 2]
+    };
+    let count = ta.len();
+    (median(&mut ta), median(&mut tb), count)
+}
