@@ -411,6 +411,30 @@ impl DistTensor {
     }
 }
 
+/// Like [`collect_refs`] for replies that name work items instead of
+/// blocks: `(rank, [(item, id)])`, where item `i` produced output block
+/// `item_blocks[i]`.
+///
+/// # Errors
+/// As [`collect_refs`]; an item outside `item_blocks` counts as a block
+/// outside `0..n`.
+pub(crate) fn collect_item_refs(
+    replies: Vec<(usize, Vec<(usize, ObjectId)>)>,
+    item_blocks: &[usize],
+    n: usize,
+) -> Result<Vec<BlockRef>, DistError> {
+    let by_block = replies
+        .into_iter()
+        .map(|(rank, ids)| {
+            let ids = ids
+                .into_iter()
+                .map(|(item, id)| (item_blocks.get(item).copied().unwrap_or(usize::MAX), id));
+            (rank, ids.collect())
+        })
+        .collect();
+    collect_refs(by_block, n)
+}
+
 /// Turns `(rank, [(block, id)])` replies into a complete block map of `n`
 /// blocks.
 ///

@@ -9,7 +9,7 @@ use super::command::ContractV1;
 use super::plan::{plan, Validated};
 use crate::error::DistError;
 use crate::ops::deferred::{submit_filling, Input, OpJob, Output};
-use crate::tensor::{collect_refs, DistTensor, Manifest};
+use crate::tensor::{collect_item_refs, DistTensor, Manifest};
 
 /// Queues the contraction `v` of `operands` (and `c` when `v.use_c`) and
 /// returns its pending output. `notes` are `(input index, note)` of inputs
@@ -52,18 +52,7 @@ pub(crate) fn submit_contraction(
                 outputs,
                 keep,
                 summary,
-                move |replies| {
-                    let by_block = replies
-                        .into_iter()
-                        .map(|(rank, ids)| {
-                            let ids = ids
-                                .into_iter()
-                                .map(|(item, id)| (items.get(item).copied().unwrap_or(usize::MAX), id));
-                            (rank, ids.collect())
-                        })
-                        .collect();
-                    Ok(vec![collect_refs(by_block, n)?])
-                },
+                move |replies| Ok(vec![collect_item_refs(replies, &items, n)?]),
             );
             Ok::<(), DistError>(())
         }),

@@ -25,7 +25,7 @@ use crate::error::DistError;
 use crate::layout::Blocking;
 use crate::ops::deferred::{submit_filling, Input, OpJob, Output};
 use crate::summary::PlanSummary;
-use crate::tensor::{collect_refs, DistTensor, Manifest, TensorMeta};
+use crate::tensor::{collect_item_refs, DistTensor, Manifest, TensorMeta};
 use crate::transfer::{Transfer, TransferSet};
 use pieces::Assigner;
 
@@ -71,18 +71,7 @@ pub(crate) fn submit_items<'c, C>(
         outputs,
         keep,
         summary,
-        move |replies| {
-            let by_block = replies
-                .into_iter()
-                .map(|(rank, ids)| {
-                    let ids = ids
-                        .into_iter()
-                        .map(|(item, id)| (out_blocks.get(item).copied().unwrap_or(usize::MAX), id));
-                    (rank, ids.collect())
-                })
-                .collect();
-            Ok(vec![collect_refs(by_block, n_blocks)?])
-        },
+        move |replies| Ok(vec![collect_item_refs(replies, &out_blocks, n_blocks)?]),
     );
 }
 
