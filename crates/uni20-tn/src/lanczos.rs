@@ -152,6 +152,7 @@ fn one_pass(
     opts: &LanczosOptions,
 ) -> Result<LanczosResult, TnError> {
     let labels = identity_spec(v0.shape().len());
+    let eigh_backends = EighBackendList::default_cpu(1);
     let mut basis: Vec<DistTensor> = vec![v0.clone()];
     let (mut alphas, mut betas): (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
     let (value, y, residual, converged) = loop {
@@ -164,7 +165,7 @@ fn one_pass(
         }
         let b = norm(ctl, &w)?;
         alphas.push(a);
-        let (theta, y) = lowest_of_tridiagonal(&alphas, &betas)?;
+        let (theta, y) = lowest_of_tridiagonal(&alphas, &betas, &eigh_backends)?;
         let residual = b * y[j].abs();
         let invariant = b <= 1e-14 * theta.abs().max(a.abs()).max(1e-300);
         if residual <= opts.tol || invariant {
@@ -195,8 +196,12 @@ fn one_pass(
 
 /// The lowest eigenvalue of the symmetric tridiagonal matrix with diagonal
 /// `alphas` (length `n`) and off-diagonal `betas` (length `n - 1`), and its
-/// unit eigenvector (length `n`), by the local dense eigensolver.
-fn lowest_of_tridiagonal(alphas: &[f64], betas: &[f64]) -> Result<(f64, Vec<f64>), TnError> {
+/// unit eigenvector (length `n`), by the local dense eigensolver `backends`.
+fn lowest_of_tridiagonal(
+    alphas: &[f64],
+    betas: &[f64],
+    backends: &EighBackendList,
+) -> Result<(f64, Vec<f64>), TnError> {
     let n = alphas.len();
     let mut t = vec![0.0; n * n];
     for (i, a) in alphas.iter().enumerate() {
@@ -207,7 +212,7 @@ fn lowest_of_tridiagonal(alphas: &[f64], betas: &[f64]) -> Result<(f64, Vec<f64>
         t[(i + 1) * n + i] = *b;
     }
     let m = LocalTensor::from_f64(&[n, n], t)?;
-    let r = eigh(&m, &EighOptions::default(), &EighBackendList::default_cpu(1))?;
+    let r = eigh(&m, &EighOptions::default(), backends)?;
     debug_assert_eq!(r.vectors.dtype(), DType::F64);
     let v = r.vectors.to_c64_vec();
     let y: Vec<f64> = (0..n).map(|i| v[i * n].re).collect();
@@ -223,13 +228,15 @@ fn identity_spec(rank: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::lowest_of_tridiagonal;
+    use uni20_dispatch::EighBackendList;
 
     /// The path graph's Laplacian-like tridiagonal (2 on the diagonal, -1
     /// off it) has eigenvalues 2 - 2 cos(k pi / (n + 1)).
     #[test]
     fn tridiagonal_lowest_pair() {
         let n = 7;
-        let (theta, y) = lowest_of_tridiagonal(&vec![2.0; n], &vec![-1.0; n - 1]).unwrap();
+        let (theta, y) =
+            lowest_of_tridiagonal(&vec![2.0; n], &vec![-1.0; n - 1], &EighBackendList::default_cpu(1)).unwrap();
         let exact = 2.0 - 2.0 * (std::f64::consts::PI / (n as f64 + 1.0)).cos();
         assert!((theta - exact).abs() < 1e-13, "{theta} vs {exact}");
         let norm: f64 = y.iter().map(|v| v * v).sum();
