@@ -401,9 +401,5 @@ struct Acc {
 fn env_at(envs: &[Option<DistTensor>], i: usize) -> Result<&DistTensor, TnError> {
     envs.get(i)
         .and_then(Option::as_ref)
-        .ok_or_else(|| TnError::InvalidOption {
-            name: "environment",
-            value: i.to_string(),
-            expected: "an environment built by the sweep (internal order error)",
-        })
+        .ok_or(TnError::Internal("a step needs an environment the sweep has not built"))
 }
