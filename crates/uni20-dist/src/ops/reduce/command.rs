@@ -1,12 +1,14 @@
 //! The `uni20.reduce.v1` command: its descriptor (the reduction, one item
 //! per block of `a`, with the box of `b` for an inner product) and the
 //! worker handler. Each rank reduces its items with the local kernels
-//! (`uni20_dispatch::{norm_sqr, inner, max_abs}`), combines its partials
-//! (Neumaier-compensated sum, or maximum), and sends that one scalar to the
+//! (`uni20_dispatch::{norm_sqr, inner, max_abs}`; several items run in
+//! parallel over the rank's thread budget), combines its partials in item
+//! order (Neumaier-compensated sum, or maximum), and sends that one scalar to the
 //! leader (the lowest participant), which combines the ranks' scalars in
 //! rank order and is the only rank to reply with a value: one scalar
 //! reaches the root.
 
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use uni20_dispatch::{inner, max_abs, norm_sqr, C64};
 use uni20_persist::PersistentPtr;
@@ -141,25 +143,43 @@ fn decode(b: &[u8], from: usize) -> Result<C64, HandlerError> {
 fn handle_reduce(ctx: &mut WorkerContext<'_>, d: ReduceDescV1) -> Result<Option<C64>, HandlerError> {
     let me = ctx.rank();
     let store = ctx.store();
+    let threads = ctx.threads().max(1);
     let replicas = exchange_blocks(ctx, &d.transfers)?;
-    let mut mine = Combine::new(d.op);
-    let mut count = 0;
-    for (idx, item) in d.items.iter().enumerate().filter(|(_, i)| i.rank == me) {
+    let items: Vec<(usize, &ReduceItem)> = d.items.iter().enumerate().filter(|(_, i)| i.rank == me).collect();
+    // One item's partial with `kernel_threads` threads; the kernels give the same bits for
+    // any thread count, so the partials (combined below in item order) do not depend on
+    // whether the items ran in parallel.
+    let partial = |&(idx, item): &(usize, &ReduceItem), kernel_threads: usize| -> Result<C64, HandlerError> {
         let in_item = |e: HandlerError| e.context(format!("reduction item {idx}"));
         let a = store
             .load_wait(PersistentPtr::<Block>::from_id(item.a.id))
             .map_err(|e| in_item(HandlerError::from(e).with_object(item.a.id)))?;
-        let v = match (d.op, &item.b) {
-            (ReduceOp::NormSqr, _) => C64::new(norm_sqr(&a.0, ctx.threads()), 0.0),
-            (ReduceOp::MaxAbs, _) => C64::new(max_abs(&a.0, ctx.threads()), 0.0),
+        Ok(match (d.op, &item.b) {
+            (ReduceOp::NormSqr, _) => C64::new(norm_sqr(&a.0, kernel_threads), 0.0),
+            (ReduceOp::MaxAbs, _) => C64::new(max_abs(&a.0, kernel_threads), 0.0),
             (ReduceOp::Inner, Some(src)) => {
                 let b = src.assemble(store).map_err(in_item)?;
-                inner(&a.0, b.tensor(), ctx.threads()).map_err(|e| in_item(HandlerError::from(e)))?
+                inner(&a.0, b.tensor(), kernel_threads).map_err(|e| in_item(HandlerError::from(e)))?
             }
             (ReduceOp::Inner, None) => return Err(in_item(HandlerError::msg("inner product item without b"))),
-        };
+        })
+    };
+    // Several items and a thread budget: the items run in parallel, one thread each, in at
+    // most `threads` tasks (one fork-join per command instead of one per block); a single
+    // item gets the whole budget.
+    let partials: Vec<C64> = if threads > 1 && items.len() > 1 {
+        items
+            .par_iter()
+            .with_min_len(items.len().div_ceil(threads))
+            .map(|it| partial(it, 1))
+            .collect::<Result<_, _>>()?
+    } else {
+        items.iter().map(|it| partial(it, threads)).collect::<Result<_, _>>()?
+    };
+    let count = partials.len();
+    let mut mine = Combine::new(d.op);
+    for v in partials {
         mine.add(v);
-        count += 1;
     }
     store
         .release_many(&replicas)
