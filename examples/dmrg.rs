@@ -228,6 +228,17 @@ fn main() -> ExitCode {
     uni20::keep_freed_memory();
     let args = Args::parse();
     uni20::init_logging();
+    // A resume reads an existing store: refuse a missing directory before the universe
+    // starts, which would create an empty one.
+    if let (Some(id), Some(dir)) = (&args.resume, &args.checkpoint) {
+        if !dir.is_dir() {
+            eprint_once(&format!(
+                "dmrg: error: cannot resume {id}: checkpoint directory {} does not exist\n",
+                dir.display()
+            ));
+            return ExitCode::FAILURE;
+        }
+    }
     let mut universe = uni20::universe();
     if let Some(dir) = &args.checkpoint {
         universe = universe.store_dir(dir);

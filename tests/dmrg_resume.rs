@@ -1,7 +1,8 @@
 //! `examples/dmrg.rs` killed with SIGKILL during its third sweep (right
 //! after it printed the checkpoint of sweep 2) and resumed from that
 //! checkpoint reaches the same energies, sweep for sweep, as an
-//! uninterrupted run with the same seed (to 1e-10).
+//! uninterrupted run with the same seed (to 1e-10); a resume from a
+//! directory that does not exist is refused without creating it.
 //!
 //! The example binary is the one `cargo test` builds next to this test
 //! (`target/<profile>/examples/dmrg`); if it is missing (a filtered
@@ -121,4 +122,22 @@ fn killed_run_resumes_to_the_same_energy() {
     for ((n, a), (_, b)) in full.iter().zip(&sweeps(&first)) {
         assert!((a - b).abs() < 1e-10, "sweep {n}: uninterrupted {a}, killed run {b}");
     }
+}
+
+#[test]
+fn resume_from_a_missing_directory_is_refused_without_creating_it() {
+    let bin = example_binary();
+    let dirs = tempfile::tempdir().unwrap();
+    let missing = dirs.path().join("never-written");
+    let out = command(&bin, &missing, &["--resume", "r0:5@0123456789abcdef"])
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cannot resume r0:5@0123456789abcdef") && err.contains("does not exist"),
+        "{err}"
+    );
+    assert!(!missing.exists(), "the store directory was created");
 }
