@@ -60,9 +60,14 @@ struct Args {
     /// Bond dimension of the random initial MPS.
     #[arg(long, default_value_t = 8)]
     init_bond: usize,
-    /// Residual tolerance of the Lanczos eigensolver of each step.
+    /// Smallest residual tolerance of the Lanczos eigensolver of each step.
     #[arg(long, default_value_t = 1e-8)]
     lanczos_tol: f64,
+    /// Adaptive eigensolver tolerance: a step stops its Lanczos at the residual
+    /// max(--lanczos-tol, this * sqrt(discarded weight of the previous SVD)), at most 1e-4;
+    /// 0 keeps --lanczos-tol for every step.
+    #[arg(long, default_value_t = 0.1)]
+    tol_to_truncation: f64,
     /// Largest Krylov dimension of one Lanczos pass.
     #[arg(long, default_value_t = 20)]
     lanczos_krylov: usize,
@@ -95,6 +100,7 @@ fn run(ctl: &Controller<'_>, args: &Args) -> anyhow::Result<()> {
             max_krylov: args.lanczos_krylov,
             ..LanczosOptions::default()
         },
+        tol_to_truncation: args.tol_to_truncation,
         ..DmrgOptions::default()
     };
     opts.validate()?;
@@ -192,8 +198,8 @@ fn run(ctl: &Controller<'_>, args: &Args) -> anyhow::Result<()> {
     if last_unconverged.0 > 0 {
         eprint_once(&format!(
             "dmrg: warning: in the last sweep the eigensolver did not converge in {} steps (largest residual \
-             {:.1e} > --lanczos-tol {:e}): the energy is not converged; raise --lanczos-krylov or --sweeps\n",
-            last_unconverged.0, last_unconverged.1, args.lanczos_tol
+             {:.1e}, above its tolerance): the energy is not converged; raise --lanczos-krylov or --sweeps\n",
+            last_unconverged.0, last_unconverged.1
         ));
     }
     match dmrg.energy() {

@@ -222,6 +222,20 @@ fn bad_options_are_typed_errors() {
                     },
                     "block",
                 ),
+                (
+                    DmrgOptions {
+                        tol_to_truncation: -0.1,
+                        ..Default::default()
+                    },
+                    "tol_to_truncation",
+                ),
+                (
+                    DmrgOptions {
+                        tol_to_truncation: f64::INFINITY,
+                        ..Default::default()
+                    },
+                    "tol_to_truncation",
+                ),
             ] {
                 let e = Dmrg::new(ctl, mpo.clone(), mps.clone(), opts).unwrap_err();
                 assert!(e.to_string().contains(name), "{e}");
@@ -233,4 +247,55 @@ fn bad_options_are_typed_errors() {
             assert!(e.to_string().contains("sites"), "{e}");
         })
         .unwrap();
+}
+
+/// The adaptive eigensolver tolerance (`tol_to_truncation`) needs fewer
+/// operator applications once the bond dimension saturates, and the energy
+/// moves by a small fraction of the discarded weight (the truncation's own
+/// energy scale). L = 20 with chi 16 truncates at every sweep.
+#[test]
+fn adaptive_tolerance_saves_applications_at_the_same_energy() {
+    let run = |c: f64| {
+        let opts = DmrgOptions {
+            chi_max: 16,
+            cutoff: 1e-12,
+            block: 8,
+            tol_to_truncation: c,
+            ..DmrgOptions::default()
+        };
+        uni20::universe()
+            .ranks(2)
+            .run(|ctl| {
+                let mpo = Mpo::heisenberg(ctl, 20, opts.block).unwrap();
+                let mps = Mps::random(ctl, 20, SPIN_HALF, 4, opts.block, 3).unwrap();
+                let mut dmrg = Dmrg::new(ctl, mpo, mps, opts).unwrap();
+                (0..5)
+                    .map(|_| dmrg.sweep(ctl, &mut |_| {}).unwrap())
+                    .collect::<Vec<_>>()
+            })
+            .unwrap()
+    };
+    let (fixed, adaptive) = (run(0.0), run(0.1));
+    let (f, a) = (fixed.last().unwrap(), adaptive.last().unwrap());
+    assert!(f.max_truncation > 1e-10, "the case must truncate: {f:?}");
+    assert!(
+        (f.energy - a.energy).abs() < 0.1 * f.max_truncation,
+        "fixed {} vs adaptive {} (discarded weight {:e})",
+        f.energy,
+        a.energy,
+        f.max_truncation
+    );
+    assert!(a.unconverged_steps == 0 && f.unconverged_steps == 0, "{f:?} {a:?}");
+    // The last two sweeps are converged: the adaptive run stops its Lanczos
+    // at a residual of about 0.1 sqrt(w) instead of 1e-8.
+    for (x, y) in fixed[3..].iter().zip(&adaptive[3..]) {
+        assert!(
+            (y.lanczos_applications as f64) < 0.8 * x.lanczos_applications as f64,
+            "sweep {}: adaptive {} vs fixed {} applications",
+            x.sweep,
+            y.lanczos_applications,
+            x.lanczos_applications
+        );
+        assert!(y.max_residual > x.max_residual, "{x:?} {y:?}");
+    }
 }

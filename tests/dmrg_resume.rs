@@ -34,7 +34,7 @@ const ARGS: &[&str] = &[
     "--sites",
     "12",
     "--chi-max",
-    "16",
+    "8",
     "--sweeps",
     "6",
     "--tol",
@@ -43,6 +43,7 @@ const ARGS: &[&str] = &[
     "5",
     "--block",
     "8",
+    "--profile",
 ];
 
 fn command(bin: &Path, store: &Path, extra: &[&str]) -> Command {
@@ -71,6 +72,17 @@ fn sweeps(text: &str) -> Vec<(u64, f64)> {
         .collect()
 }
 
+/// Operator applications of each sweep, from the `--profile` lines.
+fn applications(text: &str) -> Vec<usize> {
+    text.lines()
+        .filter_map(|l| {
+            let rest = l.trim_start().strip_prefix("profile: ")?;
+            let before = rest.split_once(" applications")?.0;
+            before.rsplit_once('(')?.1.parse().ok()
+        })
+        .collect()
+}
+
 #[test]
 fn killed_run_resumes_to_the_same_energy() {
     let bin = example_binary();
@@ -79,7 +91,10 @@ fn killed_run_resumes_to_the_same_energy() {
 
     let full = command(&bin, &full_dir, &[]).output().unwrap();
     assert!(full.status.success(), "uninterrupted run failed");
-    let full = sweeps(&String::from_utf8_lossy(&full.stdout));
+    let full_text = String::from_utf8_lossy(&full.stdout).into_owned();
+    let full = sweeps(&full_text);
+    let full_applications = applications(&full_text);
+    assert_eq!(full_applications.len(), 6, "{full_text}");
     assert_eq!(full.iter().map(|s| s.0).collect::<Vec<_>>(), vec![1, 2, 3, 4, 5, 6]);
 
     // Read the output as it comes; SIGKILL right after the checkpoint of
@@ -118,6 +133,11 @@ fn killed_run_resumes_to_the_same_energy() {
     for ((n, a), (_, b)) in full[2..].iter().zip(&resumed) {
         assert!((a - b).abs() < 1e-10, "sweep {n}: uninterrupted {a}, resumed {b}");
     }
+    // The same eigensolver work too: chi 8 truncates, so every step's
+    // adaptive tolerance (set by the previous SVD's discarded weight) is far
+    // above --lanczos-tol, and the resumed steps must stop where the
+    // uninterrupted run's did.
+    assert_eq!(applications(&text), full_applications[2..], "{text}");
     // Sweeps 1-2 of the killed run equal the uninterrupted run's too.
     for ((n, a), (_, b)) in full.iter().zip(&sweeps(&first)) {
         assert!((a - b).abs() < 1e-10, "sweep {n}: uninterrupted {a}, killed run {b}");
