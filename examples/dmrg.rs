@@ -237,9 +237,16 @@ fn main() -> ExitCode {
     // A resume reads an existing store: refuse a missing directory before the universe
     // starts, which would create an empty one.
     if let (Some(id), Some(dir)) = (&args.resume, &args.checkpoint) {
-        if !dir.is_dir() {
+        let problem = if !dir.exists() {
+            Some("does not exist")
+        } else if !dir.is_dir() {
+            Some("is not a directory")
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
             eprint_once(&format!(
-                "dmrg: error: cannot resume {id}: checkpoint directory {} does not exist\n",
+                "dmrg: error: cannot resume {id}: checkpoint directory {} {problem}\n",
                 dir.display()
             ));
             return ExitCode::FAILURE;

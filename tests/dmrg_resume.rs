@@ -160,4 +160,15 @@ fn resume_from_a_missing_directory_is_refused_without_creating_it() {
         "{err}"
     );
     assert!(!missing.exists(), "the store directory was created");
+    // A file where the directory should be: named as such, left as it is.
+    let file = dirs.path().join("a-file");
+    std::fs::write(&file, b"not a store").unwrap();
+    let out = command(&bin, &file, &["--resume", "r0:5@0123456789abcdef"])
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("is not a directory"), "{err}");
+    assert_eq!(std::fs::read(&file).unwrap(), b"not a store");
 }
