@@ -148,13 +148,17 @@ fn killed_run_resumes_to_the_same_energy() {
 fn resume_from_a_missing_directory_is_refused_without_creating_it() {
     let bin = example_binary();
     let dirs = tempfile::tempdir().unwrap();
+    // Runs a resume with `store` as --checkpoint; it must fail: its stderr.
+    let refused = |store: &Path| {
+        let out = command(&bin, store, &["--resume", "r0:5@0123456789abcdef"])
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
     let missing = dirs.path().join("never-written");
-    let out = command(&bin, &missing, &["--resume", "r0:5@0123456789abcdef"])
-        .stderr(Stdio::piped())
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = refused(&missing);
     assert!(
         err.contains("cannot resume r0:5@0123456789abcdef") && err.contains("does not exist"),
         "{err}"
@@ -163,12 +167,7 @@ fn resume_from_a_missing_directory_is_refused_without_creating_it() {
     // A file where the directory should be: named as such, left as it is.
     let file = dirs.path().join("a-file");
     std::fs::write(&file, b"not a store").unwrap();
-    let out = command(&bin, &file, &["--resume", "r0:5@0123456789abcdef"])
-        .stderr(Stdio::piped())
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = refused(&file);
     assert!(err.contains("is not a directory"), "{err}");
     assert_eq!(std::fs::read(&file).unwrap(), b"not a store");
 }
