@@ -1,7 +1,10 @@
 //! Property tests of the decompositions on random matrices of random shape and dtype: the
 //! truncated SVD's invariants under random options (ordering, orthonormality, the
 //! Eckart-Young error, the exact discarded weight, cutoff and weight targets, multiplets
-//! never split unless reported), QR/LQ reconstruction, and eigh residuals.
+//! never split unless reported), QR/LQ reconstruction, and eigh residuals; and the same
+//! decompositions of `c A` for a random scale `c` over the dtype's normal range (`1e-307`
+//! to `1e307`, `1e-37` to `1e37` in single precision), which must equal `c` times those of
+//! `A` (values and triangular factors) at the unscaled tolerance.
 
 mod kernels_common;
 
@@ -30,6 +33,66 @@ fn arb_opts() -> impl Strategy<Value = SvdOptions> {
             cutoff,
             degeneracy_rtol,
         })
+}
+
+/// `10^t` for `t` in `-307..=307`, mapped onto `-37..=37` for single precision.
+fn scale_of(dtype: DType, t: i32) -> f64 {
+    let t = if eps(dtype) > 1e-10 { t * 37 / 307 } else { t };
+    format!("1e{t}").parse().unwrap()
+}
+
+/// Max `|x / c - y|` relative to `max |y|`.
+fn rel_scaled_diff(x: &LocalTensor, c: f64, y: &LocalTensor) -> f64 {
+    let (x, y) = (x.to_c64_vec(), y.to_c64_vec());
+    let d = x.iter().zip(&y).map(|(a, b)| (a / c - b).norm()).fold(0.0, f64::max);
+    d / max_norm(&y)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn decompositions_commute_with_scaling(m in 1usize..10, n in 1usize..10, d in 0usize..4, seed in any::<u64>(), t in -307i32..=307) {
+        let dtype = DType::ALL[d];
+        let c = scale_of(dtype, t);
+        let a0 = rand_matrix(seed, dtype, m, n);
+        let a = scaled(&a0, c);
+        let (av, _, _) = mat(&a);
+        let k = m.min(n);
+        // SVD: singular values c s(A), reconstruction and orthonormality.
+        let svds = SvdBackendList::default_cpu(1);
+        let (r0, r) = (svd(&a0, &SvdOptions::default(), &svds).unwrap(), svd(&a, &SvdOptions::default(), &svds).unwrap());
+        for (x, y) in r.s.iter().zip(&r0.s) {
+            prop_assert!((x / c - y).abs() <= tol(dtype) * r0.s[0], "scale {:e}: {} vs {}", c, x / c, y);
+        }
+        let (u, _, _) = mat(&r.u);
+        let us: Vec<C64> = u.iter().enumerate().map(|(i, x)| x * r.s[i % k]).collect();
+        let rec = max_diff(&matmul(&us, &mat(&r.vh).0, m, k, n), &av) / max_norm(&av);
+        prop_assert!(rec <= tol(dtype), "scale {:e}: SVD reconstruction {}", c, rec);
+        prop_assert!(column_orthonormality(&u, m, k) <= tol(dtype));
+        // QR and LQ: R = c R(A), L = c L(A) (unique: a random matrix has full rank), to the
+        // unscaled tolerance times the condition number (the first-order perturbation bound
+        // of the factors for the rounding of c A).
+        let cond = (r0.s[0] / r0.s[k - 1]).max(1.0);
+        let qrs = QrBackendList::default_cpu(1);
+        let (q0, q) = (qr(&a0, &qrs).unwrap(), qr(&a, &qrs).unwrap());
+        prop_assert!(rel_scaled_diff(&q.r, c, &q0.r) <= tol(dtype) * cond, "scale {:e}: R", c);
+        let rec = max_diff(&matmul(&mat(&q.q).0, &mat(&q.r).0, m, k, n), &av) / max_norm(&av);
+        prop_assert!(rec <= tol(dtype), "scale {:e}: QR reconstruction {}", c, rec);
+        let (l0, l) = (lq(&a0, &qrs).unwrap(), lq(&a, &qrs).unwrap());
+        prop_assert!(rel_scaled_diff(&l.l, c, &l0.l) <= tol(dtype) * cond, "scale {:e}: L", c);
+        // eigh of the Hermitian part of the square corner: eigenvalues c lambda(H).
+        let x = rand_matrix(seed ^ 1, dtype, m, m).to_c64_vec();
+        let h: Vec<C64> = (0..m * m).map(|k| (x[k] + x[(k % m) * m + k / m].conj()) * 0.5).collect();
+        let h0 = from_c64(dtype, &[m, m], &h);
+        let eighs = EighBackendList::default_cpu(1);
+        let e0 = eigh(&h0, &EighOptions::default(), &eighs).unwrap();
+        let e = eigh(&scaled(&h0, c), &EighOptions::default(), &eighs).unwrap();
+        let top = e0.values.iter().fold(0.0f64, |acc, v| acc.max(v.abs()));
+        for (x, y) in e.values.iter().zip(&e0.values) {
+            prop_assert!((x / c - y).abs() <= tol(dtype) * top, "scale {:e}: {} vs {}", c, x / c, y);
+        }
+    }
 }
 
 proptest! {

@@ -1,6 +1,7 @@
 //! QR, LQ and Hermitian eigendecomposition through the dispatcher: reconstruction,
 //! orthonormality, triangular structure with a real non-negative diagonal, eigen-residuals
-//! and order, empty matrices, and the typed errors (NaN/Inf, not square, not Hermitian).
+//! and order, empty matrices, inputs scaled from 1e-300 to 1e300 (1e-30 to 1e30 in single
+//! precision), and the typed errors (NaN/Inf, not square, not Hermitian).
 
 mod kernels_common;
 
@@ -75,6 +76,86 @@ fn lq_reconstructs_with_lower_l_and_orthonormal_rows() {
                     let d = l[row * k + row];
                     assert!(d.im == 0.0 && d.re >= 0.0, "L diagonal {d}");
                 }
+            }
+        }
+    }
+}
+
+/// Max `|x / c - y|` over two factors, relative to `max |y|`.
+fn scaled_diff(x: &[C64], c: f64, y: &[C64]) -> f64 {
+    let d = x.iter().zip(y).map(|(a, b)| (a / c - b).norm()).fold(0.0, f64::max);
+    d / max_norm(y)
+}
+
+/// QR and LQ of `c A` for `c` from `1e-300` to `1e300` (`1e-30` to `1e30` in single
+/// precision): reconstruction and orthonormality at the unscaled tolerance, and (the
+/// factors being unique for full rank) `R = c R_A`, `L = c L_A`, `Q = Q_A`.
+#[test]
+fn qr_lq_at_extreme_scales() {
+    let list = QrBackendList::default_cpu(1);
+    for (i, dtype) in DType::ALL.into_iter().enumerate() {
+        for (j, &(m, n)) in [(4, 4), (9, 4), (4, 9)].iter().enumerate() {
+            let a0 = rand_matrix((i * 10 + j + 700) as u64, dtype, m, n);
+            let (q0, r0) = (qr(&a0, &list).unwrap(), lq(&a0, &list).unwrap());
+            let k = m.min(n);
+            let t = tol(dtype);
+            for c in extreme_scales(dtype) {
+                let a = scaled(&a0, c);
+                let (av, _, _) = mat(&a);
+                let what = format!("{dtype} {m}x{n} scale {c:e}");
+                let f = qr(&a, &list).unwrap_or_else(|e| panic!("{what}: {e}"));
+                let (q, _, _) = mat(&f.q);
+                let (rr, _, _) = mat(&f.r);
+                let rec = max_diff(&matmul(&q, &rr, m, k, n), &av) / max_norm(&av);
+                assert!(rec <= t, "{what}: QR reconstruction {rec}");
+                assert!(column_orthonormality(&q, m, k) <= t, "{what}");
+                assert!(scaled_diff(&rr, c, &mat(&q0.r).0) <= t, "{what}: R");
+                assert!(scaled_diff(&q, 1.0, &mat(&q0.q).0) <= t, "{what}: Q");
+                let f = lq(&a, &list).unwrap_or_else(|e| panic!("{what}: {e}"));
+                let (l, _, _) = mat(&f.l);
+                let (lqq, _, _) = mat(&f.q);
+                let rec = max_diff(&matmul(&l, &lqq, m, k, n), &av) / max_norm(&av);
+                assert!(rec <= t, "{what}: LQ reconstruction {rec}");
+                assert!(row_orthonormality(&lqq, k, n) <= t, "{what}");
+                assert!(scaled_diff(&l, c, &mat(&r0.l).0) <= t, "{what}: L");
+            }
+        }
+    }
+}
+
+/// eigh of `c A` over the same scales: eigenvalues `c` times those of `A` and residuals
+/// `|A v - lambda v|` at the unscaled tolerance relative to `max |c A|`.
+#[test]
+fn eigh_at_extreme_scales() {
+    let list = EighBackendList::default_cpu(1);
+    for (i, dtype) in DType::ALL.into_iter().enumerate() {
+        for n in [2, 4, 9] {
+            let a0 = hermitian((i * 10 + n + 900) as u64, dtype, n);
+            let e0 = eigh(&a0, &EighOptions::default(), &list).unwrap();
+            let top = e0.values.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+            let res_tol = if eps(dtype) > 1e-10 { 1e-4 } else { 1e-10 };
+            for c in extreme_scales(dtype) {
+                let a = scaled(&a0, c);
+                let what = format!("{dtype} n={n} scale {c:e}");
+                let r = eigh(&a, &EighOptions::default(), &list).unwrap_or_else(|e| panic!("{what}: {e}"));
+                for (x, y) in r.values.iter().zip(&e0.values) {
+                    assert!((x / c - y).abs() <= tol(dtype) * top, "{what}: {} vs {y}", x / c);
+                }
+                let (v, _, _) = mat(&r.vectors);
+                let (av, _, _) = mat(&a);
+                let av_v = matmul(&av, &v, n, n, n);
+                let scale = max_norm(&av);
+                for j in 0..n {
+                    for row in 0..n {
+                        let res = (av_v[row * n + j] - v[row * n + j] * r.values[j]).norm();
+                        assert!(
+                            res <= res_tol * scale,
+                            "{what}: residual {} of eigenpair {j}",
+                            res / scale
+                        );
+                    }
+                }
+                assert!(column_orthonormality(&v, n, n) <= tol(dtype), "{what}");
             }
         }
     }

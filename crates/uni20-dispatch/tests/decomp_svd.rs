@@ -1,7 +1,9 @@
 //! SVD through the dispatcher: reconstruction and orthonormality for every dtype and for
 //! thin, wide, vector-shaped and empty matrices; the truncation rule (maximum rank,
 //! discarded weight, cutoff, degenerate multiplets, at least one value, zero matrix) on
-//! matrices with a known spectrum; option and input errors.
+//! matrices with a known spectrum; inputs scaled from 1e-300 to 1e300 (1e-30 to 1e30 in
+//! single precision) and discarded weights at scales whose squares overflow or underflow;
+//! option and input errors.
 
 mod kernels_common;
 
@@ -74,6 +76,74 @@ fn reconstructs_every_dtype_and_shape() {
                 }]
             );
         }
+    }
+}
+
+/// Inputs of extreme scale (`c A` for `c` from `1e-300` to `1e300`, `1e-30` to `1e30` for
+/// single precision): the factorization is as accurate relative to `c` as it is for `A`
+/// (reconstruction and orthonormality at the unscaled tolerance, singular values equal to
+/// `c` times those of `A`). Unscaled, faer's SVD stopped with `NoConvergence` from about
+/// `1e155` and returned wrong values from about `1e-165` (`f64`).
+#[test]
+fn extreme_scales_are_as_accurate_as_unit_scale() {
+    for (i, dtype) in DType::ALL.into_iter().enumerate() {
+        for (j, &(m, n)) in [(4, 4), (9, 4), (4, 9)].iter().enumerate() {
+            let a0 = rand_matrix((i * 10 + j + 500) as u64, dtype, m, n);
+            let r0 = svd(&a0, &SvdOptions::default(), &list()).unwrap();
+            for c in extreme_scales(dtype) {
+                let a = scaled(&a0, c);
+                let r = svd(&a, &SvdOptions::default(), &list())
+                    .unwrap_or_else(|e| panic!("{dtype} {m}x{n} scale {c:e}: {e}"));
+                check_full(&a, &r);
+                for (x, y) in r.s.iter().zip(&r0.s) {
+                    assert!(
+                        (x / c - y).abs() <= tol(dtype) * r0.s[0],
+                        "{dtype} {m}x{n} scale {c:e}: s/c = {} vs {y}",
+                        x / c
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The truncation case: diag(1.5e154, 1.3e154, 1) with a discarded-weight target of
+/// 0.1 keeps two values (the second carries 43 % of the weight, whose square overflowed).
+#[test]
+fn discarded_weight_is_right_at_extreme_scales() {
+    for (s, c) in [([1.5, 1.3, 1.0 / 1.5e154], 1.5e154), ([1.5, 1.3, 1e-154 / 1.5], 1e-150)] {
+        let v: Vec<f64> = s.iter().map(|x| x * c).collect();
+        let a = LocalTensor::from_f64(&[3, 3], vec![v[0], 0.0, 0.0, 0.0, v[1], 0.0, 0.0, 0.0, v[2]]).unwrap();
+        let r = svd(
+            &a,
+            &SvdOptions {
+                max_discarded_weight: Some(0.1),
+                ..Default::default()
+            },
+            &list(),
+        )
+        .unwrap();
+        assert_eq!(r.kept, 2, "scale {c:e}: {:?} | {:?}", r.s, r.discarded);
+        assert!((r.s[1] / v[1] - 1.0).abs() < 1e-14 && (r.discarded[0] / v[2] - 1.0).abs() < 1e-14);
+        // The weight relative to the largest value: (s2 / s0)^2 / (1 + (s1 / s0)^2).
+        let want = (v[2] / v[0]).powi(2) / (1.0 + (v[1] / v[0]).powi(2));
+        assert!(
+            (r.discarded_weight - want).abs() <= 1e-12 * want,
+            "scale {c:e}: {} vs {want}",
+            r.discarded_weight
+        );
+        // max_rank 1 drops 43 % of the weight, and says so.
+        let one = svd(
+            &a,
+            &SvdOptions {
+                max_rank: Some(1),
+                ..Default::default()
+            },
+            &list(),
+        )
+        .unwrap();
+        let want = (1.3f64 / 1.5).powi(2) / (1.0 + (1.3f64 / 1.5).powi(2));
+        assert!((one.discarded_weight - want).abs() < 1e-14, "{}", one.discarded_weight);
     }
 }
 

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use super::{
-    check_factor, check_matrix, check_tol, default_rtol, DecompBackend, DecompBackendList, DecompError, DecompKind,
-    MatrixProblem,
+    check_factor, check_matrix, check_tol, default_rtol, scale, DecompBackend, DecompBackendList, DecompError,
+    DecompKind, MatrixProblem,
 };
 use crate::backend::{KernelAttempt, KernelError};
 use crate::dtype::DType;
@@ -86,7 +86,9 @@ pub struct EighResult {
 /// the decomposition is then of its Hermitian part `(A + A^H) / 2` (so both triangles are
 /// used, and a real diagonal is enforced). An empty `0 x 0` matrix gives no eigenvalues and
 /// a `0 x 0` `vectors`. The eigenvectors of a repeated eigenvalue are any orthonormal basis
-/// of its eigenspace (the backend's choice).
+/// of its eigenspace (the backend's choice). Any finite scale is handled: an input outside
+/// the dtype's safe range is scaled exactly by a power of two before the backend runs and
+/// the eigenvalues are unscaled (as for [`crate::svd`]).
 ///
 /// # Errors
 /// [`DecompError::NotMatrix`], [`DecompError::NotSquare`], [`DecompError::NonFinite`],
@@ -94,7 +96,8 @@ pub struct EighResult {
 /// [`DecompError::NotHermitian`] (naming the largest deviation and where),
 /// [`DecompError::Dispatch`] (every backend declined, or the committed one failed or
 /// returned eigenvalues that are not finite or not sorted, or vectors of the wrong
-/// dtype/shape), [`DecompError::Tensor`].
+/// dtype/shape), [`DecompError::Overflow`] (an eigenvalue above `f64::MAX`, for entries
+/// near it), [`DecompError::Tensor`].
 pub fn eigh(matrix: &LocalTensor, opts: &EighOptions, backends: &EighBackendList) -> Result<EighResult, DecompError> {
     eigh_with_attempts(matrix, opts, backends).map(|(r, _)| r)
 }
@@ -117,18 +120,18 @@ pub fn eigh_with_attempts(
     let tol = opts.hermitian_rtol.unwrap_or(default_rtol(dtype));
     check_tol(op, "hermitian_rtol", tol)?;
     let n = rows;
-    let herm = for_dtype!(dtype, T => {
-        let a = elems_of::<T>(matrix);
-        check_hermitian(a, n, tol)?;
-        tensor(&[n, n], hermitian_part(a, n))?
-    });
+    for_dtype!(dtype, T => check_hermitian(elems_of::<T>(matrix), n, tol)?);
+    // The Hermitian part is taken after scaling, so that `A + A^H` cannot overflow.
+    let scaled = scale::to_safe_range(matrix)?;
+    let herm = for_dtype!(dtype, T => tensor(&[n, n], hermitian_part(elems_of::<T>(scaled.matrix()), n))?);
     let problem = MatrixProblem {
         kind: op,
         matrix: &herm,
         rows: n,
         cols: n,
     };
-    let (f, attempts) = backends.dispatch(&problem, |b, p| b.eigh(p), |f| check_factors(f, dtype, n))?;
+    let (mut f, attempts) = backends.dispatch(&problem, |b, p| b.eigh(p), |f| check_factors(f, dtype, n))?;
+    scaled.scaling().unscale_values(op, "eigenvalue", &mut f.values)?;
     Ok((
         EighResult {
             values: f.values,

@@ -11,10 +11,16 @@
 //! [`DecompError`] and the input validation shared by the families (rank 2, finite
 //! entries). The family front ends live in `svd.rs`, `qr.rs` and `eigh.rs`; the faer
 //! backend in `faer_decomp.rs`; the CUDA decliner (feature `cuda`) in `cuda_decline.rs`.
+//! Every front end passes its input through `scale.rs` before dispatch: a matrix whose
+//! largest entry lies outside a safe range (LAPACK's `sqrt(MIN_POSITIVE) / EPSILON` and its
+//! inverse) is scaled by a power of two to `[0.5, 1)`, exactly, and the values and
+//! triangular factors are unscaled after the backend returns, so no backend sees an input
+//! that can overflow or underflow its sums of squares.
 
 pub(crate) mod eigh;
 pub(crate) mod faer_decomp;
 pub(crate) mod qr;
+pub(crate) mod scale;
 pub(crate) mod svd;
 
 #[cfg(feature = "cuda")]
@@ -292,6 +298,19 @@ pub enum DecompError {
         option: &'static str,
         /// Why it is invalid.
         reason: String,
+    },
+    /// A result overflows its type although the input is finite: the input was scaled into
+    /// the safe range to factorize, and unscaling a singular value, an eigenvalue or an entry
+    /// of `R`/`L` exceeds the largest finite value of `dtype` (possible only for inputs
+    /// within a factor of about `sqrt(rows * cols)` of that value).
+    #[error("{op}: {what} overflows {dtype} (the input is finite, but this result is not representable)")]
+    Overflow {
+        /// The operation.
+        op: DecompKind,
+        /// The result that overflows, e.g. `singular value 0` or `R[0, 3]`.
+        what: String,
+        /// The type it overflows (`f64` for values, the factor's dtype for `R`/`L`).
+        dtype: DType,
     },
     /// Building a factor failed (size overflow).
     #[error(transparent)]

@@ -5,7 +5,9 @@
 
 use std::sync::Arc;
 
-use super::{check_factor, check_matrix, DecompBackend, DecompBackendList, DecompError, DecompKind, MatrixProblem};
+use super::{
+    check_factor, check_matrix, scale, DecompBackend, DecompBackendList, DecompError, DecompKind, MatrixProblem,
+};
 use crate::backend::{KernelAttempt, KernelError};
 use crate::dtype::{DType, C64};
 use crate::tensor::LocalTensor;
@@ -83,12 +85,15 @@ pub struct LqResult {
 /// orthonormal columns, `r` `k x n` upper trapezoidal, `k = min(m, n)`. The diagonal of `r`
 /// is made real and non-negative (column `i` of `q` and row `i` of `r` are rescaled by a
 /// unit phase), so the factors are unique for a matrix of full rank `k`. Empty input gives
-/// `q` `m x 0` and `r` `0 x n`.
+/// `q` `m x 0` and `r` `0 x n`. Any finite scale is handled: an input outside the dtype's
+/// safe range is scaled exactly by a power of two before the backend runs and `r` is
+/// unscaled (as for [`crate::svd`]).
 ///
 /// # Errors
 /// [`DecompError::NotMatrix`], [`DecompError::NonFinite`] (first NaN/infinite entry),
 /// [`DecompError::Dispatch`] (every backend declined, or the committed one failed or
-/// returned factors of the wrong dtype/shape), [`DecompError::Tensor`].
+/// returned factors of the wrong dtype/shape), [`DecompError::Overflow`] (an entry of `r`
+/// above the dtype's largest value, for entries near it), [`DecompError::Tensor`].
 pub fn qr(matrix: &LocalTensor, backends: &QrBackendList) -> Result<QrResult, DecompError> {
     qr_with_attempts(matrix, backends).map(|(r, _)| r)
 }
@@ -139,7 +144,8 @@ pub fn lq_with_attempts(
     Ok((LqResult { l, q }, attempts))
 }
 
-/// Dispatches the QR of the `rows x cols` matrix `m` and normalizes the diagonal of R.
+/// Dispatches the QR of the `rows x cols` matrix `m` (scaled into the safe range first, R
+/// unscaled after) and normalizes the diagonal of R.
 fn dispatch_qr(
     kind: DecompKind,
     m: &LocalTensor,
@@ -148,9 +154,10 @@ fn dispatch_qr(
     backends: &QrBackendList,
 ) -> Result<(QrFactors, Vec<KernelAttempt>), DecompError> {
     let dtype = m.dtype();
+    let scaled = scale::to_safe_range(m)?;
     let problem = MatrixProblem {
         kind,
-        matrix: m,
+        matrix: scaled.matrix(),
         rows,
         cols,
     };
@@ -163,7 +170,10 @@ fn dispatch_qr(
             check_factor("R", &f.r, dtype, [k, cols])
         },
     )?;
-    Ok((normalize(f, dtype, rows, cols)?, attempts))
+    let f = normalize(f, dtype, rows, cols)?;
+    let what = if kind == DecompKind::Lq { "L^H" } else { "R" };
+    let r = scaled.scaling().unscale_factor(kind, what, f.r)?;
+    Ok((QrFactors { q: f.q, r }, attempts))
 }
 
 /// Rescales column `i` of Q and row `i` of R by a unit phase so that `R[i, i]` is real and

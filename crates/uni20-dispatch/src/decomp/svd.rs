@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use super::{
-    check_factor, check_matrix, check_tol, default_rtol, DecompBackend, DecompBackendList, DecompError, DecompKind,
-    MatrixProblem,
+    check_factor, check_matrix, check_tol, default_rtol, scale, DecompBackend, DecompBackendList, DecompError,
+    DecompKind, MatrixProblem,
 };
 use crate::backend::{KernelAttempt, KernelError};
 use crate::dtype::DType;
@@ -70,7 +70,8 @@ impl DecompBackendList<dyn SvdBackend> {
 /// 1. Dropping: a value is dropped when any criterion drops it (as TeNPy's `svd_min` and
 ///    `trunc_cut`): `cutoff` drops every value `<= cutoff`; `max_discarded_weight` drops
 ///    the smallest values as long as `sum_{i>=k} s_i^2 / sum_i s_i^2 <=
-///    max_discarded_weight`. So `k = min(k_cutoff, k_weight)`, and `k = r` with neither
+///    max_discarded_weight` (both sums taken relative to `s_0`, so that they neither
+///    overflow nor underflow whatever the matrix's scale). So `k = min(k_cutoff, k_weight)`, and `k = r` with neither
 ///    set. (With both set, the discarded weight may exceed the target because the cutoff
 ///    dropped more.)
 /// 2. At least one: if `k == 0` and `s_0 > 0`, then `k = 1`. Only a zero (or empty) matrix
@@ -111,7 +112,8 @@ pub struct SvdResult {
     pub kept: usize,
     /// The discarded singular values, non-increasing (`min(m, n) - kept` of them).
     pub discarded: Vec<f64>,
-    /// `sum(discarded^2) / sum(all s^2)`, both sums compensated; `0.0` for a zero or empty
+    /// `sum(discarded^2) / sum(all s^2)`, both sums compensated and taken relative to the
+    /// largest value (so finite and accurate at any scale); `0.0` for a zero or empty
     /// matrix.
     pub discarded_weight: f64,
     /// True if `max_rank` forced a cut inside the leading degenerate multiplet (see
@@ -128,12 +130,18 @@ pub struct SvdResult {
 /// singular values are whatever the backend returns (any orthonormal basis of the
 /// subspace).
 ///
+/// Any finite scale is handled: a matrix whose largest entry is outside the dtype's safe
+/// range (about `[6.7e-139, 1.5e138]` for `f64`/`c64`, `[9.1e-13, 1.1e12]` for
+/// `f32`/`c32`) is scaled exactly by a power of two before the backend runs, and the
+/// singular values are unscaled (see `decomp/scale.rs`).
+///
 /// # Errors
 /// [`DecompError::NotMatrix`] (rank != 2), [`DecompError::NonFinite`] (NaN or infinity,
 /// naming the first such entry), [`DecompError::InvalidOption`] (`max_rank == 0`, negative
 /// or non-finite tolerances), [`DecompError::Dispatch`] (every backend declined, or the
 /// committed one failed or returned factors of the wrong dtype/shape or singular values
-/// that are negative, non-finite or not sorted), [`DecompError::Tensor`].
+/// that are negative, non-finite or not sorted), [`DecompError::Overflow`] (a singular
+/// value above `f64::MAX`, for entries near it), [`DecompError::Tensor`].
 pub fn svd(matrix: &LocalTensor, opts: &SvdOptions, backends: &SvdBackendList) -> Result<SvdResult, DecompError> {
     svd_with_attempts(matrix, opts, backends).map(|(r, _)| r)
 }
@@ -150,15 +158,17 @@ pub fn svd_with_attempts(
     let op = DecompKind::Svd;
     let (rows, cols) = check_matrix(op, matrix)?;
     let rtol = check_options(opts, matrix.dtype())?;
+    let scaled = scale::to_safe_range(matrix)?;
     let problem = MatrixProblem {
         kind: op,
-        matrix,
+        matrix: scaled.matrix(),
         rows,
         cols,
     };
     let r = rows.min(cols);
     let dtype = matrix.dtype();
-    let (f, attempts) = backends.dispatch(&problem, |b, p| b.svd(p), |f| check_factors(f, dtype, rows, cols))?;
+    let (mut f, attempts) = backends.dispatch(&problem, |b, p| b.svd(p), |f| check_factors(f, dtype, rows, cols))?;
+    scaled.scaling().unscale_values(op, "singular value", &mut f.s)?;
     let cut = choose_rank(&f.s, opts, rtol);
     let k = cut.kept;
     let u = if k == r {
@@ -245,16 +255,23 @@ struct Cut {
 /// Applies the rule documented on [`SvdOptions`] to non-increasing, non-negative `s`.
 fn choose_rank(s: &[f64], opts: &SvdOptions, rtol: f64) -> Cut {
     let r = s.len();
-    // tail[k] = sum_{i >= k} s_i^2, accumulated from the smallest value upwards.
+    let s0 = s.first().copied().unwrap_or(0.0);
+    // The weights are sums of squares relative to the largest value: each s_i is multiplied
+    // by the power of two 2^-e that brings s_0 into [0.5, 1) (exact, so the weights are those
+    // of the unscaled squares wherever those are representable), and neither the squares
+    // nor their sums can overflow or underflow (a square that underflows is below 2^-1000
+    // of the total and below its rounding).
+    let e = if s0 > 0.0 { -scale::exponent(s0) } else { 0 };
+    // tail[k] = sum_{i >= k} (s_i 2^-e)^2, accumulated from the smallest value upwards.
     let mut tail = vec![0.0; r + 1];
     let mut acc = Neumaier::default();
     for i in (0..r).rev() {
-        acc.add(s[i] * s[i]);
+        let x = scale::mul_pow2(s[i], e);
+        acc.add(x * x);
         tail[i] = acc.total();
     }
     let total = tail[0];
     let weight = |k: usize| if total > 0.0 { tail[k] / total } else { 0.0 };
-    let s0 = s.first().copied().unwrap_or(0.0);
     let same = |i: usize| s[i - 1] - s[i] <= rtol * s0; // s[i-1], s[i] in one multiplet
 
     let mut k = r;
@@ -386,6 +403,47 @@ mod tests {
             },
         );
         assert_eq!((c.kept, c.split), (2, true));
+    }
+
+    #[test]
+    fn weights_do_not_depend_on_the_scale() {
+        // The weights of [4, 3, 2, 1] are [0, 1, 10, 5, 0] / 30 wherever the squares would
+        // overflow (1e154 and up) or underflow (1e-155 and down) as well.
+        let base = [4.0, 3.0, 2.0, 1.0];
+        for k in (-300..=300).step_by(25) {
+            let c = 10f64.powi(k);
+            let s: Vec<f64> = base.iter().map(|x| x * c).collect();
+            for (w, kept, weight) in [(0.2, 2, 5.0 / 30.0), (0.1, 3, 1.0 / 30.0), (0.0, 4, 0.0)] {
+                let got = cut(
+                    &s,
+                    SvdOptions {
+                        max_discarded_weight: Some(w),
+                        ..Default::default()
+                    },
+                );
+                assert_eq!(got.kept, kept, "scale 1e{k}, target {w}");
+                assert!(
+                    (got.discarded_weight - weight).abs() <= 4e-15 * weight,
+                    "scale 1e{k}: {} vs {weight}",
+                    got.discarded_weight
+                );
+            }
+        }
+        // The example: the second value carries 43 % of the weight, so it stays.
+        let c = cut(
+            &[1.5e154, 1.3e154, 1.0],
+            SvdOptions {
+                max_discarded_weight: Some(0.1),
+                ..Default::default()
+            },
+        );
+        assert_eq!(c.kept, 2);
+        let want = (1.0 / 1.5e154f64).powi(2) / (1.0 + (1.3f64 / 1.5).powi(2));
+        assert!(
+            (c.discarded_weight - want).abs() <= 1e-12 * want,
+            "{} vs {want}",
+            c.discarded_weight
+        );
     }
 
     #[test]

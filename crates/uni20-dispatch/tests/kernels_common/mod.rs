@@ -114,3 +114,25 @@ pub fn eps(dtype: DType) -> f64 {
         f64::EPSILON
     }
 }
+
+/// `c * a`, computed in `C64` and rounded once to `a`'s dtype.
+pub fn scaled(a: &LocalTensor, c: f64) -> LocalTensor {
+    let v: Vec<C64> = a.to_c64_vec().iter().map(|z| z * c).collect();
+    from_c64(a.dtype(), a.shape(), &v)
+}
+
+/// Scales spanning the dtype's normal range: `1e-300 .. 1e300` (every 25 decades), 1e±155
+/// and 1e±165 (around where faer's SVD broke) and 1e±307 (the edges, where its eigh and QR
+/// broke) for `f64`/`c64`; `1e-30 .. 1e30` (every 5 decades) and 1e±37 for `f32`/`c32`.
+pub fn extreme_scales(dtype: DType) -> Vec<f64> {
+    let exps: Vec<i32> = if eps(dtype) > 1e-10 {
+        let mut e: Vec<i32> = (-30..=30).step_by(5).collect();
+        e.extend([-37, 37]);
+        e
+    } else {
+        let mut e: Vec<i32> = (-300..=300).step_by(25).collect();
+        e.extend([-307, -165, -155, 155, 165, 307]);
+        e
+    };
+    exps.into_iter().map(|k| format!("1e{k}").parse().unwrap()).collect()
+}
