@@ -150,6 +150,48 @@ fn run_dmrg(ranks: usize, l: usize, opts: DmrgOptions, sweeps: usize, check_stat
         .unwrap()
 }
 
+/// `<psi|psi>` by contracting the chain from the left (the transfer matrices
+/// of a right-normalised MPS keep trace 1, so nothing here can overflow).
+fn overlap(ctl: &Controller<'_>, mps: &Mps) -> f64 {
+    let conj = ContractOptions {
+        conj: [true, false],
+        ..ContractOptions::default()
+    };
+    let mut ov = contract(ctl, "a,c->ac", &unit1(ctl), &unit1(ctl)).unwrap();
+    for m in mps.sites() {
+        let o1 = contract(ctl, "ac,ctd->atd", &ov, m).unwrap();
+        ov = contract_with(ctl, "atb,atd->bd", m, &o1, &conj).unwrap();
+    }
+    scalar(ctl, &ov)
+}
+
+/// A random start of 2000 sites has norm 1 and right-normalised sites of
+/// norm `sqrt(chi)`: normalised only at the end of its construction, the
+/// product of its LQ factors overflowed near 1000 sites (`lq: ...
+/// non-finite value -inf`).
+#[test]
+fn a_long_random_start_is_finite_and_normalised() {
+    uni20::universe()
+        .ranks(2)
+        .run(|ctl| {
+            let l = 2000;
+            let mps = Mps::random(ctl, l, SPIN_HALF, 8, 8, 5).unwrap();
+            assert_eq!(mps.len(), l);
+            let nrm = overlap(ctl, &mps);
+            assert!((nrm - 1.0).abs() < 1e-10, "<psi|psi> = {nrm}");
+            for i in [1, l / 2, l - 1] {
+                let chi = mps.site(i).shape()[0] as f64;
+                let n = uni20::dist::norm(ctl, mps.site(i)).unwrap();
+                assert!(
+                    (n * n - chi).abs() < 1e-10 * chi,
+                    "site {i}: |M|^2 = {} vs chi {chi}",
+                    n * n
+                );
+            }
+        })
+        .unwrap();
+}
+
 #[test]
 fn l16_matches_exact_diagonalisation() {
     let exact = exact_ground_energy(16);

@@ -82,8 +82,10 @@ impl Mps {
     /// `[-1, 1)`, site `i` seeded by a SplitMix64 mix of `seed` and `i`), so
     /// the state depends only on `(len, d, bond, seed)`, not on the block
     /// size or the number of ranks. They are then right-normalised from the
-    /// right by [`lq`] (`M_i = L Q`, `Q` kept, `L` absorbed into `M_(i-1)`)
-    /// and the first site is divided by its norm.
+    /// right by [`lq`] (`M_i = L Q`, `Q` kept, `L` absorbed into `M_(i-1)`,
+    /// which is then divided by its norm), so every site tensor keeps norm
+    /// `O(1)` as the state is built, whatever its length, and the first site
+    /// ends with norm 1.
     ///
     /// # Errors
     /// [`TnError::InvalidOption`] for `len == 0` or above
@@ -136,10 +138,17 @@ impl Mps {
         for i in (1..len).rev() {
             let f = lq(ctl, &sites[i], "a|sb", &opts)?;
             sites[i] = f.q;
-            sites[i - 1] = contract(ctl, "xsa,ak->xsk", &sites[i - 1], &f.l)?;
+            let absorbed = contract(ctl, "xsa,ak->xsk", &sites[i - 1], &f.l)?;
+            // Normalised as it is built: the norm of the state so far is the product of the
+            // L factors' norms, which grows geometrically with the length (at bond 8 it
+            // overflowed f64 near 1000 sites when divided out only at the end).
+            let n = norm(ctl, &absorbed)?;
+            sites[i - 1] = scale(ctl, 1.0 / n, &absorbed)?;
         }
-        let n0 = norm(ctl, &sites[0])?;
-        sites[0] = scale(ctl, 1.0 / n0, &sites[0])?;
+        if len == 1 {
+            let n0 = norm(ctl, &sites[0])?;
+            sites[0] = scale(ctl, 1.0 / n0, &sites[0])?;
+        }
         Mps::from_sites(sites)
     }
 
