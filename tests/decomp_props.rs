@@ -331,6 +331,56 @@ fn truncation_at_a_degenerate_multiplet() {
         .unwrap();
 }
 
+/// Extreme scales through the distributed SVD: diag(1.5e154, 1.3e154, 1)
+/// (blocked 2, so three ranks hold blocks) with a discarded-weight target
+/// of 0.1 keeps two values (the squares of the first two overflow, and
+/// the weight was 0, so one was kept while 43 % of the weight was
+/// dropped), and a dense 4x4 matrix at 1e200 and 1e-200 factorizes with the
+/// values of the unscaled matrix times the scale (faer alone stopped with
+/// NoConvergence from about 1e155 and was wrong from about 1e-165).
+#[test]
+fn distributed_svd_at_extreme_scales() {
+    uni20::universe()
+        .ranks(3)
+        .run(|ctl| {
+            let d = LocalTensor::from_f64(&[3, 3], vec![1.5e154, 0.0, 0.0, 0.0, 1.3e154, 0.0, 0.0, 0.0, 1.0]).unwrap();
+            let dd = DistTensor::from_local(ctl, &d, 2).unwrap();
+            let opts = SvdOptions {
+                truncation: SvdTruncation {
+                    max_discarded_weight: Some(0.1),
+                    ..SvdTruncation::default()
+                },
+                ..Default::default()
+            };
+            let out = uni20::svd(ctl, &dd, "a|b", &opts).unwrap();
+            assert_eq!(out.kept, 2, "{:?} | {:?}", out.s, out.discarded);
+            let want = (1.0 / 1.5e154f64).powi(2) / (1.0 + (1.3f64 / 1.5).powi(2));
+            assert!(
+                (out.discarded_weight - want).abs() <= 1e-12 * want,
+                "{}",
+                out.discarded_weight
+            );
+            let a0 = random(ctl, &[4, 4], DType::F64, 2, 9).unwrap().to_local(ctl).unwrap();
+            let s0 = uni20::svd(
+                ctl,
+                &DistTensor::from_local(ctl, &a0, 2).unwrap(),
+                "a|b",
+                &SvdOptions::default(),
+            )
+            .unwrap()
+            .s;
+            for c in [1e200, 1e-200] {
+                let v: Vec<f64> = a0.to_c64_vec().iter().map(|z| z.re * c).collect();
+                let a = DistTensor::from_local(ctl, &LocalTensor::from_f64(&[4, 4], v).unwrap(), 2).unwrap();
+                let out = uni20::svd(ctl, &a, "a|b", &SvdOptions::default()).unwrap();
+                for (x, y) in out.s.iter().zip(&s0) {
+                    assert!((x / c - y).abs() <= 1e-12 * s0[0], "scale {c:e}: {} vs {y}", x / c);
+                }
+            }
+        })
+        .unwrap();
+}
+
 /// Placement: the matrix is assembled on the compute worker owning most of
 /// the input (never the root, never a storage rank), the factor blocks end
 /// up round-robin on the compute workers, and no payload passes the root.
