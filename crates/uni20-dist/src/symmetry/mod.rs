@@ -1,0 +1,24 @@
+//! Abelian symmetries for block-sparse tensors: groups and charges
+//! ([`Symmetry`], [`Charge`]), legs with sectors and tilings ([`Leg`]), the
+//! charge rule and the allowed blocks ([`SymmetricLayout`]), and fusion of
+//! adjacent legs ([`Fusion`]).
+//!
+//! A charge sector is a block: a symmetric tensor stores only the blocks
+//! whose sectors satisfy `sum_l s_l q_l = flux`; every other block is an
+//! exact zero and is never stored, sent, planned or computed. The dense
+//! tensor is the special case of the trivial group (one sector per leg).
+//! This module is the metadata layer (pure values, no ranks) that the
+//! root plans from; see docs/architecture.md, "Symmetric layout".
+
+mod fuse;
+mod group;
+mod layout;
+mod leg;
+
+pub use fuse::{Fusion, FusionEntry};
+pub use group::{Charge, GroupFactor, Symmetry, SymmetryError};
+pub use layout::{allowed_sectors, SymBlock, SymmetricLayout};
+pub use leg::{Direction, Leg, LegTile, Sector};
+
+#[cfg(test)]
+mod props;
