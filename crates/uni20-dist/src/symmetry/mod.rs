@@ -1,7 +1,8 @@
 //! Abelian symmetries for block-sparse tensors: groups and charges
 //! ([`Symmetry`], [`Charge`]), legs with sectors and tilings ([`Leg`]), the
 //! charge rule and the allowed blocks ([`SymmetricLayout`]), and fusion of
-//! adjacent legs ([`Fusion`]).
+//! adjacent legs ([`Fusion`]), and the block pairs of a contraction
+//! ([`plan_pairs`]).
 //!
 //! A charge sector is a block: a symmetric tensor stores only the blocks
 //! whose sectors satisfy `sum_l s_l q_l = flux`; every other block is an
@@ -14,11 +15,13 @@ mod fuse;
 mod group;
 mod layout;
 mod leg;
+mod pairs;
 
 pub use fuse::{Fusion, FusionEntry};
 pub use group::{Charge, GroupFactor, Symmetry, SymmetryError};
 pub use layout::{allowed_sectors, SymBlock, SymmetricLayout};
 pub use leg::{Direction, Leg, LegTile, Sector};
+pub use pairs::{plan_pairs, PairItem, PairPlan, SymContractError};
 
 #[cfg(test)]
 mod props;
