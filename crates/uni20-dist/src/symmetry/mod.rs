@@ -2,7 +2,8 @@
 //! ([`Symmetry`], [`Charge`]), legs with sectors and tilings ([`Leg`]), the
 //! charge rule and the allowed blocks ([`SymmetricLayout`]), and fusion of
 //! adjacent legs ([`Fusion`]), and the block pairs of a contraction
-//! ([`plan_pairs`]).
+//! ([`plan_pairs`]), and the root's truncation decision for a sector-wise
+//! SVD ([`truncate_sectors`]).
 //!
 //! A charge sector is a block: a symmetric tensor stores only the blocks
 //! whose sectors satisfy `sum_l s_l q_l = flux`; every other block is an
@@ -16,12 +17,14 @@ mod group;
 mod layout;
 mod leg;
 mod pairs;
+mod truncate;
 
 pub use fuse::{Fusion, FusionEntry};
 pub use group::{Charge, GroupFactor, Symmetry, SymmetryError};
 pub use layout::{allowed_sectors, SymBlock, SymmetricLayout};
 pub use leg::{Direction, Leg, LegTile, Sector};
 pub use pairs::{plan_pairs, PairItem, PairPlan, SymContractError};
+pub use truncate::{truncate_sectors, SectorCut};
 
 #[cfg(test)]
 mod props;
