@@ -2,7 +2,8 @@
 //! ([`Symmetry`], [`Charge`]), legs with sectors and tilings ([`Leg`]), the
 //! charge rule and the allowed blocks ([`SymmetricLayout`]), and fusion of
 //! adjacent legs ([`Fusion`]), and the block pairs of a contraction
-//! ([`plan_pairs`]), and the root's truncation decision for a sector-wise
+//! ([`plan_pairs`]), the dense embedding both ways ([`embed_blocks`],
+//! [`split_dense`]), and the root's truncation decision for a sector-wise
 //! SVD ([`truncate_sectors`]).
 //!
 //! A charge sector is a block: a symmetric tensor stores only the blocks
@@ -12,6 +13,7 @@
 //! This module is the metadata layer (pure values, no ranks) that the
 //! root plans from; see docs/architecture.md, "Symmetric layout".
 
+mod dense;
 mod fuse;
 mod group;
 mod layout;
@@ -19,6 +21,7 @@ mod leg;
 mod pairs;
 mod truncate;
 
+pub use dense::{embed_blocks, split_dense, DenseEmbeddingError};
 pub use fuse::{Fusion, FusionEntry};
 pub use group::{Charge, GroupFactor, Symmetry, SymmetryError};
 pub use layout::{allowed_sectors, SymBlock, SymmetricLayout};

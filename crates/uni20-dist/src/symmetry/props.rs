@@ -347,6 +347,15 @@ proptest! {
             &embed(&a, &da), &a.dense_shape(), &la, &embed(&b, &db), &b.dense_shape(), &lb, &lc,
         );
         let got = embed(&plan.output, &dc);
+        // The library's embedding and split agree with the naive one.
+        let tensors: Vec<uni20_dispatch::LocalTensor> = dc
+            .iter()
+            .enumerate()
+            .map(|(o, v)| uni20_dispatch::LocalTensor::from_f64(&plan.output.block_extents(o), v.clone()).unwrap())
+            .collect();
+        let lib = embed_blocks(&plan.output, &tensors).unwrap();
+        prop_assert_eq!(lib.data(), &uni20_dispatch::TensorData::F64(got.clone()));
+        prop_assert_eq!(split_dense(&plan.output, &lib, 0.0).unwrap(), tensors);
         prop_assert_eq!(got.len(), want.len());
         for (x, y) in got.iter().zip(&want) {
             prop_assert!((x - y).abs() <= 1e-12 * (1.0 + y.abs()), "{} vs {}", x, y);
