@@ -19,6 +19,8 @@ mod error;
 mod lanczos;
 mod mpo;
 mod mps;
+mod opsum;
+mod sites;
 
 pub use dmrg::{Dmrg, DmrgOptions, StepInfo, SweepStats, CHECKPOINT_LABEL, MAX_ADAPTIVE_TOL};
 pub use env::{grow_left, grow_right, Matvec, TwoSiteHamiltonian};
@@ -26,3 +28,5 @@ pub use error::TnError;
 pub use lanczos::{lanczos_lowest, LanczosOptions, LanczosResult, LinearOperator};
 pub use mpo::{heisenberg_left, heisenberg_right, heisenberg_tensor, Mpo, HEISENBERG_BOND, MAX_SITES, SPIN_HALF};
 pub use mps::{site_name, Mps};
+pub use opsum::{LocalMpo, MpoOptions, OpSum, OpTerm};
+pub use sites::{Conserve, Site, SiteOp};
