@@ -17,6 +17,7 @@ mod dmrg;
 mod env;
 mod error;
 mod lanczos;
+pub mod models;
 mod mpo;
 mod mps;
 mod opsum;
