@@ -17,11 +17,13 @@ mod dmrg;
 mod env;
 mod error;
 mod lanczos;
+pub mod measure;
 pub mod models;
 mod mpo;
 mod mps;
 mod opsum;
 mod sites;
+mod states;
 
 pub use dmrg::{Dmrg, DmrgOptions, StepInfo, SweepStats, CHECKPOINT_LABEL, MAX_ADAPTIVE_TOL};
 pub use env::{grow_left, grow_right, Matvec, TwoSiteHamiltonian};
