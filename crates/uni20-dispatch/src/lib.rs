@@ -106,7 +106,10 @@ pub use decomp::faer_decomp::FaerDecompBackend;
 pub use decomp::qr::{
     lq, lq_with_attempts, qr, qr_with_attempts, LqResult, QrBackend, QrBackendList, QrFactors, QrResult,
 };
-pub use decomp::svd::{svd, svd_with_attempts, SvdBackend, SvdBackendList, SvdFactors, SvdOptions, SvdResult};
+pub use decomp::svd::{
+    svd, svd_with_attempts, truncation_rank, SvdBackend, SvdBackendList, SvdFactors, SvdOptions, SvdResult,
+    TruncationRank,
+};
 pub use decomp::{DecompBackend, DecompBackendList, DecompError, DecompKind, MatrixProblem};
 pub use defaults::{available_backends, GPU_MIN_MACS};
 pub use dtype::{DType, DTypeError, C32, C64};

@@ -22,6 +22,7 @@
 //! | `ops::reduce` | `norm`, `inner`, `max_abs` (`reduce`) and their command |
 //! | `ops::create` | `zeros`, `random`, `identity` and their command |
 //! | `ops::deferred` | waiting for inputs, submitting, filling outputs |
+//! | [`symmetry`] | abelian groups and charges, legs with sectors, the charge rule and allowed blocks, leg fusion |
 //! | `npy` | distributed `.npy` reading and writing |
 //! | `checkpoint` | checkpoints of named tensors (their blocks are kept) |
 //! | `lifetimes` | `gc` across ranks from live tensors, checkpoints and named roots |
@@ -44,6 +45,7 @@ mod ops;
 mod placement;
 mod scatter;
 mod summary;
+pub mod symmetry;
 mod tensor;
 mod transfer;
 

@@ -52,6 +52,53 @@ pub enum TnError {
     /// non-finite operator or start vector).
     #[error("Lanczos: the Krylov-space eigenproblem failed: {0}")]
     Krylov(#[from] DecompError),
+    /// A site has no operator of that name.
+    #[error("site type {site} has no operator `{op}` (it has: {known})")]
+    UnknownOperator {
+        /// The operator asked for.
+        op: String,
+        /// The site type.
+        site: String,
+        /// The operators it has.
+        known: String,
+    },
+    /// A site has no basis state of that label.
+    #[error("site type {site} has no state `{state}` (it has: {known})")]
+    UnknownState {
+        /// The label asked for.
+        state: String,
+        /// The site type.
+        site: String,
+        /// Its basis labels.
+        known: String,
+    },
+    /// An operator does not carry one definite charge under the site's
+    /// conservation law (for example `Sx` with `Sz` conserved).
+    #[error("operator `{op}` of site type {site} mixes charges {first} and {second}: it does not conserve the site's quantum number (build the site without that conservation law)")]
+    ChargeMismatch {
+        /// The operator.
+        op: String,
+        /// The site type.
+        site: String,
+        /// One charge it carries.
+        first: String,
+        /// Another.
+        second: String,
+    },
+    /// A term of an operator sum cannot be compiled (a site beyond the
+    /// chain, a fermionic operator on a site without a Jordan-Wigner
+    /// string, an odd number of fermionic operators, a charged term under a
+    /// conservation law, a non-finite coefficient).
+    #[error("operator sum term {term}: {reason}")]
+    BadTerm {
+        /// Index of the term, in the order added.
+        term: usize,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A charge or leg of the symmetry layer is invalid.
+    #[error(transparent)]
+    Symmetry(#[from] uni20_dist::symmetry::SymmetryError),
     /// A result of the layer below lacks what this layer asked it for (an
     /// invariant of this crate is broken; please report it).
     #[error("internal: {0}")]

@@ -201,6 +201,54 @@ pub fn svd_with_attempts(
     ))
 }
 
+/// The outcome of the truncation rule of [`SvdOptions`] on given singular values
+/// ([`truncation_rank`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct TruncationRank {
+    /// Number of values kept (a prefix of the input).
+    pub kept: usize,
+    /// `sum(discarded^2) / sum(all s^2)` (`0.0` when all values are zero or there are none).
+    pub discarded_weight: f64,
+    /// True if `max_rank` forced a cut inside the leading degenerate multiplet.
+    pub degenerate_split: bool,
+}
+
+/// Applies the truncation rule documented on [`SvdOptions`] to the singular values `s`
+/// (non-increasing, finite, `>= 0`) of a matrix of `dtype`, exactly as [`svd`] applies it
+/// to a backend's values: the number of values kept and the discarded weight. Callers that
+/// gather a spectrum from several pieces (the sectors of a block-diagonal matrix) use this
+/// to make the decision [`svd`] would make on the whole matrix.
+///
+/// # Errors
+/// [`DecompError::InvalidOption`] for invalid options (as [`svd`]) or for values that are
+/// negative, non-finite or not sorted (option `singular values`).
+pub fn truncation_rank(s: &[f64], opts: &SvdOptions, dtype: DType) -> Result<TruncationRank, DecompError> {
+    let rtol = check_options(opts, dtype)?;
+    let bad = |reason: String| DecompError::InvalidOption {
+        op: DecompKind::Svd,
+        option: "singular values",
+        reason,
+    };
+    if let Some(i) = s.iter().position(|&x| !(x.is_finite() && x >= 0.0)) {
+        return Err(bad(format!("value {i} is {} (not finite and >= 0)", s[i])));
+    }
+    if let Some(i) = s.windows(2).position(|w| w[0] < w[1]) {
+        return Err(bad(format!(
+            "not sorted: s[{i}] = {} < s[{}] = {}",
+            s[i],
+            i + 1,
+            s[i + 1]
+        )));
+    }
+    let cut = choose_rank(s, opts, rtol);
+    Ok(TruncationRank {
+        kept: cut.kept,
+        discarded_weight: cut.discarded_weight,
+        degenerate_split: cut.split,
+    })
+}
+
 /// Validates `opts`; returns the degeneracy tolerance in force.
 fn check_options(opts: &SvdOptions, dtype: DType) -> Result<f64, DecompError> {
     let op = DecompKind::Svd;
