@@ -24,6 +24,7 @@ mod mps;
 mod opsum;
 mod sites;
 mod states;
+mod tebd;
 
 pub use dmrg::{Dmrg, DmrgOptions, StepInfo, SweepStats, CHECKPOINT_LABEL, MAX_ADAPTIVE_TOL};
 pub use env::{grow_left, grow_right, Matvec, TwoSiteHamiltonian};
@@ -33,3 +34,4 @@ pub use mpo::{heisenberg_left, heisenberg_right, heisenberg_tensor, Mpo, HEISENB
 pub use mps::{site_name, Mps};
 pub use opsum::{LocalMpo, MpoOptions, OpSum, OpTerm};
 pub use sites::{Conserve, Site, SiteOp};
+pub use tebd::{Tebd, TebdOptions, TebdStep};
