@@ -51,8 +51,8 @@ fn output_files_read_back() {
     assert_eq!(steps.len(), 4);
     let (shape, sz) = read_npy(&out.join("sz.npy"));
     assert_eq!(shape, vec![4, l as u64]);
-    for i in 0..l {
-        assert!((sz[i] - if i % 2 == 0 { 0.5 } else { -0.5 }).abs() < 1e-14);
+    for (i, m) in sz[..l].iter().enumerate() {
+        assert!((m - if i % 2 == 0 { 0.5 } else { -0.5 }).abs() < 1e-14);
     }
     for (k, step) in steps.iter().enumerate() {
         let m: f64 = (0..l)
