@@ -27,6 +27,7 @@ use uni20_worker::Controller;
 
 use crate::env::{grow_left, grow_right, Matvec, TwoSiteHamiltonian};
 use crate::error::TnError;
+use crate::excited::{Orthogonal, Projected};
 use crate::lanczos::{lanczos_lowest, LanczosOptions};
 use crate::mpo::Mpo;
 use crate::mps::Mps;
@@ -196,6 +197,10 @@ pub struct Dmrg {
     /// eigensolver tolerance; checkpointed, so a resumed run continues with
     /// the same tolerances).
     last_discarded: Option<f64>,
+    /// Lower states the run stays orthogonal to, with their overlap
+    /// environments, and the weight of their projectors.
+    orthogonal: Vec<Orthogonal>,
+    weight: f64,
 }
 
 impl Dmrg {
@@ -244,7 +249,34 @@ impl Dmrg {
             energy: None,
             last_checkpoint: None,
             last_discarded: None,
+            orthogonal: Vec::new(),
+            weight: 0.0,
         })
+    }
+
+    /// Makes the run stay orthogonal to `states` (lower eigenstates found
+    /// before, for example by earlier runs): every step then minimises
+    /// `H + weight sum_k |phi_k><phi_k|`, whose lowest state is the lowest
+    /// one orthogonal to all `phi_k` when `weight` is larger than the gap
+    /// to them (ITensor's `weight`). Call it before the first sweep.
+    ///
+    /// # Errors
+    /// [`TnError::InvalidOption`] for a weight that is not finite and
+    /// positive; [`TnError::Shape`] for a state of another length; the
+    /// validation errors of the overlap contractions.
+    pub fn orthogonal_to(mut self, ctl: &Controller<'_>, states: Vec<Mps>, weight: f64) -> Result<Dmrg, TnError> {
+        if !(weight.is_finite() && weight > 0.0) {
+            return Err(TnError::InvalidOption {
+                name: "weight",
+                value: weight.to_string(),
+                expected: "finite and > 0 (larger than the gap to the lower states)",
+            });
+        }
+        for phi in states {
+            self.orthogonal.push(Orthogonal::new(ctl, phi, &self.mps)?);
+        }
+        self.weight = weight;
+        Ok(self)
     }
 
     /// Resumes the run stored in `cp` (written by [`Dmrg::checkpoint`]):
@@ -350,7 +382,18 @@ impl Dmrg {
         )?;
         let theta = contract(ctl, "asb,btc->astc", self.mps.site(i), self.mps.site(i + 1))?;
         let t0 = Instant::now();
-        let eig = lanczos_lowest(ctl, &h, &theta, &self.opts.step_lanczos(self.last_discarded))?;
+        let lopts = self.opts.step_lanczos(self.last_discarded);
+        let eig = if self.orthogonal.is_empty() {
+            lanczos_lowest(ctl, &h, &theta, &lopts)?
+        } else {
+            let projectors = self.orthogonal.iter().map(|o| o.projector(ctl, i)).collect::<Result<_, _>>()?;
+            let op = Projected {
+                h: &h,
+                projectors,
+                weight: self.weight,
+            };
+            lanczos_lowest(ctl, &op, &theta, &lopts)?
+        };
         acc.lanczos_seconds += t0.elapsed().as_secs_f64();
         drop((h, theta));
         acc.energy = eig.value;
@@ -382,6 +425,13 @@ impl Dmrg {
         ))?;
         // Renormalised singular values: the state keeps norm 1.
         let s_diag = scale(ctl, 1.0 / kept_norm, &s_diag)?;
+        for o in &mut self.orthogonal {
+            if to_right {
+                o.moved_right(ctl, i, &f.u)?;
+            } else {
+                o.moved_left(ctl, i, &f.vh)?;
+            }
+        }
         if to_right {
             let right_site = contract(ctl, "kj,jtc->ktc", &s_diag, &f.vh)?;
             self.left[i + 1] = Some(grow_left(ctl, env_at(&self.left, i)?, &w[i], &f.u)?);

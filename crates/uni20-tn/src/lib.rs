@@ -16,6 +16,7 @@
 mod dmrg;
 mod env;
 mod error;
+mod excited;
 mod lanczos;
 pub mod measure;
 pub mod models;

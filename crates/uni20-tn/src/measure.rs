@@ -31,7 +31,7 @@ fn scalar(ctl: &Controller<'_>, t: &DistTensor) -> Result<f64, TnError> {
         .ok_or(TnError::Internal("a full contraction returned no element"))
 }
 
-fn ones(ctl: &Controller<'_>, shape: &[usize]) -> Result<DistTensor, TnError> {
+pub(crate) fn ones(ctl: &Controller<'_>, shape: &[usize]) -> Result<DistTensor, TnError> {
     let n: usize = shape.iter().product();
     Ok(DistTensor::from_local(
         ctl,
@@ -81,7 +81,7 @@ pub fn site_operator(ctl: &Controller<'_>, site: &Site, name: &str, block: usize
 
 /// Left transfer `E'[w, z] = sum conj(A[x, s, w]) O[s, t] B[y, t, z] E[x, y]`
 /// (`op = None`: the identity).
-fn transfer(
+pub(crate) fn transfer(
     ctl: &Controller<'_>,
     e: &DistTensor,
     a: &DistTensor,
@@ -96,7 +96,7 @@ fn transfer(
 }
 
 /// Right transfer `E'[x, y] = sum conj(A[x, s, w]) O[s, t] B[y, t, z] E[w, z]`.
-fn transfer_right(
+pub(crate) fn transfer_right(
     ctl: &Controller<'_>,
     e: &DistTensor,
     a: &DistTensor,
