@@ -194,7 +194,7 @@ fn check_blocks_exist(ctl: &Controller<'_>, id: ObjectId, cp: &Checkpoint) -> Re
                     checkpoint: id,
                     tensor: name.clone(),
                     rank: b.owner,
-                    damage,
+                    damage: Box::new(damage),
                 });
             }
             Some((_, StorageResponse::NotFound(_))) => {

@@ -151,7 +151,7 @@ pub enum DistError {
         /// The rank that owns the block.
         rank: usize,
         /// The block (`damage.id`), its file, the failed check and what it found.
-        damage: uni20_persist::Damage,
+        damage: Box<uni20_persist::Damage>,
     },
     /// A local tensor could not be built.
     #[error(transparent)]
