@@ -109,15 +109,17 @@ pub(crate) fn checkpoint_kill(
     let pending = ctx.store.unflushed();
     let part = &pending[..pending.len().div_ceil(2)];
     let flushed = ctx.store.flush_ids(part);
-    let why =
-        format!(
-        "rank {rank} died inside checkpoint flush {} (op_id {}), after making {} of its {} pending objects durable{}: \
-         injected {f} (UNI20_INJECT_FAULT)",
+    let failed = flushed
+        .err()
+        .map(|e| format!(" (that flush failed: {e})"))
+        .unwrap_or_default();
+    let why = format!(
+        "rank {rank} died inside checkpoint flush {} (op_id {}), after making {} of its {} pending objects \
+         durable{failed}: injected {f} (UNI20_INJECT_FAULT)",
         *flushes,
         env.op_id,
         part.len(),
         pending.len(),
-        flushed.err().map(|e| format!(" (that flush failed: {e})")).unwrap_or_default()
     );
     if ctx.transport.kind() == "mpi" {
         eprintln!("uni20: {why}");
