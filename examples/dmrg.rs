@@ -30,7 +30,7 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use uni20::dist::{gc, restore};
 use uni20::persist::ObjectId;
-use uni20::tn::{Dmrg, DmrgOptions, LanczosOptions, Mpo, Mps, SPIN_HALF};
+use uni20::tn::{checkpoint_truncation, Dmrg, DmrgOptions, LanczosOptions, Mpo, Mps, SPIN_HALF};
 use uni20::Controller;
 
 #[derive(Parser, Debug)]
@@ -123,6 +123,23 @@ fn run(ctl: &Controller<'_>, args: &Args) -> anyhow::Result<()> {
         Some(id) => {
             let cp = restore(ctl, id).with_context(|| format!("restoring checkpoint {id}"))?;
             println!("resumed from checkpoint {id} ({}) after sweep {}", cp.label, cp.step);
+            // A resumed run may change the truncation; say so, once. Checkpoints
+            // written before the options were recorded resume silently.
+            if let Some((chi, cutoff)) = checkpoint_truncation(&cp) {
+                let mut changed = Vec::new();
+                if chi != args.chi_max {
+                    changed.push(format!("--chi-max {chi} -> {}", args.chi_max));
+                }
+                if cutoff != args.cutoff {
+                    changed.push(format!("--cutoff {cutoff:e} -> {:e}", args.cutoff));
+                }
+                if !changed.is_empty() {
+                    println!(
+                        "resume: options changed from the checkpoint's: {} (the resumed sweeps use the new values)",
+                        changed.join(", ")
+                    );
+                }
+            }
             let d = Dmrg::resume(ctl, mpo, cp, opts).with_context(|| format!("resuming from checkpoint {id}"))?;
             // Blocks of the sweep that the interrupted run did not finish are in no
             // checkpoint and named by no tensor: remove them from every rank's store.

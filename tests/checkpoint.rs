@@ -168,3 +168,79 @@ fn retired_checkpoints_refuse_and_gc_after_restart_keeps_the_current_one() {
         })
         .unwrap();
 }
+
+/// A block file of a checkpoint damaged on disk (truncated, a flipped
+/// payload byte) makes the restore fail with a typed error naming the block,
+/// its file and the check it failed, not the "not found" of a superseded
+/// checkpoint; with the file repaired the same checkpoint restores.
+#[test]
+fn a_damaged_block_file_is_reported_as_damaged_not_missing() {
+    use uni20::persist::FailedCheck;
+    let dir = tempfile::tempdir().unwrap();
+    let n = 7;
+    let (id, block) = uni20::universe()
+        .ranks(3)
+        .store_dir(dir.path())
+        .run(|ctl| {
+            let x = DistTensor::from_local(ctl, &matrix(n, 1.0), 3).unwrap();
+            let mut cp = Checkpoint::default();
+            cp.add(ctl, "x", &x).unwrap();
+            let id = checkpoint(ctl, &cp).unwrap().id();
+            let block = *cp.tensors[0].1.blocks.iter().find(|b| b.owner == 2).unwrap();
+            (id, block)
+        })
+        .unwrap();
+    let b = block.id;
+    let file = dir
+        .path()
+        .join("rank-2")
+        .join(format!("{}-{}-{:016x}.obj", b.origin, b.seq, b.nonce));
+    let good = std::fs::read(&file).unwrap();
+    let restore_err = || {
+        uni20::universe()
+            .ranks(3)
+            .store_dir(dir.path())
+            .run(|ctl| restore(ctl, id).map(|_| ()))
+            .unwrap()
+            .unwrap_err()
+    };
+    let mut flipped = good.clone();
+    *flipped.last_mut().unwrap() ^= 0x40;
+    for (bytes, check, words) in [
+        (&good[..good.len() - 8], FailedCheck::Size, "truncated"),
+        (&flipped[..], FailedCheck::Checksum, "CRC-32"),
+    ] {
+        std::fs::write(&file, bytes).unwrap();
+        let err = restore_err();
+        let text = err.to_string();
+        match &err {
+            uni20::DistError::DamagedBlock {
+                checkpoint,
+                tensor,
+                rank,
+                damage,
+            } => {
+                assert_eq!((*checkpoint, tensor.as_str(), *rank), (id, "x", 2), "{text}");
+                assert_eq!((damage.id, damage.check), (b, check), "{text}");
+                assert_eq!(damage.path.as_deref(), Some(&*file), "{text}");
+            }
+            other => panic!("expected DamagedBlock, got {other:?}"),
+        }
+        assert!(
+            text.contains(&file.display().to_string()) && text.contains(&check.to_string()) && text.contains(words),
+            "{text}"
+        );
+        assert!(!text.contains("not found") && !text.contains("superseded"), "{text}");
+        assert!(!text.contains('\n'), "one line: {text}");
+    }
+    std::fs::write(&file, &good).unwrap();
+    let x = uni20::universe()
+        .ranks(3)
+        .store_dir(dir.path())
+        .run(|ctl| {
+            let cp = restore(ctl, id).unwrap();
+            cp.tensor(ctl, "x").unwrap().to_local(ctl).unwrap()
+        })
+        .unwrap();
+    assert_eq!(x.max_abs_diff(&matrix(n, 1.0)).unwrap(), 0.0);
+}

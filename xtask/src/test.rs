@@ -135,7 +135,7 @@ pub fn run(opts: &TestOptions) -> Result<i32> {
         results.extend(cli_parity(&launcher, opts)?);
         results.extend(fault_stage(&launcher, opts)?);
         results.push(checkpoint_restart(&launcher, opts)?);
-        results.push(dmrg_kill_resume(&launcher, opts)?);
+        results.extend(dmrg_kill_resume(&launcher, opts)?);
         results.push(no_mpi_refusal(&launcher, opts)?);
         results.push(abort_timeout_stage(&launcher, opts)?);
     }
@@ -511,7 +511,12 @@ fn checkpoint_restart(launcher: &Launcher, opts: &TestOptions) -> Result<(Job, O
 /// chi 16, 6 sweeps) uninterrupted, then the same run killed (SIGKILL to
 /// every rank) right after the checkpoint of sweep 2 and resumed from it:
 /// the resumed sweeps 3-6 must give the uninterrupted energies to 1e-10.
-fn dmrg_kill_resume(launcher: &Launcher, opts: &TestOptions) -> Result<(Job, Outcome, Duration)> {
+/// Second job: the same run with rank 2 killed inside the commit of the
+/// checkpoint of sweep 3 (`UNI20_INJECT_FAULT=ckptkill@rank=2,op=3`: it
+/// sends itself SIGKILL in its third flush, after part of its store is
+/// durable, before the root commits the checkpoint record), resumed from
+/// the checkpoint of sweep 2, with the same requirement.
+fn dmrg_kill_resume(launcher: &Launcher, opts: &TestOptions) -> Result<Vec<(Job, Outcome, Duration)>> {
     let ex = (TargetKind::Example, "dmrg".to_string());
     let exe = cargo::build_mpi(ROOT_PACKAGE, std::slice::from_ref(&ex), opts.release, &[])?[&ex].clone();
     let scratch = std::env::temp_dir().join(format!("uni20-dmrg-{}", std::process::id()));
@@ -600,13 +605,70 @@ fn dmrg_kill_resume(launcher: &Launcher, opts: &TestOptions) -> Result<(Job, Out
             Outcome::Exited(1)
         }
     };
-    let _ = std::fs::remove_dir_all(&scratch);
     let job = Job {
         kind: TargetKind::Example,
         name: "dmrg kill and resume".into(),
         ranks: 3,
     };
-    Ok((job, outcome, start.elapsed()))
+    let mut results = vec![(job, outcome, start.elapsed())];
+
+    eprintln!("\nxtask: ---- dmrg kill inside the checkpoint commit and resume (ckptkill@rank=2,op=3) @ 3 ranks ----");
+    let start = std::time::Instant::now();
+    let fault = "ckptkill@rank=2,op=3";
+    let (mut cmd, killed_log) = command("ckpt", &[], "ckpt.txt")?;
+    cmd.env("UNI20_INJECT_FAULT", fault);
+    let (o4, _) = crate::proc::run_with_timeout(&mut cmd, opts.timeout)?;
+    let killed = std::fs::read_to_string(&killed_log).unwrap_or_default();
+    let checkpoint_after = |text: &str, k: u64| {
+        let tail = format!("(after sweep {k})");
+        text.lines().find_map(|l| {
+            let rest = &l[l.find("checkpoint: ")? + 12..];
+            rest.ends_with(&tail)
+                .then(|| rest.split_whitespace().next().map(str::to_string))
+                .flatten()
+        })
+    };
+    let died = killed.contains("rank 2 died inside checkpoint flush 3");
+    let outcome = match (o4, died, checkpoint_after(&killed, 2), checkpoint_after(&killed, 3)) {
+        (o, true, Some(id), None) if !o.success() && !matches!(o, Outcome::TimedOut | Outcome::Interrupted(_)) => {
+            let (mut cmd, resumed_log) = command("ckpt", &["--resume", &id], "ckpt-resumed.txt")?;
+            let (o5, _) = crate::proc::run_with_timeout(&mut cmd, opts.timeout)?;
+            let second = std::fs::read_to_string(&resumed_log).unwrap_or_default();
+            let (full_e, resumed_e) = (energies(&full), energies(&second));
+            let same = full_e.len() == 6
+                && resumed_e.len() == 4
+                && full_e[2..]
+                    .iter()
+                    .zip(&resumed_e)
+                    .all(|(a, b)| a.0 == b.0 && (a.1 - b.1).abs() < 1e-10);
+            if o5 == Outcome::Exited(0) && same {
+                eprintln!(
+                    "xtask: rank 2 killed inside the third checkpoint commit ({o4:?}), resumed from {id}: sweeps 3-6 \
+                     match (final E = {:.12})",
+                    full_e[5].1
+                );
+                Outcome::Exited(0)
+            } else {
+                eprintln!("xtask: FAIL: resumed run differs ({o5:?})\n{full}\n--\n{killed}\n--\n{second}");
+                Outcome::Exited(1)
+            }
+        }
+        (o, died, second, third) => {
+            eprintln!(
+                "xtask: FAIL: {o:?} / rank 2 died in the commit: {died} / checkpoint 2 {second:?} / checkpoint 3 \
+                 {third:?} (must be none)\n{killed}"
+            );
+            Outcome::Exited(1)
+        }
+    };
+    let _ = std::fs::remove_dir_all(&scratch);
+    let job = Job {
+        kind: TargetKind::Example,
+        name: "dmrg kill inside the checkpoint commit and resume".into(),
+        ranks: 3,
+    };
+    results.push((job, outcome, start.elapsed()));
+    Ok(results)
 }
 
 /// `uni20 contract` built *without* the `mpi` feature and started by

@@ -133,16 +133,22 @@ pub fn checkpoint(ctl: &Controller<'_>, cp: &Checkpoint) -> Result<PersistentPtr
 
 /// Loads a checkpoint committed by an earlier run from the root's store.
 ///
-/// Checks that every block it names is still held by its owner (one
-/// `Has` request per block, all in flight at once).
+/// Checks that every block it names is held intact by its owner (one
+/// `Verify` storage request per block, all in flight at once: the owner
+/// reads the block's file and checks its size, CRC-32 and decoding), so a
+/// damaged block is found here, before the run goes on, and told apart
+/// from a missing one.
 ///
 /// # Errors
-/// A store error if the object is missing or damaged; [`DistError::BadRank`]
-/// if it places blocks on ranks this universe does not have;
+/// A store error if the checkpoint object itself is missing or damaged;
+/// [`DistError::BadRank`] if it places blocks on ranks this universe does
+/// not have; [`DistError::DamagedBlock`] naming the first damaged block
+/// (in manifest order), its file and the check it failed;
 /// [`DistError::NotFound`] naming the first block that is gone (the
 /// checkpoint was superseded and [`retire`]d, or the store directory is not
-/// the one the checkpoint was written to); [`DistError::Job`] if a rank
-/// cannot answer.
+/// the one the checkpoint was written to) when none is damaged;
+/// [`DistError::Job`] if a rank cannot answer (an I/O error reading a
+/// block's file, for example).
 pub fn restore(ctl: &Controller<'_>, id: ObjectId) -> Result<Checkpoint, DistError> {
     let v = ctl.store().load_wait(PersistentPtr::<Checkpoint>::from_id(id))?;
     let highest = v
@@ -165,31 +171,54 @@ pub fn restore(ctl: &Controller<'_>, id: ObjectId) -> Result<Checkpoint, DistErr
     Ok((*v).clone())
 }
 
-/// Asks every block's owner whether it still holds the block (one
-/// `uni20.storage.v1` `Has` per block, all in flight at once): a checkpoint
-/// superseded and [`retire`]d keeps its manifest object in the root's store
-/// but not its blocks.
+/// Asks every block's owner whether it still holds the block intact (one
+/// `uni20.storage.v1` `Verify` per block, all in flight at once): a
+/// checkpoint superseded and [`retire`]d keeps its manifest object in the
+/// root's store but not its blocks, and a block file damaged on disk is
+/// held but fails its checks. A damaged block is reported before a missing
+/// one: it is the more specific finding.
 fn check_blocks_exist(ctl: &Controller<'_>, id: ObjectId, cp: &Checkpoint) -> Result<(), DistError> {
     let mut pending = Vec::new();
     for (name, m) in &cp.tensors {
         for b in &m.blocks {
-            let op = ctl.begin::<StorageCommand>(&StorageRequest::Has(b.id), &[b.owner])?;
+            let op = ctl.begin::<StorageCommand>(&StorageRequest::Verify(b.id), &[b.owner])?;
             pending.push((name, b, op));
         }
     }
-    let mut missing = None;
+    let (mut missing, mut damaged, mut unexpected) = (None, None, None);
     for (name, b, op) in pending {
-        let held = matches!(ctl.finish(op)?.first(), Some((_, StorageResponse::Has(true))));
-        if !held && missing.is_none() {
-            missing = Some(format!(
-                "block {} of tensor `{name}` of checkpoint {id} on rank {} (a newer checkpoint superseded this one \
-                 and its blocks were released, or the store directory differs from the run that wrote it)",
-                b.id, b.owner
-            ));
+        match ctl.finish(op)?.into_iter().next() {
+            Some((_, StorageResponse::Done)) => {}
+            Some((_, StorageResponse::Damaged(damage))) => {
+                damaged.get_or_insert(DistError::DamagedBlock {
+                    checkpoint: id,
+                    tensor: name.clone(),
+                    rank: b.owner,
+                    damage: Box::new(damage),
+                });
+            }
+            Some((_, StorageResponse::NotFound(_))) => {
+                missing.get_or_insert_with(|| {
+                    DistError::NotFound(format!(
+                        "block {} of tensor `{name}` of checkpoint {id} on rank {} (a newer checkpoint superseded \
+                         this one and its blocks were released, or the store directory differs from the run that \
+                         wrote it)",
+                        b.id, b.owner
+                    ))
+                });
+            }
+            other => {
+                unexpected.get_or_insert_with(|| {
+                    DistError::Protocol(format!(
+                        "rank {} answered {other:?} to the verify request for block {} of checkpoint {id}",
+                        b.owner, b.id
+                    ))
+                });
+            }
         }
     }
-    match missing {
-        Some(what) => Err(DistError::NotFound(what)),
+    match unexpected.or(damaged).or(missing) {
+        Some(e) => Err(e),
         None => Ok(()),
     }
 }

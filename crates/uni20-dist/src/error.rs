@@ -137,6 +137,22 @@ pub enum DistError {
     /// A named item (for example a tensor of a checkpoint) does not exist.
     #[error("{0} not found")]
     NotFound(String),
+    /// A block that a checkpoint names is held by its owner, but its file
+    /// (or bytes) failed an integrity check: truncated, a CRC-32 mismatch,
+    /// a foreign format or an undecodable payload. `damage` names the file
+    /// and the check ([`restore`](crate::restore); the checkpoint cannot be
+    /// resumed as it is).
+    #[error("block {} of tensor `{tensor}` of checkpoint {checkpoint} on rank {rank} is damaged: {damage}", damage.id)]
+    DamagedBlock {
+        /// The checkpoint being restored.
+        checkpoint: uni20_persist::ObjectId,
+        /// The tensor the block belongs to.
+        tensor: String,
+        /// The rank that owns the block.
+        rank: usize,
+        /// The block (`damage.id`), its file, the failed check and what it found.
+        damage: Box<uni20_persist::Damage>,
+    },
     /// A local tensor could not be built.
     #[error(transparent)]
     Tensor(#[from] TensorError),

@@ -37,7 +37,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
 
 use crate::dir_lock::DirLock;
-use crate::{ObjectId, ObjectMeta, PersistError};
+use crate::{FailedCheck, ObjectId, ObjectMeta, PersistError};
 
 const OBJ_MAGIC: &[u8; 8] = b"U20OBJ\0\x02";
 /// Magic of format-1 object files (IDs without a nonce), recognised only to say so.
@@ -156,10 +156,11 @@ impl Disk {
         res.map(|_| final_path)
     }
 
-    fn corrupt(id: Option<ObjectId>, path: &Path, reason: impl Into<String>) -> PersistError {
+    fn corrupt(id: Option<ObjectId>, path: &Path, check: FailedCheck, reason: impl Into<String>) -> PersistError {
         PersistError::Corrupt {
             id,
             path: path.to_owned(),
+            check,
             reason: reason.into(),
         }
     }
@@ -170,36 +171,53 @@ impl Disk {
         let len = f.metadata().map_err(io("stat object file", path))?.len();
         let mut pre = [0u8; 16];
         if len < 16 {
-            return Err(Self::corrupt(id, path, format!("truncated: {len} bytes")));
+            return Err(Self::corrupt(
+                id,
+                path,
+                FailedCheck::Size,
+                format!("truncated: {len} bytes"),
+            ));
         }
         f.read_exact(&mut pre).map_err(io("read object file", path))?;
         if &pre[..8] == OBJ_MAGIC_V1 {
             return Err(Self::corrupt(
                 id,
                 path,
+                FailedCheck::Format,
                 "object file format 1 (IDs without a store nonce) is not supported",
             ));
         }
         if &pre[..8] != OBJ_MAGIC {
-            return Err(Self::corrupt(id, path, "bad magic"));
+            return Err(Self::corrupt(id, path, FailedCheck::Format, "bad magic"));
         }
         let hlen = u32::from_le_bytes([pre[8], pre[9], pre[10], pre[11]]);
         let hcrc = u32::from_le_bytes([pre[12], pre[13], pre[14], pre[15]]);
         if hlen > MAX_HEADER || 16 + hlen as u64 > len {
-            return Err(Self::corrupt(id, path, "truncated or oversized header"));
+            return Err(Self::corrupt(
+                id,
+                path,
+                FailedCheck::Size,
+                "truncated or oversized header",
+            ));
         }
         let mut hbuf = vec![0u8; hlen as usize];
         f.read_exact(&mut hbuf).map_err(io("read object file", path))?;
         if crc32fast::hash(&hbuf) != hcrc {
-            return Err(Self::corrupt(id, path, "header checksum mismatch"));
+            return Err(Self::corrupt(
+                id,
+                path,
+                FailedCheck::Checksum,
+                "header checksum mismatch",
+            ));
         }
-        let header: FileHeader =
-            postcard::from_bytes(&hbuf).map_err(|e| Self::corrupt(id, path, format!("undecodable header: {e}")))?;
+        let header: FileHeader = postcard::from_bytes(&hbuf)
+            .map_err(|e| Self::corrupt(id, path, FailedCheck::Decode, format!("undecodable header: {e}")))?;
         if let Some(id) = id {
             if header.meta.id != id {
                 return Err(Self::corrupt(
                     Some(id),
                     path,
+                    FailedCheck::Format,
                     format!("file holds object {}", header.meta.id),
                 ));
             }
@@ -232,7 +250,7 @@ impl Disk {
         let mut f = File::open(&path).map_err(io(format!("open object {id}"), &path))?;
         let header = Self::read_header_from(&mut f, &path, Some(id))?;
         let size = usize::try_from(header.meta.size)
-            .map_err(|_| Self::corrupt(Some(id), &path, "payload too large for this machine"))?;
+            .map_err(|_| Self::corrupt(Some(id), &path, FailedCheck::Size, "payload too large for this machine"))?;
         let mut payload = vec![0u8; size];
         f.read_exact(&mut payload)
             .map_err(io(format!("read object {id}"), &path))?;
@@ -331,11 +349,16 @@ impl Disk {
             Err(e) => return Err(PersistError::io("read counter", path, e)),
         };
         if bytes.len() != 20 || &bytes[..8] != CNT_MAGIC {
-            return Err(Self::corrupt(None, &path, "bad counter file"));
+            return Err(Self::corrupt(None, &path, FailedCheck::Format, "bad counter file"));
         }
         let crc = u32::from_le_bytes([bytes[16], bytes[17], bytes[18], bytes[19]]);
         if crc32fast::hash(&bytes[..16]) != crc {
-            return Err(Self::corrupt(None, &path, "counter checksum mismatch"));
+            return Err(Self::corrupt(
+                None,
+                &path,
+                FailedCheck::Checksum,
+                "counter checksum mismatch",
+            ));
         }
         let mut v = [0u8; 8];
         v.copy_from_slice(&bytes[8..16]);
@@ -369,17 +392,22 @@ impl Disk {
             Err(e) => return Err(PersistError::io("read nonce", path, e)),
         };
         if bytes.len() != 20 || &bytes[..8] != NONCE_MAGIC {
-            return Err(Self::corrupt(None, &path, "bad nonce file"));
+            return Err(Self::corrupt(None, &path, FailedCheck::Format, "bad nonce file"));
         }
         let crc = u32::from_le_bytes([bytes[16], bytes[17], bytes[18], bytes[19]]);
         if crc32fast::hash(&bytes[..16]) != crc {
-            return Err(Self::corrupt(None, &path, "nonce checksum mismatch"));
+            return Err(Self::corrupt(
+                None,
+                &path,
+                FailedCheck::Checksum,
+                "nonce checksum mismatch",
+            ));
         }
         let mut v = [0u8; 8];
         v.copy_from_slice(&bytes[8..16]);
         let nonce = u64::from_le_bytes(v);
         if nonce == ObjectId::NIL_NONCE {
-            return Err(Self::corrupt(None, &path, "nil nonce"));
+            return Err(Self::corrupt(None, &path, FailedCheck::Format, "nil nonce"));
         }
         Ok(Some(nonce))
     }
@@ -411,17 +439,24 @@ impl Disk {
             return Err(Self::corrupt(
                 None,
                 &path,
+                FailedCheck::Format,
                 "roots file format 1 (IDs without a store nonce) is not supported",
             ));
         }
         if bytes.len() < 12 || &bytes[..8] != ROOTS_MAGIC {
-            return Err(Self::corrupt(None, &path, "bad roots file"));
+            return Err(Self::corrupt(None, &path, FailedCheck::Format, "bad roots file"));
         }
         let crc = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
         if crc32fast::hash(&bytes[12..]) != crc {
-            return Err(Self::corrupt(None, &path, "roots checksum mismatch"));
+            return Err(Self::corrupt(
+                None,
+                &path,
+                FailedCheck::Checksum,
+                "roots checksum mismatch",
+            ));
         }
-        postcard::from_bytes(&bytes[12..]).map_err(|e| Self::corrupt(None, &path, format!("undecodable roots: {e}")))
+        postcard::from_bytes(&bytes[12..])
+            .map_err(|e| Self::corrupt(None, &path, FailedCheck::Decode, format!("undecodable roots: {e}")))
     }
 
     /// Durably replaces the named roots (temp file, fsync, rename, fsync dir).

@@ -55,13 +55,15 @@ pub enum PersistError {
     #[error("decode error: {0}")]
     Decode(String),
     /// An object file on disk is damaged (bad magic, truncated or undecodable header,
-    /// wrong name) or the counter file is damaged.
+    /// wrong name) or the nonce, counter or roots file is damaged.
     #[error("corrupt store file {}{}: {reason}", path.display(), id.map(|i| format!(" (object {i})")).unwrap_or_default())]
     Corrupt {
         /// Object concerned, when known.
         id: Option<ObjectId>,
         /// File concerned.
         path: PathBuf,
+        /// Which check the file failed.
+        check: FailedCheck,
         /// What is wrong.
         reason: String,
     },
@@ -121,7 +123,58 @@ pub enum PersistError {
     },
 }
 
+/// The integrity check a damaged store file failed (see
+/// [`PersistError::failed_check`] and [`Damage`](crate::Damage)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub enum FailedCheck {
+    /// The file's length differs from what its header records (truncated, or
+    /// extended), or it is too short to hold a header at all.
+    Size,
+    /// A CRC-32 differs from the one recorded (of the header, or of the payload).
+    Checksum,
+    /// The file is not of the expected format: bad magic, an unsupported format
+    /// version, or it holds another object than its name says.
+    Format,
+    /// The bytes pass the size and checksum checks but do not decode (the
+    /// header, or the payload as its recorded type).
+    Decode,
+}
+
+impl std::fmt::Display for FailedCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            FailedCheck::Size => "size check",
+            FailedCheck::Checksum => "checksum (CRC-32) check",
+            FailedCheck::Format => "format check",
+            FailedCheck::Decode => "decode check",
+        })
+    }
+}
+
 impl PersistError {
+    /// The integrity check that this error reports a failure of: `Some` for
+    /// [`Checksum`](PersistError::Checksum) ([`FailedCheck::Size`] when the sizes
+    /// differ, else [`FailedCheck::Checksum`]), [`Corrupt`](PersistError::Corrupt)
+    /// (its `check`) and [`Decode`](PersistError::Decode) ([`FailedCheck::Decode`]);
+    /// `None` for every other error (an absent object, an I/O failure, ...).
+    pub fn failed_check(&self) -> Option<FailedCheck> {
+        match self {
+            PersistError::Checksum {
+                expected_size,
+                actual_size,
+                ..
+            } => Some(if expected_size != actual_size {
+                FailedCheck::Size
+            } else {
+                FailedCheck::Checksum
+            }),
+            PersistError::Corrupt { check, .. } => Some(*check),
+            PersistError::Decode(_) => Some(FailedCheck::Decode),
+            _ => None,
+        }
+    }
+
     pub(crate) fn io(op: impl Into<String>, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         PersistError::Io {
             op: op.into(),

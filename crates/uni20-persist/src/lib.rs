@@ -57,10 +57,10 @@ mod store;
 mod value;
 
 pub use bridge::CommitFailed;
-pub use error::PersistError;
+pub use error::{FailedCheck, PersistError};
 pub use id::{ObjectId, ObjectMeta, ParseObjectIdError, PersistentPtr};
 pub use object_set::ObjectSet;
 pub use persist::{decode_postcard, encode_postcard, Persist};
 pub use service::{StorageRequest, StorageResponse};
-pub use store::{GcReport, ReleaseReport, RemoteSource, Store, StoreOptions, StoreStats};
+pub use store::{Damage, GcReport, Integrity, ReleaseReport, RemoteSource, Store, StoreOptions, StoreStats};
 pub use value::PValue;

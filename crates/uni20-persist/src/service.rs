@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{ObjectId, ObjectMeta, PersistError, Store};
+use crate::{Damage, Integrity, ObjectId, ObjectMeta, PersistError, Store};
 
 /// A request to an object server.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -27,6 +27,9 @@ pub enum StorageRequest {
     Unpin(ObjectId),
     /// Does the server hold the object ([`Store::contains`])?
     Has(ObjectId),
+    /// Does the server hold the object intact ([`Store::verify`]: its file read
+    /// and checked)? Answered `Done` (intact), `NotFound` or `Damaged`.
+    Verify(ObjectId),
 }
 
 /// The answer to a [`StorageRequest`].
@@ -47,6 +50,8 @@ pub enum StorageResponse {
     /// The server does not hold the object (`Get`, `Pin`), or `Unpin` of an object with
     /// no explicit pin.
     NotFound(ObjectId),
+    /// Answer to `Verify`: the server holds the object, but damaged.
+    Damaged(Damage),
     /// The request failed; the message is the server's [`PersistError`] text.
     /// `fatal` follows [`PersistError::is_fatal`].
     Failed {
@@ -103,6 +108,11 @@ impl Store {
                 StorageResponse::NotFound(id)
             }),
             StorageRequest::Has(id) => Ok(StorageResponse::Has(self.contains(id))),
+            StorageRequest::Verify(id) => self.verify(id).map(|v| match v {
+                Integrity::Intact => StorageResponse::Done,
+                Integrity::Missing => StorageResponse::NotFound(id),
+                Integrity::Damaged(d) => StorageResponse::Damaged(d),
+            }),
         };
         r.unwrap_or_else(StorageResponse::from_error)
     }

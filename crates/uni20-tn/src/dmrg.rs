@@ -127,6 +127,20 @@ impl DmrgOptions {
     }
 }
 
+/// The truncation options a checkpoint of [`Dmrg::checkpoint`] was written
+/// with: `(chi_max, cutoff)`, from its scalars 2 and 3. `None` for a
+/// checkpoint written before they were recorded (two scalars), or one whose
+/// values are not a valid `chi_max` (a whole number >= 1) and `cutoff`
+/// (finite, >= 0).
+///
+/// [`Dmrg::resume`] takes its options from the caller, not from the
+/// checkpoint: a resumed run may change them; this says whether it does.
+pub fn checkpoint_truncation(cp: &Checkpoint) -> Option<(usize, f64)> {
+    let (&chi, &cutoff) = (cp.scalars.get(2)?, cp.scalars.get(3)?);
+    let chi_ok = chi.is_finite() && chi >= 1.0 && chi.fract() == 0.0 && chi <= usize::MAX as f64;
+    (chi_ok && cutoff.is_finite() && cutoff >= 0.0).then_some((chi as usize, cutoff))
+}
+
 /// Largest residual tolerance the adaptive rule of
 /// [`DmrgOptions::tol_to_truncation`] gives (early sweeps, where the
 /// discarded weights are large): `1e-4`.
@@ -280,7 +294,9 @@ impl Dmrg {
     }
 
     /// Resumes the run stored in `cp` (written by [`Dmrg::checkpoint`]):
-    /// its MPS, sweep count and energy, with new `opts`.
+    /// its MPS, sweep count and energy, with new `opts` (which may differ
+    /// from those the checkpoint was written with: [`checkpoint_truncation`]
+    /// tells).
     ///
     /// # Errors
     /// [`TnError::BadCheckpoint`] if `cp` is not a DMRG checkpoint of
@@ -452,8 +468,9 @@ impl Dmrg {
         Ok(())
     }
 
-    /// Writes the current MPS, sweep count, energy and last discarded weight
-    /// as a checkpoint
+    /// Writes the current MPS, sweep count, energy, last discarded weight
+    /// and truncation options (scalars 0-3: energy, discarded weight,
+    /// `chi_max`, `cutoff`; see [`checkpoint_truncation`]) as a checkpoint
     /// ([`uni20_dist::checkpoint`]: every rank's store flushed, the
     /// manifest committed and named as the root `checkpoint`), then retires
     /// the previous checkpoint of this run ([`uni20_dist::retire`]), so only
@@ -471,7 +488,12 @@ impl Dmrg {
                 self.opts.cutoff
             ),
             step: self.sweeps,
-            scalars: vec![self.energy.unwrap_or(f64::NAN), self.last_discarded.unwrap_or(f64::NAN)],
+            scalars: vec![
+                self.energy.unwrap_or(f64::NAN),
+                self.last_discarded.unwrap_or(f64::NAN),
+                self.opts.chi_max as f64,
+                self.opts.cutoff,
+            ],
             tensors: Vec::new(),
         };
         self.mps.add_to_checkpoint(ctl, &mut cp)?;
@@ -520,5 +542,27 @@ mod tests {
         };
         assert_eq!(fixed.step_lanczos(Some(1e-4)).tol, 1e-8);
         assert_eq!(fixed.step_lanczos(Some(1e-4)).max_krylov, opts.lanczos.max_krylov);
+    }
+
+    #[test]
+    fn checkpoint_truncation_reads_scalars_2_and_3() {
+        let cp = |scalars: Vec<f64>| Checkpoint {
+            scalars,
+            ..Checkpoint::default()
+        };
+        assert_eq!(
+            checkpoint_truncation(&cp(vec![-1.0, 1e-9, 16.0, 1e-8])),
+            Some((16, 1e-8))
+        );
+        // Written before the options were recorded.
+        assert_eq!(checkpoint_truncation(&cp(vec![-1.0, 1e-9])), None);
+        assert_eq!(checkpoint_truncation(&cp(vec![-1.0])), None);
+        for bad in [
+            vec![0.0, 0.0, 0.0, 1e-8],
+            vec![0.0, 0.0, 2.5, 1e-8],
+            vec![0.0, 0.0, 8.0, f64::NAN],
+        ] {
+            assert_eq!(checkpoint_truncation(&cp(bad.clone())), None, "{bad:?}");
+        }
     }
 }

@@ -27,7 +27,7 @@ mod sites;
 mod states;
 mod tebd;
 
-pub use dmrg::{Dmrg, DmrgOptions, StepInfo, SweepStats, CHECKPOINT_LABEL, MAX_ADAPTIVE_TOL};
+pub use dmrg::{checkpoint_truncation, Dmrg, DmrgOptions, StepInfo, SweepStats, CHECKPOINT_LABEL, MAX_ADAPTIVE_TOL};
 pub use env::{grow_left, grow_right, Matvec, TwoSiteHamiltonian};
 pub use error::TnError;
 pub use lanczos::{lanczos_lowest, LanczosOptions, LanczosResult, LinearOperator};

@@ -11,6 +11,7 @@
 //! | `helperpanic` | worker | the handler panics on a helper thread it spawned (the panic reaches the handler as a scoped thread's) |
 //! | `exit` | worker | the rank dies without replying (MPI: `exit(17)`; in-process: the rank thread ends) |
 //! | `kill` | worker | MPI: the process sends itself `SIGKILL`; in-process: as `exit` |
+//! | `ckptkill` | worker | inside a checkpoint commit: at the rank's `N`-th `uni20.flush.v1` (`op` counts the flushes this rank has handled, 1 for the first; omitted: the first), after making about half of its store's pending objects durable and before the root commits the checkpoint record, the rank dies as with `kill` |
 //! | `io` | worker | the rank's persistent store fails its next commit with an I/O error (`ENOSPC`) |
 //! | `badreply` | worker | the rank replies with undecodable bytes |
 //! | `noarrive` | worker | the rank never sends its start-up hello |
@@ -39,6 +40,9 @@ pub enum FaultKind {
     Exit,
     /// Process kills itself with SIGKILL (MPI).
     Kill,
+    /// The rank dies as with `Kill` inside a checkpoint commit: at its
+    /// `op`-th flush, after part of its store is durable.
+    CkptKill,
     /// Store write fails with an I/O error.
     Io,
     /// Reply is garbage.
@@ -67,6 +71,7 @@ impl FaultKind {
             "helperpanic" => FaultKind::HelperPanic,
             "exit" => FaultKind::Exit,
             "kill" => FaultKind::Kill,
+            "ckptkill" => FaultKind::CkptKill,
             "io" => FaultKind::Io,
             "badreply" => FaultKind::BadReply,
             "noarrive" => FaultKind::NoArrive,
@@ -151,8 +156,10 @@ impl FaultPlan {
 
     /// Checks the plan against a universe of `size` ranks: every rank must
     /// exist, root-side kinds (`unknowncmd`, `schema`, `garbage`,
-    /// `trailing`) must name rank 0 and worker-side kinds a worker, so a
-    /// fault a test relies on can never be silently ignored.
+    /// `trailing`) must name rank 0 and worker-side kinds a worker
+    /// (`ckptkill` a rank >= 1 even in a one-rank universe, whose root
+    /// flushes its own store without a command), so a fault a test relies
+    /// on can never be silently ignored.
     ///
     /// # Errors
     /// A one-line reason naming the offending fault.
@@ -166,7 +173,7 @@ impl FaultPlan {
                 format!("rank {} does not exist in a universe of {size} ranks", f.rank)
             } else if root_kind && f.rank != 0 {
                 "this kind is injected by the root: use rank=0".to_string()
-            } else if !root_kind && f.rank == 0 && size > 1 {
+            } else if !root_kind && f.rank == 0 && (size > 1 || f.kind == FaultKind::CkptKill) {
                 "this kind is injected on a worker: use a rank >= 1".to_string()
             } else {
                 continue;
@@ -220,6 +227,12 @@ mod tests {
         assert!(p.at(2, 99, &[FaultKind::Io]).is_some());
         assert!(p.has(2, FaultKind::Io));
         assert!(FaultPlan::parse("").unwrap().is_empty());
+        let k = FaultPlan::parse("ckptkill@rank=2,op=3").unwrap();
+        assert_eq!(k.faults()[0].kind, FaultKind::CkptKill);
+        assert_eq!(k.faults()[0].to_string(), "ckptkill@rank=2,op=3");
+        assert!(k.validate(3).is_ok());
+        assert!(k.validate(2).is_err());
+        assert!(FaultPlan::parse("ckptkill@rank=0").unwrap().validate(1).is_err());
         for bad in [
             "panic",
             "boom@rank=1",

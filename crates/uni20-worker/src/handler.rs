@@ -84,6 +84,54 @@ pub(crate) fn execute(
     ))
 }
 
+/// Injected `ckptkill`: when `env` is a `uni20.flush.v1` (a worker's part of
+/// a checkpoint commit), counted in `flushes` (1 for the rank's first), and
+/// the plan kills this rank at this flush, makes about half of the store's
+/// pending objects durable (at least one when there are any) and then ends
+/// the rank as `kill` does: under MPI the process sends itself `SIGKILL`;
+/// in-process it returns why the rank died. `None`: no such fault here.
+pub(crate) fn checkpoint_kill(
+    ctx: &WorkerContext<'_>,
+    env: &Envelope,
+    faults: &FaultPlan,
+    flushes: &mut u64,
+) -> Option<String> {
+    if env.wire_name != <crate::Flush as crate::CommandSpec>::WIRE_NAME {
+        return None;
+    }
+    *flushes += 1;
+    let rank = ctx.rank();
+    let f = faults
+        .faults()
+        .iter()
+        .copied()
+        .find(|f| f.kind == FaultKind::CkptKill && f.rank == rank && f.op.unwrap_or(1) == *flushes)?;
+    let pending = ctx.store.unflushed();
+    let part = &pending[..pending.len().div_ceil(2)];
+    let flushed = ctx.store.flush_ids(part);
+    let failed = flushed
+        .err()
+        .map(|e| format!(" (that flush failed: {e})"))
+        .unwrap_or_default();
+    let why = format!(
+        "rank {rank} died inside checkpoint flush {} (op_id {}), after making {} of its {} pending objects \
+         durable{failed}: injected {f} (UNI20_INJECT_FAULT)",
+        *flushes,
+        env.op_id,
+        part.len(),
+        pending.len(),
+    );
+    if ctx.transport.kind() == "mpi" {
+        eprintln!("uni20: {why}");
+        // SAFETY: raising a signal on our own process has no memory-safety preconditions.
+        unsafe {
+            libc::raise(libc::SIGKILL);
+        }
+        std::process::exit(17);
+    }
+    Some(why)
+}
+
 /// Looks the command up, checks its schema, runs its handler and turns an
 /// error or a panic into a [`Diagnostic`] naming rank, op_id and command.
 /// A panic on a helper thread of the handler (rayon, a scoped thread)

@@ -14,7 +14,7 @@ use uni20_persist::Store;
 use crate::config::RankConfig;
 use crate::context::WorkerContext;
 use crate::envelope::{decode_exact, encode, Envelope};
-use crate::handler::{execute, store_failure, undecodable, Executed};
+use crate::handler::{checkpoint_kill, execute, store_failure, undecodable, Executed};
 use crate::protocol::{Control, Reply};
 use crate::registry::Registry;
 use crate::startup::{worker_handshake, NoStart};
@@ -49,6 +49,8 @@ pub fn worker_loop(
 ) -> WorkerExit {
     let rank = t.rank();
     let faults = &config.faults;
+    // `uni20.flush.v1` commands handled so far (for an injected `ckptkill`).
+    let mut flushes = 0u64;
     match worker_handshake(t, registry, config) {
         Ok(()) => {}
         Err(NoStart::Refused(why)) => return WorkerExit::Refused(why),
@@ -82,6 +84,9 @@ pub fn worker_loop(
                                 threads,
                                 op_id: env.op_id,
                             };
+                            if let Some(why) = checkpoint_kill(&ctx, &env, faults, &mut flushes) {
+                                return WorkerExit::Died(why);
+                            }
                             match execute(registry, &mut ctx, &env, faults) {
                                 // Side work of the store (a failed spill or file
                                 // deletion) is reported once, as this command's

@@ -33,15 +33,26 @@ impl Store {
         if self.inner.disk.is_none() {
             return Ok(());
         }
-        let ids: Vec<ObjectId> = {
+        self.flush_ids(&self.unflushed())
+    }
+
+    /// The objects that [`flush_all`](Store::flush_all) would make durable now
+    /// (not yet durable, not released), sorted by ID; empty for an in-memory
+    /// store. No I/O.
+    pub fn unflushed(&self) -> Vec<ObjectId> {
+        if self.inner.disk.is_none() {
+            return Vec::new();
+        }
+        let mut ids: Vec<ObjectId> = {
             let st = self.inner.state.lock();
             st.entries
                 .values()
-                .filter(|e| e.disk != OnDisk::Durable && !e.released_unrooted())
+                .filter(|e| !e.dead() && e.disk != OnDisk::Durable && !e.released_unrooted())
                 .map(|e| e.meta.id)
                 .collect()
         };
-        self.flush_ids(&ids)
+        ids.sort_unstable();
+        ids
     }
 
     /// Flushes a batch of objects: one directory fsync for the whole batch.

@@ -188,6 +188,7 @@ impl Store {
                         return Err(PersistError::Corrupt {
                             id: Some(id),
                             path: disk.object_path(id),
+                            check: crate::FailedCheck::Format,
                             reason: "file metadata differs from the indexed metadata".into(),
                         });
                     }
@@ -248,6 +249,7 @@ impl Store {
         PersistError::Corrupt {
             id: Some(id),
             path,
+            check: e.failed_check().unwrap_or(crate::FailedCheck::Format),
             reason: e.to_string(),
         }
     }
@@ -325,6 +327,7 @@ impl Store {
                     return Err(PersistError::Corrupt {
                         id: Some(id),
                         path: disk.object_path(id),
+                        check: crate::FailedCheck::Format,
                         reason: "file metadata differs from the indexed metadata".into(),
                     });
                 }

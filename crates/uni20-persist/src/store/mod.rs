@@ -11,7 +11,7 @@
 //! `encoded`), `residency` (budget, LRU eviction, spill, the cheap sweep of released
 //! objects), `durability` (flush and fsync), `reach` (reachability through
 //! references), `release` (the owner's release), `gc` (named roots and garbage
-//! collection) and `faults` (fault injection). Layers only call downwards: `state` <
+//! collection), `verify` (integrity checks by ID) and `faults` (fault injection). Layers only call downwards: `state` <
 //! `faults` < `residency` < `commit` < `load` < `durability` < `reach` < `release` <
 //! `gc`, with `open` on top.
 
@@ -25,6 +25,7 @@ mod reach;
 mod release;
 mod residency;
 mod state;
+mod verify;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -38,6 +39,7 @@ use crate::pool::LoadPool;
 use crate::{ObjectId, ObjectMeta, Persist, PersistError};
 pub use state::StoreStats;
 use state::{refs_erased, Alloc, Entry, OnDisk, State};
+pub use verify::{Damage, Integrity};
 
 /// Options of a disk-backed store ([`Store::open`]).
 #[derive(Clone, Debug, Default)]

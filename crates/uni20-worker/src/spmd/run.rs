@@ -50,6 +50,7 @@ pub(crate) fn check_faults(faults: &FaultPlan, size: usize) -> Result<(), JobErr
     for kind in [
         FaultKind::Exit,
         FaultKind::Kill,
+        FaultKind::CkptKill,
         FaultKind::NoArrive,
         FaultKind::Registry,
         FaultKind::Spawn,
