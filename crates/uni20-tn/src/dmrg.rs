@@ -402,7 +402,11 @@ impl Dmrg {
         let eig = if self.orthogonal.is_empty() {
             lanczos_lowest(ctl, &h, &theta, &lopts)?
         } else {
-            let projectors = self.orthogonal.iter().map(|o| o.projector(ctl, i)).collect::<Result<_, _>>()?;
+            let projectors = self
+                .orthogonal
+                .iter()
+                .map(|o| o.projector(ctl, i))
+                .collect::<Result<_, _>>()?;
             let op = Projected {
                 h: &h,
                 projectors,

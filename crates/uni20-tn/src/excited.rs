@@ -52,9 +52,19 @@ impl Orthogonal {
         left[0] = Some(ones(ctl, &[1, 1])?);
         right[n - 1] = Some(ones(ctl, &[1, 1])?);
         for i in (0..n - 1).rev() {
-            right[i] = Some(transfer_right(ctl, at(&right, i + 1)?, phi.site(i + 1), psi.site(i + 1), None)?);
+            right[i] = Some(transfer_right(
+                ctl,
+                at(&right, i + 1)?,
+                phi.site(i + 1),
+                psi.site(i + 1),
+                None,
+            )?);
         }
-        Ok(Orthogonal { state: phi, left, right })
+        Ok(Orthogonal {
+            state: phi,
+            left,
+            right,
+        })
     }
 
     /// The projector `P[a, s, t, c]` at bond `(i, i+1)`.
