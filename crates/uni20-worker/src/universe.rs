@@ -393,11 +393,12 @@ impl UniverseBuilder {
         comm: &C,
         f: impl FnOnce(&Controller<'_>) -> R,
     ) -> RunResult<RankExit<R>> {
-        let config = self.resolved_config()?;
-        let launch = Launch {
+        // A configuration error still joins the universe (to fail it at
+        // once): the other ranks must not wait for this one.
+        let launch = self.resolved_config().map(|config| Launch {
             config,
             registry_overrides: self.registry_overrides,
-        };
+        });
         crate::mpi_launch::library(launch, comm, f)
     }
 
@@ -445,11 +446,10 @@ impl UniverseBuilder {
         comm: &C,
         f: impl FnOnce(&SpmdContext<'_>) -> R,
     ) -> RunResult<R> {
-        let config = self.resolved_config()?;
-        let launch = Launch {
+        let launch = self.resolved_config().map(|config| Launch {
             config,
             registry_overrides: self.registry_overrides,
-        };
+        });
         crate::spmd::run::on_communicator(launch, comm, f)
     }
 }
