@@ -26,6 +26,7 @@ use crate::transport::{Transport, TransportError, TAG_HELLO, TAG_START};
 /// The failure of `rank`'s preparation as it travels to the root: the
 /// error's own text (without the `start-up:` prefix of
 /// [`JobError::Startup`]).
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub(crate) fn failure_of(rank: usize, e: JobError) -> StartupFailure {
     let error = match e {
         JobError::Startup(m) => m,
@@ -192,6 +193,7 @@ pub(crate) fn worker_handshake(t: &dyn Transport, registry: &Registry, config: &
 /// (or the abort of the job), so that the root ends the job at once with
 /// this rank's error instead of waiting for the start-up timeout. Returns
 /// how the wait ended (the refusal's text, or the abort), for the log.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub(crate) fn worker_failed_handshake(t: &dyn Transport, failure: &StartupFailure) -> String {
     tracing::error!(rank = t.rank(), "{}", failure.describe());
     let arrival: Arc<[u8]> = encode(&Arrival::Failed(failure.clone())).into();
