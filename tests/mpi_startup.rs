@@ -37,12 +37,7 @@ fn builder(dir: &Path) -> uni20::UniverseBuilder {
 
 /// The text a rank returned from a library-mode universe, if it is the
 /// start-up failure of `failing` with `cause`.
-fn check_library(
-    out: Result<RankExit<usize>, JobError>,
-    me: usize,
-    failing: usize,
-    cause: &str,
-) -> Result<(), String> {
+fn check_library(out: Result<RankExit<usize>, JobError>, me: usize, failing: usize, cause: &str) -> Result<(), String> {
     let want = format!("rank {failing} failed at start-up: ");
     let text = match out {
         Err(JobError::Startup(m)) if me == 0 || me == failing => m,
@@ -161,7 +156,12 @@ fn main() {
             if me == last {
                 b = b.chunk_bytes(1);
             }
-            check_library(b.run_on(&world, |ctl| ctl.size()), me, last, "chunk size 1 B is out of range")
+            check_library(
+                b.run_on(&world, |ctl| ctl.size()),
+                me,
+                last,
+                "chunk size 1 B is out of range",
+            )
         },
     ));
     for failing in [last, 0] {

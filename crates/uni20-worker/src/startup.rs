@@ -94,7 +94,6 @@ pub(crate) fn root_handshake(t: &dyn Transport, registry: &Registry, config: &Ra
         let hello = match arrival {
             Arrival::Ready(hello) => hello,
             Arrival::Failed(failure) => {
-                tracing::error!(rank = src, "{}", failure.describe());
                 failures.push(failure);
                 continue;
             }

@@ -58,7 +58,10 @@ fn within_5s<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
 
 fn check(m: &str, rank: usize, dir: &Path, cause: &str) {
     let want = format!("rank {rank} failed at start-up: opening the store in {}", dir.display());
-    assert!(m.starts_with(&want) && m.contains(cause), "{m:?} lacks {want:?} / {cause:?}");
+    assert!(
+        m.starts_with(&want) && m.contains(cause),
+        "{m:?} lacks {want:?} / {cause:?}"
+    );
 }
 
 #[test]
