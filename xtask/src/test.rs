@@ -453,6 +453,23 @@ enum StoreDamage {
     /// `rank-R/lock` is held (`flock`) by another process, as by a job
     /// still running on the directory.
     Held,
+    /// Not the store: rank R alone starts with a malformed
+    /// `UNI20_CHUNK_BYTES` (a per-rank configuration error, found before
+    /// MPI is initialised; the rank exits at once and the launcher ends
+    /// the job).
+    BadVariable,
+}
+
+impl StoreDamage {
+    /// The case's name in the log and the summary.
+    fn label(self, rank: usize) -> String {
+        match self {
+            StoreDamage::PlainFile => format!("rank {rank}'s store directory a plain file"),
+            StoreDamage::BadNonce => format!("rank {rank}'s nonce file damaged"),
+            StoreDamage::Held => format!("rank {rank}'s store directory held by another process"),
+            StoreDamage::BadVariable => format!("rank {rank}'s UNI20_CHUNK_BYTES malformed"),
+        }
+    }
 }
 
 /// Start-up failures of one rank under `mpirun -n 3` (`uni20 contract`
@@ -462,6 +479,7 @@ const STARTUP_CASES: &[(usize, StoreDamage, &str)] = &[
     (2, StoreDamage::PlainFile, "create store directory"),
     (1, StoreDamage::BadNonce, "bad nonce file"),
     (0, StoreDamage::Held, "held by another process"),
+    (2, StoreDamage::BadVariable, "UNI20_CHUNK_BYTES=\"banana\" is not valid"),
 ];
 
 /// Wall-clock bound for one start-up case, launch included: the start-up
@@ -471,8 +489,10 @@ const STARTUP_DEADLINE: Duration = Duration::from_secs(5);
 /// Runs every [`STARTUP_CASES`] entry: the job must end non-zero (every
 /// rank: `mpirun` returns only when every process has ended) within
 /// [`STARTUP_DEADLINE`], its output must carry the failing rank's own
-/// message (`rank R failed at start-up: opening the store in ...`) and not
-/// the start-up timeout's, and no output file may be written.
+/// message (`rank R failed at start-up: opening the store in ...`; for the
+/// configuration case, the rank's own error, which the launcher's output
+/// tag and report attribute to it) and not the start-up timeout's, and no
+/// output file may be written.
 fn startup_stage(launcher: &Launcher, opts: &TestOptions) -> Result<Vec<(Job, Outcome, Duration)>> {
     let cli = (TargetKind::Bin, "uni20".to_string());
     let exe = cargo::build_mpi("uni20-cli", std::slice::from_ref(&cli), opts.release, &[])?[&cli].clone();
@@ -507,6 +527,7 @@ fn startup_stage(launcher: &Launcher, opts: &TestOptions) -> Result<Vec<(Job, Ou
                 }
                 _holder = Some(file);
             }
+            StoreDamage::BadVariable => {}
         }
         let out = scratch.join(format!("out{i}.npy"));
         let args: Vec<std::ffi::OsString> = vec![
@@ -519,11 +540,22 @@ fn startup_stage(launcher: &Launcher, opts: &TestOptions) -> Result<Vec<(Job, Ou
             "--block".into(),
             "1".into(),
         ];
-        let label = format!("rank {rank}'s store {damage:?}");
+        let label = damage.label(rank);
         eprintln!("\nxtask: ---- start-up failure: {label} @ 3 ranks ----");
         let log_path = scratch.join(format!("log{i}.txt"));
         let log = std::fs::File::create(&log_path)?;
-        let mut cmd = launcher.command(3, &exe, &args);
+        let mut cmd = if matches!(damage, StoreDamage::BadVariable) {
+            // A shell sets the variable on that rank only, then runs the CLI.
+            let script = format!(
+                "if [ \"${{OMPI_COMM_WORLD_RANK:-$PMI_RANK}}\" = {rank} ]; then export UNI20_CHUNK_BYTES=banana; fi; \
+                 exec \"$0\" \"$@\""
+            );
+            let mut sh_args: Vec<std::ffi::OsString> = vec!["-c".into(), script.into(), exe.clone().into()];
+            sh_args.extend(args.iter().cloned());
+            launcher.command(3, Path::new("/bin/sh"), &sh_args)
+        } else {
+            launcher.command(3, &exe, &args)
+        };
         cmd.env("UNI20_STORE_DIR", &store)
             .env("UNI20_STARTUP_TIMEOUT", "60")
             .env_remove("UNI20_INJECT_FAULT")
@@ -536,13 +568,16 @@ fn startup_stage(launcher: &Launcher, opts: &TestOptions) -> Result<Vec<(Job, Ou
         for line in text.lines().filter(|l| l.contains("uni20")).take(6) {
             eprintln!("    | {line}");
         }
-        let needles = [
-            format!(
-                "rank {rank} failed at start-up: opening the store in {}",
-                store.display()
-            ),
-            cause.to_string(),
-        ];
+        let needles = match damage {
+            StoreDamage::BadVariable => vec![cause.to_string()],
+            _ => vec![
+                format!(
+                    "rank {rank} failed at start-up: opening the store in {}",
+                    store.display()
+                ),
+                cause.to_string(),
+            ],
+        };
         let missing: Vec<&String> = needles.iter().filter(|n| !text.contains(n.as_str())).collect();
         let outcome = match outcome {
             Outcome::Exited(0) => {
