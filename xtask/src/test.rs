@@ -134,6 +134,7 @@ pub fn run(opts: &TestOptions) -> Result<i32> {
     if !matches!(results.last(), Some((_, Outcome::Interrupted(_), _))) {
         results.extend(cli_parity(&launcher, opts)?);
         results.extend(fault_stage(&launcher, opts)?);
+        results.extend(startup_stage(&launcher, opts)?);
         results.push(checkpoint_restart(&launcher, opts)?);
         results.extend(dmrg_kill_resume(&launcher, opts)?);
         results.push(no_mpi_refusal(&launcher, opts)?);
@@ -430,6 +431,187 @@ fn fault_stage(launcher: &Launcher, opts: &TestOptions) -> Result<Vec<(Job, Outc
         let job = Job {
             kind: TargetKind::Bin,
             name: format!("fault {label} ({target})"),
+            ranks: 3,
+        };
+        let stop = matches!(outcome, Outcome::Interrupted(_));
+        results.push((job, outcome, elapsed));
+        if stop {
+            break;
+        }
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+    Ok(results)
+}
+
+/// How a case of the start-up stage damages the store directory of one rank.
+#[derive(Clone, Copy, Debug)]
+enum StoreDamage {
+    /// A plain file named `rank-R` where the rank's directory belongs.
+    PlainFile,
+    /// `rank-R/nonce` holds garbage.
+    BadNonce,
+    /// `rank-R/lock` is held (`flock`) by another process, as by a job
+    /// still running on the directory.
+    Held,
+    /// Not the store: rank R alone starts with a malformed
+    /// `UNI20_CHUNK_BYTES` (a per-rank configuration error, found before
+    /// MPI is initialised; the rank exits at once and the launcher ends
+    /// the job).
+    BadVariable,
+}
+
+impl StoreDamage {
+    /// The case's name in the log and the summary.
+    fn label(self, rank: usize) -> String {
+        match self {
+            StoreDamage::PlainFile => format!("rank {rank}'s store directory a plain file"),
+            StoreDamage::BadNonce => format!("rank {rank}'s nonce file damaged"),
+            StoreDamage::Held => format!("rank {rank}'s store directory held by another process"),
+            StoreDamage::BadVariable => format!("rank {rank}'s UNI20_CHUNK_BYTES malformed"),
+        }
+    }
+}
+
+/// Start-up failures of one rank under `mpirun -n 3` (`uni20 contract`
+/// with `UNI20_STORE_DIR`): (rank, damage, what its error must name).
+const STARTUP_CASES: &[(usize, StoreDamage, &str)] = &[
+    (0, StoreDamage::PlainFile, "create store directory"),
+    (2, StoreDamage::PlainFile, "create store directory"),
+    (1, StoreDamage::BadNonce, "bad nonce file"),
+    (0, StoreDamage::Held, "held by another process"),
+    (2, StoreDamage::BadVariable, "UNI20_CHUNK_BYTES=\"banana\" is not valid"),
+];
+
+/// Wall-clock bound for one start-up case, launch included: the start-up
+/// timeout is 60 s, so a job that waited for it fails.
+const STARTUP_DEADLINE: Duration = Duration::from_secs(5);
+
+/// Runs every [`STARTUP_CASES`] entry: the job must end non-zero (every
+/// rank: `mpirun` returns only when every process has ended) within
+/// [`STARTUP_DEADLINE`], its output must carry the failing rank's own
+/// message (`rank R failed at start-up: opening the store in ...`; for the
+/// configuration case, the rank's own error, which the launcher's output
+/// tag and report attribute to it) and not the start-up timeout's, and no
+/// output file may be written.
+fn startup_stage(launcher: &Launcher, opts: &TestOptions) -> Result<Vec<(Job, Outcome, Duration)>> {
+    let cli = (TargetKind::Bin, "uni20".to_string());
+    let exe = cargo::build_mpi("uni20-cli", std::slice::from_ref(&cli), opts.release, &[])?[&cli].clone();
+    let case_dir = cargo::workspace_root().join("tests/fixtures/contract/permuted_contracted");
+    let scratch = std::env::temp_dir().join(format!("uni20-startup-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&scratch)?;
+    let mut results = Vec::new();
+    for (i, &(rank, damage, cause)) in STARTUP_CASES.iter().enumerate() {
+        let store = scratch.join(format!("store{i}"));
+        let rank_dir = store.join(format!("rank-{rank}"));
+        std::fs::create_dir_all(&store)?;
+        // Held until the job has ended.
+        let mut _holder = None;
+        match damage {
+            StoreDamage::PlainFile => std::fs::write(&rank_dir, b"not a directory")?,
+            StoreDamage::BadNonce => {
+                std::fs::create_dir_all(&rank_dir)?;
+                std::fs::write(rank_dir.join("nonce"), b"garbage")?;
+            }
+            StoreDamage::Held => {
+                std::fs::create_dir_all(&rank_dir)?;
+                let file = std::fs::File::create(rank_dir.join("lock"))?;
+                // SAFETY: flock on a file descriptor this process owns.
+                let rc = unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&file), libc::LOCK_EX | libc::LOCK_NB) };
+                if rc != 0 {
+                    bail!(
+                        "cannot lock {}: {}",
+                        rank_dir.display(),
+                        std::io::Error::last_os_error()
+                    );
+                }
+                _holder = Some(file);
+            }
+            StoreDamage::BadVariable => {}
+        }
+        let out = scratch.join(format!("out{i}.npy"));
+        let args: Vec<std::ffi::OsString> = vec![
+            "contract".into(),
+            "abcd,dbef->acef".into(),
+            case_dir.join("a.npy").into(),
+            case_dir.join("b.npy").into(),
+            "-o".into(),
+            out.clone().into(),
+            "--block".into(),
+            "1".into(),
+        ];
+        let label = damage.label(rank);
+        eprintln!("\nxtask: ---- start-up failure: {label} @ 3 ranks ----");
+        let log_path = scratch.join(format!("log{i}.txt"));
+        let log = std::fs::File::create(&log_path)?;
+        let mut cmd = if matches!(damage, StoreDamage::BadVariable) {
+            // A shell sets the variable on that rank only, then runs the CLI.
+            let script = format!(
+                "if [ \"${{OMPI_COMM_WORLD_RANK:-$PMI_RANK}}\" = {rank} ]; then export UNI20_CHUNK_BYTES=banana; fi; \
+                 exec \"$0\" \"$@\""
+            );
+            let mut sh_args: Vec<std::ffi::OsString> = vec!["-c".into(), script.into(), exe.clone().into()];
+            sh_args.extend(args.iter().cloned());
+            launcher.command(3, Path::new("/bin/sh"), &sh_args)
+        } else {
+            launcher.command(3, &exe, &args)
+        };
+        cmd.env("UNI20_STORE_DIR", &store)
+            .env("UNI20_STARTUP_TIMEOUT", "60")
+            .env_remove("UNI20_INJECT_FAULT")
+            .stdin(std::process::Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log);
+        let (outcome, elapsed) = crate::proc::run_with_timeout(&mut cmd, STARTUP_DEADLINE)?;
+        drop(_holder);
+        let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+        for line in text.lines().filter(|l| l.contains("uni20")).take(6) {
+            eprintln!("    | {line}");
+        }
+        let needles = match damage {
+            StoreDamage::BadVariable => vec![cause.to_string()],
+            _ => vec![
+                format!(
+                    "rank {rank} failed at start-up: opening the store in {}",
+                    store.display()
+                ),
+                cause.to_string(),
+            ],
+        };
+        let missing: Vec<&String> = needles.iter().filter(|n| !text.contains(n.as_str())).collect();
+        let outcome = match outcome {
+            Outcome::Exited(0) => {
+                eprintln!("xtask: FAIL: the job exited 0 despite the damaged store");
+                Outcome::Exited(1)
+            }
+            Outcome::TimedOut => {
+                eprintln!("xtask: FAIL: the job did not end within {STARTUP_DEADLINE:?}");
+                outcome
+            }
+            Outcome::Interrupted(_) => outcome,
+            _ if !missing.is_empty() => {
+                eprintln!("xtask: FAIL: output lacks {missing:?}\n{text}");
+                Outcome::Exited(1)
+            }
+            _ if text.contains("did not arrive") => {
+                eprintln!("xtask: FAIL: the root waited for the start-up timeout\n{text}");
+                Outcome::Exited(1)
+            }
+            _ if out.exists() => {
+                eprintln!("xtask: FAIL: output file written despite the failed start-up");
+                Outcome::Exited(1)
+            }
+            _ => {
+                eprintln!(
+                    "xtask: stopped non-zero in {:.1} s with rank {rank}'s message",
+                    elapsed.as_secs_f64()
+                );
+                Outcome::Exited(0)
+            }
+        };
+        let job = Job {
+            kind: TargetKind::Bin,
+            name: format!("start-up failure: {label}"),
             ranks: 3,
         };
         let stop = matches!(outcome, Outcome::Interrupted(_));

@@ -21,7 +21,7 @@ use crate::envelope::encode;
 use crate::fault::FaultKind;
 use crate::inproc::{InProcessTransport, Shared};
 use crate::panics::{install_panic_hook, panic_message, RankThread};
-use crate::protocol::Control;
+use crate::protocol::{Control, StartupFailure};
 use crate::registry::{CommandEntry, Registry};
 use crate::startup::root_handshake;
 use crate::transport::{Transport, TAG_CMD};
@@ -39,6 +39,17 @@ pub(crate) struct Launch {
 pub const DEFAULT_RANKS: usize = 4;
 
 impl Launch {
+    /// A launch with every default and no environment: what carries a rank
+    /// whose configuration could not be resolved through the start-up
+    /// handshake that reports it (library and SPMD mode on MPI).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) fn defaults() -> Launch {
+        Launch {
+            config: RankConfig::default(),
+            registry_overrides: BTreeMap::new(),
+        }
+    }
+
     pub(crate) fn storage_count(&self, size: usize) -> Result<usize, JobError> {
         let k = self.config.storage_ranks;
         if k > 0 && k + 2 > size {
@@ -50,7 +61,13 @@ impl Launch {
         Ok(k)
     }
 
-    pub(crate) fn open_store(&self, rank: usize) -> Result<Store, JobError> {
+    /// Opens the store of `rank` (in memory, or its directory under
+    /// [`RankConfig::store_dir`]) with every persistent type registered.
+    ///
+    /// # Errors
+    /// The [`StartupFailure`] of `rank` when the directory cannot be opened
+    /// (a plain file in its place, damaged files, held by another job).
+    pub(crate) fn open_store(&self, rank: usize) -> Result<Store, StartupFailure> {
         let store = self.open_store_untyped(rank)?;
         for register in crate::registry::STORE_TYPES {
             register(&store);
@@ -58,7 +75,7 @@ impl Launch {
         Ok(store)
     }
 
-    fn open_store_untyped(&self, rank: usize) -> Result<Store, JobError> {
+    fn open_store_untyped(&self, rank: usize) -> Result<Store, StartupFailure> {
         match &self.config.store_dir {
             None => Ok(Store::in_memory(rank as u32)),
             Some(dir) => {
@@ -66,8 +83,10 @@ impl Launch {
                 if let Some(b) = self.config.store_budget {
                     opts = opts.memory_budget(b);
                 }
-                Store::open(dir, rank as u32, opts)
-                    .map_err(|e| JobError::Startup(format!("rank {rank}: opening the store in {}: {e}", dir.display())))
+                Store::open(dir, rank as u32, opts).map_err(|e| StartupFailure {
+                    rank,
+                    error: format!("opening the store in {}: {e}", dir.display()),
+                })
             }
         }
     }
@@ -121,7 +140,7 @@ pub(crate) fn in_process<R>(launch: Launch, f: impl FnOnce(&Controller<'_>) -> R
     let storage = launch.storage_count(n)?;
     let mut stores = Vec::with_capacity(n);
     for r in 0..n {
-        stores.push(launch.open_store(r)?);
+        stores.push(launch.open_store(r).map_err(StartupFailure::into_error)?);
     }
     let mut stores = stores.into_iter();
     let root_store = stores.next().ok_or_else(|| JobError::Startup("no rank 0".into()))?;
@@ -226,7 +245,7 @@ mod tests {
 
     use super::*;
     use crate::envelope::decode_exact;
-    use crate::protocol::{Hello, Start};
+    use crate::protocol::{Arrival, Hello, Start};
     use crate::scripted::Scripted;
     use crate::transport::{TAG_HELLO, TAG_START};
     use crate::Flush;
@@ -239,7 +258,7 @@ mod tests {
                 signatures: registry.signatures(),
                 chunk_bytes: RankConfig::default().chunk_bytes as u64,
             };
-            t.deliver(rank, TAG_HELLO, encode(&hello));
+            t.deliver(rank, TAG_HELLO, encode(&Arrival::Ready(hello)));
         }
     }
 
@@ -317,7 +336,7 @@ mod tests {
             signatures: registry.signatures(),
             chunk_bytes: 4096,
         };
-        t.deliver(1, TAG_HELLO, encode(&hello));
+        t.deliver(1, TAG_HELLO, encode(&Arrival::Ready(hello)));
         let out = root_main(&t, registry, Store::in_memory(0), 1, 0, &RankConfig::default(), |_| ());
         let Err(JobError::Startup(m)) = out else {
             panic!("{out:?}")

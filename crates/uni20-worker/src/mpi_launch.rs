@@ -24,7 +24,9 @@ use crate::fault::FaultKind;
 use crate::launch::{root_main, Launch};
 use crate::mpi_transport::{check_mpi_usable, duplicate_host_communicator, MpiTransport, OnAbort};
 use crate::panics::{install_panic_hook, panic_message, RankThread};
+use crate::protocol::StartupFailure;
 use crate::spmd::SpmdContext;
+use crate::startup::{failure_of, worker_failed_handshake};
 use crate::transport::{Transport, TAG_CMD};
 use crate::universe::RankExit;
 use crate::worker::{worker_loop, WorkerExit};
@@ -43,18 +45,25 @@ struct Rank {
     storage: usize,
 }
 
-fn prepare(launch: &Launch, t: &MpiTransport) -> Result<Rank, JobError> {
+/// Prepares this rank: the checks of the configuration against the size,
+/// its registry and its store.
+///
+/// # Errors
+/// This rank's [`StartupFailure`]; the caller still joins the start-up
+/// handshake with it, so no rank waits for this one.
+fn prepare(launch: &Launch, t: &MpiTransport) -> Result<Rank, StartupFailure> {
     let (size, rank) = (t.size(), t.rank());
-    launch.check_faults(size)?;
+    let failed = |e| failure_of(rank, e);
+    launch.check_faults(size).map_err(failed)?;
     if launch.config.faults.has_kind(FaultKind::Spawn) {
-        return Err(JobError::Startup(
+        return Err(failed(JobError::Startup(
             "UNI20_INJECT_FAULT: `spawn` applies to the in-process universe only".into(),
-        ));
+        )));
     }
     Ok(Rank {
         threads: launch.threads(launch.config.launcher.local_size.unwrap_or(size)),
-        storage: launch.storage_count(size)?,
-        registry: launch.registry_of(rank)?,
+        storage: launch.storage_count(size).map_err(failed)?,
+        registry: launch.registry_of(rank).map_err(failed)?,
         store: launch.open_store(rank)?,
     })
 }
@@ -70,23 +79,45 @@ pub(crate) fn standalone<R>(launch: Launch, f: impl FnOnce(&Controller<'_>) -> R
     let _rank_thread = RankThread::enter();
     let t = MpiTransport::with_chunk_bytes(world, launch.config.chunk_bytes);
     let rank = t.rank();
-    let Rank {
-        registry,
-        store,
-        threads,
-        storage,
-    } = prepare(&launch, &t)?;
     let _span = tracing::info_span!("rank", rank).entered();
+    let prepared = prepare(&launch, &t);
     if rank == 0 {
-        let result = root_main(&t, registry, store, threads, storage, &launch.config, f);
+        let result = prepared.map_err(StartupFailure::into_error).and_then(
+            |Rank {
+                 registry,
+                 store,
+                 threads,
+                 storage,
+             }| root_main(&t, registry, store, threads, storage, &launch.config, f),
+        );
         if let Err(e) = &result {
-            // Every start-up or job failure ends every rank.
+            // Every start-up or job failure ends every rank (a failure of
+            // the root's own preparation included: the workers wait in the
+            // handshake).
             t.abort(&e.to_string());
         }
         drop(t);
         drop(universe);
         result
     } else {
+        let Rank {
+            registry,
+            store,
+            threads,
+            storage: _,
+        } = match prepared {
+            Ok(prepared) => prepared,
+            Err(failure) => {
+                // The root reports this rank's failure and aborts the job;
+                // exiting first could make mpirun kill the root before it
+                // has said anything.
+                worker_failed_handshake(&t, &failure);
+                let _ = t.recv(0, TAG_CMD);
+                drop(t);
+                drop(universe);
+                std::process::exit(1);
+            }
+        };
         let backends = launch.config.rank_backends(threads);
         let outcome = worker_loop(&t, &registry, &store, &backends, threads, &launch.config);
         match &outcome {
@@ -112,18 +143,32 @@ pub(crate) fn standalone<R>(launch: Launch, f: impl FnOnce(&Controller<'_>) -> R
 /// Returns on every rank (see the module docs); a panic of the root's
 /// closure stops the universe and is then re-raised.
 ///
+/// `launch` is this rank's resolved launch, or the error resolving it: a
+/// rank whose configuration is unusable still joins the universe and fails
+/// its start-up, so that no peer waits for it.
+///
 /// # Errors
 /// On the root: the errors of [`UniverseBuilder::run`](crate::UniverseBuilder::run).
 /// On any rank: [`JobError::Startup`] if MPI is not usable from this thread
-/// ([`check_mpi_usable`]) or `comm` is an inter-communicator, and the
-/// configuration errors found before the rank's loop starts.
+/// ([`check_mpi_usable`]) or `comm` is an inter-communicator; on the rank
+/// whose preparation failed (configuration, store, registry), its own
+/// failure as `rank R failed at start-up: <error>`, after the root has
+/// stopped the universe with it (the root returns the same text, the other
+/// workers [`WorkerExit::Refused`] or [`WorkerExit::Aborted`] with it).
 pub(crate) fn library<C: Communicator, R>(
-    launch: Launch,
+    launch: Result<Launch, JobError>,
     comm: &C,
     f: impl FnOnce(&Controller<'_>) -> R,
 ) -> Result<RankExit<R>, JobError> {
     check_mpi_usable()?;
+    // Collective over `comm`: every rank gets here, even one whose
+    // configuration is unusable, so that no peer waits for it.
     let dup = duplicate_host_communicator(comm)?;
+    let (launch, unusable) = match launch {
+        Ok(launch) => (launch, None),
+        // The defaults carry this rank through the handshake, which fails.
+        Err(e) => (Launch::defaults(), Some(e)),
+    };
     let on_abort = OnAbort::Frames {
         timeout: launch.config.abort_timeout,
     };
@@ -131,12 +176,28 @@ pub(crate) fn library<C: Communicator, R>(
     // handshake, so the peers are never left waiting for this rank.
     let t = MpiTransport::with_policy(dup, launch.config.chunk_bytes, on_abort);
     let rank = t.rank();
+    let prepared = match unusable {
+        Some(e) => Err(failure_of(rank, e)),
+        None => prepare(&launch, &t),
+    };
     let Rank {
         registry,
         store,
         threads,
         storage,
-    } = prepare(&launch, &t)?;
+    } = match prepared {
+        Ok(prepared) => prepared,
+        Err(failure) => {
+            if rank == 0 {
+                // The workers wait in the handshake: the abort ends it.
+                t.abort(&failure.describe());
+            } else {
+                worker_failed_handshake(&t, &failure);
+            }
+            t.finish();
+            return Err(failure.into_error());
+        }
+    };
     let _span = tracing::info_span!("rank", rank).entered();
     if rank == 0 {
         let out = catch_unwind(AssertUnwindSafe(|| {
@@ -200,13 +261,13 @@ pub(crate) fn spmd_world<R>(
     if mpi::environment::is_initialized() {
         let world = SimpleCommunicator::world();
         let rank = world.rank() as usize;
-        return Ok(vec![(rank, crate::spmd::run::on_communicator(launch, &world, f))]);
+        return Ok(vec![(rank, crate::spmd::run::on_communicator(Ok(launch), &world, f))]);
     }
     let (universe, _threading) = mpi::initialize_with_threading(mpi::Threading::Funneled)
         .ok_or_else(|| JobError::Startup("MPI could not be initialised".into()))?;
     let world = universe.world();
     let rank = world.rank() as usize;
-    let out = crate::spmd::run::on_communicator(launch, &world, f);
+    let out = crate::spmd::run::on_communicator(Ok(launch), &world, f);
     drop(world);
     drop(universe);
     Ok(vec![(rank, out)])

@@ -1,7 +1,8 @@
 //! The wire types of the root <-> worker protocol, shared by both sides.
 //!
-//! Start-up: each worker sends a [`Hello`] (`TAG_HELLO`) and the root answers
-//! a [`Start`] verdict (`TAG_START`). Commands: the root sends a [`Control`]
+//! Start-up: each worker sends an [`Arrival`] (`TAG_HELLO`): its [`Hello`],
+//! or the [`StartupFailure`] that kept it from preparing; the root answers a
+//! [`Start`] verdict (`TAG_START`). Commands: the root sends a [`Control`]
 //! frame (`TAG_CMD`) and each participant answers a [`Reply`] (`TAG_REPLY`).
 //! Every type is postcard-encoded and decoded with
 //! [`decode_exact`](crate::decode_exact); byte payloads are serialised as
@@ -31,6 +32,35 @@ pub(crate) struct Hello {
     /// Its chunk size ([`RankConfig::chunk_bytes`](crate::RankConfig::chunk_bytes)),
     /// which must equal the root's.
     pub(crate) chunk_bytes: u64,
+}
+
+/// A rank whose preparation failed (its store, its registry, its
+/// configuration): which rank, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct StartupFailure {
+    /// The failing rank.
+    pub(crate) rank: usize,
+    /// What failed, as the rank's own error text.
+    pub(crate) error: String,
+}
+
+impl StartupFailure {
+    /// The line every rank reports: `rank R failed at start-up: <error>`.
+    pub(crate) fn describe(&self) -> String {
+        format!("rank {} failed at start-up: {}", self.rank, self.error)
+    }
+}
+
+/// Worker -> root at start-up (`TAG_HELLO`; in SPMD mode, every rank's
+/// all-gathered value): ready to run, or failed. A rank that failed still
+/// arrives, so that the job ends at once with its error instead of waiting
+/// for the start-up timeout.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum Arrival {
+    /// The rank is prepared: its registry and settings.
+    Ready(Hello),
+    /// The rank could not prepare; it waits for the verdict and stops.
+    Failed(StartupFailure),
 }
 
 /// Root -> worker at start-up: run, or refuse with the reason.

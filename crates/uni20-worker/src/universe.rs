@@ -337,7 +337,10 @@ impl UniverseBuilder {
     /// [`JobError::Config`] for a malformed `UNI20_*` variable;
     /// [`JobError::RegistryMismatch`] if ranks disagree about the registry;
     /// [`JobError::Startup`] for a bad configuration, a rank that cannot be
-    /// started or never arrives, MPI already initialised, or a build without
+    /// started or never arrives, a rank whose preparation fails
+    /// (`rank R failed at start-up: <error>`: its store cannot be opened or
+    /// is held by another job; under MPI the root prints it and ends the
+    /// job with `MPI_Abort` at once), MPI already initialised, or a build without
     /// MPI support started by an MPI launcher with several processes
     /// ([`RankConfig::check_mpi_support`]); [`JobError::Registry`] for an
     /// invalid link-time registry. Errors of individual operations are
@@ -385,19 +388,24 @@ impl UniverseBuilder {
     /// # Errors
     /// On the root: as [`UniverseBuilder::run`] (except MPI initialisation).
     /// On every rank: [`JobError::Startup`] if MPI is not initialised, is
-    /// finalised, may not be called from this thread, `comm` is an
-    /// inter-communicator, or the configuration is invalid.
+    /// finalised, may not be called from this thread, or `comm` is an
+    /// inter-communicator. A rank whose preparation fails (its
+    /// configuration is invalid, its store cannot be opened) still joins
+    /// the universe: it and the root return `JobError::Startup("rank R
+    /// failed at start-up: <error>")` at once, the other workers
+    /// [`WorkerExit::Refused`] or [`WorkerExit::Aborted`] with that text.
     #[cfg(feature = "mpi")]
     pub fn run_on<C: mpi::topology::Communicator, R>(
         self,
         comm: &C,
         f: impl FnOnce(&Controller<'_>) -> R,
     ) -> RunResult<RankExit<R>> {
-        let config = self.resolved_config()?;
-        let launch = Launch {
+        // A configuration error still joins the universe (to fail it at
+        // once): the other ranks must not wait for this one.
+        let launch = self.resolved_config().map(|config| Launch {
             config,
             registry_overrides: self.registry_overrides,
-        };
+        });
         crate::mpi_launch::library(launch, comm, f)
     }
 
@@ -438,18 +446,19 @@ impl UniverseBuilder {
     ///
     /// # Errors
     /// As [`UniverseBuilder::run_on`]; the failure that stopped the universe
-    /// (for example [`JobError::Disagreement`]).
+    /// (for example [`JobError::Disagreement`]). A rank whose preparation
+    /// fails takes part in the start-up check with its failure, and every
+    /// rank returns `JobError::Startup("rank R failed at start-up: <error>")`.
     #[cfg(feature = "mpi")]
     pub fn spmd_on<C: mpi::topology::Communicator, R>(
         self,
         comm: &C,
         f: impl FnOnce(&SpmdContext<'_>) -> R,
     ) -> RunResult<R> {
-        let config = self.resolved_config()?;
-        let launch = Launch {
+        let launch = self.resolved_config().map(|config| Launch {
             config,
             registry_overrides: self.registry_overrides,
-        };
+        });
         crate::spmd::run::on_communicator(launch, comm, f)
     }
 }

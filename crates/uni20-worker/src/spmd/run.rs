@@ -17,7 +17,7 @@ use crate::fault::{FaultKind, FaultPlan};
 use crate::inproc::{InProcessTransport, Shared};
 use crate::launch::{Launch, DEFAULT_RANKS};
 use crate::panics::panic_message;
-use crate::protocol::Hello;
+use crate::protocol::{Arrival, Hello, StartupFailure};
 use crate::registry::{diff_signatures, Registry};
 use crate::transport::Transport;
 
@@ -75,16 +75,25 @@ pub(crate) fn check_faults(faults: &FaultPlan, size: usize) -> Result<(), JobErr
     }
 }
 
-/// Every rank checks that all ranks run the same registry and chunk size
-/// (one all-gather; every rank computes the same verdict).
-fn handshake(ctx: &SpmdContext<'_>, registry: &Registry, config: &RankConfig) -> Result<(), JobError> {
-    let mine = Hello {
-        rank: ctx.rank(),
-        digest: registry.digest(),
-        signatures: registry.signatures(),
-        chunk_bytes: config.chunk_bytes as u64,
-    };
-    let all: Vec<Hello> = ctx.all_gather(&mine)?;
+/// Every rank checks that all ranks prepared and run the same registry and
+/// chunk size (one all-gather of every rank's [`Arrival`]; every rank
+/// computes the same verdict). A rank whose preparation failed takes part
+/// with its failure ([`failed_rank_main`]), and every rank then returns
+/// `rank R failed at start-up: <error>`, with no abort needed.
+fn handshake(ctx: &SpmdContext<'_>, mine: Arrival) -> Result<(), JobError> {
+    let all: Vec<Arrival> = ctx.all_gather(&mine)?;
+    let mut hellos = Vec::with_capacity(all.len());
+    let mut failures = Vec::new();
+    for arrival in all {
+        match arrival {
+            Arrival::Ready(h) => hellos.push(h),
+            Arrival::Failed(f) => failures.push(f.describe()),
+        }
+    }
+    if !failures.is_empty() {
+        return Err(JobError::Startup(failures.join("; ")));
+    }
+    let all = hellos;
     let mut differences = Vec::new();
     let mut settings = Vec::new();
     for h in all.iter().skip(1) {
@@ -125,7 +134,13 @@ pub(crate) fn rank_main<R>(
     let backends = config.rank_backends(threads);
     let ctx = SpmdContext::new(t, registry, store, &backends, threads, &config.faults);
     let _span = tracing::info_span!("rank", rank = ctx.rank()).entered();
-    if let Err(e) = handshake(&ctx, registry, config) {
+    let mine = Arrival::Ready(Hello {
+        rank: ctx.rank(),
+        digest: registry.digest(),
+        signatures: registry.signatures(),
+        chunk_bytes: config.chunk_bytes as u64,
+    });
+    if let Err(e) = handshake(&ctx, mine) {
         return RankOutcome::Done(Err(ctx.take_failure().unwrap_or(e)));
     }
     match catch_unwind(AssertUnwindSafe(|| f(&ctx))) {
@@ -143,6 +158,29 @@ pub(crate) fn rank_main<R>(
             (None, Some(why)) => Err(JobError::Stopped(why)),
             (None, None) => Ok(v),
         }),
+    }
+}
+
+/// A rank of an SPMD universe whose preparation failed (`failure`): it
+/// still takes part in the handshake's all-gather, with its failure, so
+/// that every rank stops at once with it. Placeholders (an empty registry,
+/// a store in memory) stand in for what the rank could not prepare; the
+/// handshake uses neither. Returns the error this rank reports: the
+/// handshake's verdict (every failed rank), or its own failure.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) fn failed_rank_main(t: &dyn Transport, failure: StartupFailure, config: &RankConfig) -> JobError {
+    let registry = match Registry::from_entries(std::iter::empty()) {
+        Ok(r) => r,
+        Err(_) => return failure.into_error(),
+    };
+    let store = Store::in_memory(t.rank() as u32);
+    let backends = config.rank_backends(1);
+    let ctx = SpmdContext::new(t, &registry, &store, &backends, 1, &config.faults);
+    let _span = tracing::info_span!("rank", rank = ctx.rank()).entered();
+    tracing::error!("{}", failure.describe());
+    match handshake(&ctx, Arrival::Failed(failure.clone())) {
+        Err(e @ JobError::Startup(_)) => e,
+        _ => failure.into_error(),
     }
 }
 
@@ -169,7 +207,10 @@ pub(crate) fn in_process<R: Send>(
     let shared = Shared::new(n);
     let mut ranks = Vec::with_capacity(n);
     for r in 0..n {
-        ranks.push((launch.registry_of(r)?, launch.open_store(r)?));
+        ranks.push((
+            launch.registry_of(r)?,
+            launch.open_store(r).map_err(StartupFailure::into_error)?,
+        ));
     }
     let config = &launch.config;
     let run_rank = |rank: usize, registry: Registry, store: Store| {
@@ -235,23 +276,39 @@ pub(crate) fn in_process<R: Send>(
 /// [`check_mpi_usable`](crate::mpi_transport::check_mpi_usable).
 #[cfg(feature = "mpi")]
 pub(crate) fn on_communicator<C: mpi::topology::Communicator, R>(
-    launch: Launch,
+    launch: Result<Launch, JobError>,
     comm: &C,
     f: impl FnOnce(&SpmdContext<'_>) -> R,
 ) -> Result<R, JobError> {
     use crate::mpi_transport::{check_mpi_usable, duplicate_host_communicator, MpiTransport, OnAbort};
+    use crate::startup::failure_of;
     check_mpi_usable()?;
+    // Collective over `comm`: every rank gets here, even one whose
+    // configuration is unusable, so that no peer waits for it.
     let dup = duplicate_host_communicator(comm)?;
+    let (launch, unusable) = match launch {
+        Ok(launch) => (launch, None),
+        // The defaults carry this rank through the handshake, which fails.
+        Err(e) => (Launch::defaults(), Some(e)),
+    };
     let on_abort = OnAbort::Frames {
         timeout: launch.config.abort_timeout,
     };
     let t = MpiTransport::with_policy(dup, launch.config.chunk_bytes, on_abort);
     let (rank, size) = (t.rank(), t.size());
-    check_faults(&launch.config.faults, size)?;
-    let threads = launch.threads(launch.config.launcher.local_size.unwrap_or(size));
-    let registry = launch.registry_of(rank)?;
-    let store = launch.open_store(rank)?;
-    let outcome = rank_main(&t, &registry, &store, threads, &launch.config, f);
+    let prepare = || -> Result<_, StartupFailure> {
+        if let Some(e) = unusable {
+            return Err(failure_of(rank, e));
+        }
+        check_faults(&launch.config.faults, size).map_err(|e| failure_of(rank, e))?;
+        let threads = launch.threads(launch.config.launcher.local_size.unwrap_or(size));
+        let registry = launch.registry_of(rank).map_err(|e| failure_of(rank, e))?;
+        Ok((threads, registry, launch.open_store(rank)?))
+    };
+    let outcome = match prepare() {
+        Ok((threads, registry, store)) => rank_main(&t, &registry, &store, threads, &launch.config, f),
+        Err(failure) => RankOutcome::Done(Err(failed_rank_main(&t, failure, &launch.config))),
+    };
     let aborted = t.finish();
     drop(t);
     match outcome {
@@ -261,5 +318,58 @@ pub(crate) fn on_communicator<C: mpi::topology::Communicator, R>(
             None => Ok(v),
         },
         RankOutcome::Done(Err(e)) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    /// A rank whose preparation failed takes part in the SPMD handshake with
+    /// its failure: every rank returns `rank 2 failed at start-up: ...` at
+    /// once, and no rank's closure runs.
+    #[test]
+    fn a_failed_rank_stops_every_rank_at_the_handshake() {
+        let shared = Shared::new(3);
+        let registry = Registry::linked().unwrap();
+        let config = RankConfig::default();
+        let failure = StartupFailure {
+            rank: 2,
+            error: "opening the store in /data/rank-2: Not a directory".into(),
+        };
+        let ran = std::sync::atomic::AtomicUsize::new(0);
+        let start = Instant::now();
+        let outcomes: Vec<Result<(), JobError>> = std::thread::scope(|s| {
+            let ready = |rank: usize| {
+                let (shared, registry, config, ran) = (shared.clone(), &registry, &config, &ran);
+                s.spawn(move || {
+                    let t = InProcessTransport::new(rank, shared);
+                    let store = Store::in_memory(rank as u32);
+                    let out = rank_main(&t, registry, &store, 1, config, |_| {
+                        ran.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    });
+                    t.depart();
+                    match out {
+                        RankOutcome::Done(r) => r,
+                        RankOutcome::Panicked(_) => panic!("rank {rank} panicked"),
+                    }
+                })
+            };
+            let (r0, r1) = (ready(0), ready(1));
+            let t = InProcessTransport::new(2, shared.clone());
+            let failed = failed_rank_main(&t, failure.clone(), &config);
+            t.depart();
+            vec![r0.join().unwrap(), r1.join().unwrap(), Err(failed)]
+        });
+        assert!(start.elapsed() < Duration::from_secs(5));
+        assert_eq!(ran.load(std::sync::atomic::Ordering::SeqCst), 0);
+        for (rank, out) in outcomes.into_iter().enumerate() {
+            match out {
+                Err(JobError::Startup(m)) => assert_eq!(m, failure.describe(), "rank {rank}"),
+                other => panic!("rank {rank}: {other:?}"),
+            }
+        }
     }
 }
