@@ -30,7 +30,11 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use uni20::dist::{gc, restore};
 use uni20::persist::ObjectId;
-use uni20::tn::{checkpoint_truncation, Dmrg, DmrgOptions, LanczosOptions, Mpo, Mps, SPIN_HALF};
+use uni20::tn::measure::{energy_variance, entanglement_entropy, local_expectations, schmidt_spectra, site_operator};
+use uni20::tn::models::{self, Model};
+use uni20::tn::{
+    checkpoint_truncation, Conserve, Dmrg, DmrgOptions, LanczosOptions, Mpo, MpoOptions, Mps, SweepStats, SPIN_HALF,
+};
 use uni20::Controller;
 
 #[derive(Parser, Debug)]
@@ -88,6 +92,76 @@ struct Args {
     /// process's peak resident memory.
     #[arg(long)]
     profile: bool,
+    /// The model (its parameters below; a resumed run must name the same model).
+    #[arg(long, value_enum, default_value_t = ModelName::Heisenberg)]
+    model: ModelName,
+    /// Spin of heisenberg/xxz, as 2S (1: spin 1/2, 2: spin 1, ...).
+    #[arg(long, default_value_t = 1)]
+    two_s: u32,
+    /// xxz: Ising coupling Jz (Jxy = 1).
+    #[arg(long, default_value_t = 1.0)]
+    jz: f64,
+    /// xxz: field along z.
+    #[arg(long, default_value_t = 0.0)]
+    hz: f64,
+    /// tfi: transverse field g (J = 1).
+    #[arg(long, default_value_t = 1.0)]
+    g: f64,
+    /// spin1: single-ion anisotropy D.
+    #[arg(long, default_value_t = 0.0)]
+    d: f64,
+    /// j1j2: next-nearest coupling J2 (J1 = 1).
+    #[arg(long, default_value_t = 0.5)]
+    j2: f64,
+    /// hubbard: on-site repulsion U (hopping t = 1).
+    #[arg(long, default_value_t = 4.0)]
+    u: f64,
+    /// hubbard: chemical potential (U/2 is half filling).
+    #[arg(long, default_value_t = 2.0)]
+    mu: f64,
+    /// After the last sweep, print the local density profile (<Sz_i>, or <n_i> for hubbard),
+    /// the entanglement entropy at every bond and the energy variance.
+    #[arg(long)]
+    measure: bool,
+    /// Write sweeps.json (per-sweep statistics), and with --measure profile.npy,
+    /// entropy.npy and dmrg.svg (energy convergence and entropy profile), into this
+    /// directory (created).
+    #[arg(long)]
+    output: Option<PathBuf>,
+}
+
+/// The models of `--model`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum ModelName {
+    /// Spin-S Heisenberg chain (S from --two-s).
+    Heisenberg,
+    /// XXZ chain with --jz and --hz.
+    Xxz,
+    /// Transverse-field Ising chain with --g.
+    Tfi,
+    /// Spin-1 chain with single-ion anisotropy --d.
+    Spin1,
+    /// J1-J2 chain of spins 1/2 with --j2.
+    J1j2,
+    /// Hubbard chain with --u and --mu.
+    Hubbard,
+}
+
+impl Args {
+    /// The model, or `None` for the default spin-1/2 Heisenberg chain (built by
+    /// `Mpo::heisenberg`, whose arithmetic the reference energies were taken with).
+    fn model(&self) -> anyhow::Result<Option<Model>> {
+        let l = self.sites;
+        Ok(match self.model {
+            ModelName::Heisenberg if self.two_s == 1 && !self.measure => None,
+            ModelName::Heisenberg => Some(models::heisenberg(l, self.two_s, 1.0, Conserve::None)?),
+            ModelName::Xxz => Some(models::xxz(l, self.two_s, 1.0, self.jz, self.hz, Conserve::None)?),
+            ModelName::Tfi => Some(models::tfi(l, 1.0, self.g, Conserve::None)?),
+            ModelName::Spin1 => Some(models::spin1(l, 1.0, self.d, Conserve::None)?),
+            ModelName::J1j2 => Some(models::j1j2(l, 1.0, self.j2, Conserve::None)?),
+            ModelName::Hubbard => Some(models::hubbard(l, 1.0, self.u, self.mu, Conserve::None)?),
+        })
+    }
 }
 
 fn run(ctl: &Controller<'_>, args: &Args) -> anyhow::Result<()> {
@@ -118,7 +192,21 @@ fn run(ctl: &Controller<'_>, args: &Args) -> anyhow::Result<()> {
         ctl.transport_kind(),
         ctl.threads_per_rank()
     );
-    let mpo = Mpo::heisenberg(ctl, args.sites, args.block)?;
+    let model = args.model()?;
+    let (mpo, phys) = match &model {
+        None => (Mpo::heisenberg(ctl, args.sites, args.block)?, SPIN_HALF),
+        Some(m) => {
+            let local = m.hamiltonian.to_mpo(&m.sites, &MpoOptions::default())?;
+            println!(
+                "model: {:?} ({} sites of {}), MPO bond dimension {}",
+                args.model,
+                args.sites,
+                m.sites[0].name(),
+                local.max_bond()
+            );
+            (local.to_mpo(ctl, args.block)?, m.sites[0].dim())
+        }
+    };
     let mut dmrg = match args.resume {
         Some(id) => {
             let cp = restore(ctl, id).with_context(|| format!("restoring checkpoint {id}"))?;
@@ -140,7 +228,8 @@ fn run(ctl: &Controller<'_>, args: &Args) -> anyhow::Result<()> {
                     );
                 }
             }
-            let d = Dmrg::resume(ctl, mpo, cp, opts).with_context(|| format!("resuming from checkpoint {id}"))?;
+            let d =
+                Dmrg::resume(ctl, mpo.clone(), cp, opts).with_context(|| format!("resuming from checkpoint {id}"))?;
             // Blocks of the sweep that the interrupted run did not finish are in no
             // checkpoint and named by no tensor: remove them from every rank's store.
             // The resumed checkpoint becomes the store's named root, so gc keeps it
@@ -153,10 +242,11 @@ fn run(ctl: &Controller<'_>, args: &Args) -> anyhow::Result<()> {
             d
         }
         None => {
-            let mps = Mps::random(ctl, args.sites, SPIN_HALF, args.init_bond, args.block, args.seed)?;
-            Dmrg::new(ctl, mpo, mps, opts)?
+            let mps = Mps::random(ctl, args.sites, phys, args.init_bond, args.block, args.seed)?;
+            Dmrg::new(ctl, mpo.clone(), mps, opts)?
         }
     };
+    let mut history: Vec<SweepStats> = Vec::new();
     let bar = std::io::stderr().is_terminal().then(|| {
         let b = ProgressBar::new(2 * (args.sites as u64 - 1));
         b.set_style(
@@ -201,6 +291,7 @@ fn run(ctl: &Controller<'_>, args: &Args) -> anyhow::Result<()> {
             );
         }
         last_unconverged = (s.unconverged_steps, s.max_residual);
+        history.push(s.clone());
         if args.checkpoint.is_some() {
             let id = dmrg.checkpoint(ctl)?;
             println!("checkpoint: {id} (after sweep {})", s.sweep);
@@ -227,6 +318,134 @@ fn run(ctl: &Controller<'_>, args: &Args) -> anyhow::Result<()> {
         ),
         None => println!("final: no sweep run (--sweeps {})", args.sweeps),
     }
+    let measured = match (&model, args.measure) {
+        (Some(m), true) => Some(measure_state(ctl, m, &mpo, dmrg.mps(), args)?),
+        _ => None,
+    };
+    if let Some(dir) = &args.output {
+        write_output(dir, args, &history, measured.as_ref())?;
+        println!("output: {}", dir.display());
+    }
+    Ok(())
+}
+
+/// What `--measure` computes on the final state.
+struct Measured {
+    profile_name: &'static str,
+    profile: Vec<f64>,
+    entropy: Vec<f64>,
+    energy: f64,
+    variance: f64,
+}
+
+fn measure_state(ctl: &Controller<'_>, m: &Model, mpo: &Mpo, psi: &Mps, args: &Args) -> anyhow::Result<Measured> {
+    let (name, op) = if args.model == ModelName::Hubbard {
+        ("n", "Ntot")
+    } else {
+        ("Sz", "Sz")
+    };
+    let ops = m
+        .sites
+        .iter()
+        .map(|s| site_operator(ctl, s, op, args.block))
+        .collect::<Result<Vec<_>, _>>()?;
+    let profile = local_expectations(ctl, psi, &ops)?;
+    let entropy = entanglement_entropy(&schmidt_spectra(ctl, psi, args.block)?);
+    let (energy, variance) = energy_variance(ctl, psi, mpo)?;
+    let fmt = |v: &[f64]| v.iter().map(|x| format!("{x:.6}")).collect::<Vec<_>>().join(" ");
+    println!("measure: <{name}_i> = [{}]", fmt(&profile));
+    println!("measure: entropy S_i (bond i, i+1) = [{}]", fmt(&entropy));
+    println!("measure: <H> = {energy:.12}  <H^2> - <H>^2 = {variance:.3e}");
+    Ok(Measured {
+        profile_name: name,
+        profile,
+        entropy,
+        energy,
+        variance,
+    })
+}
+
+fn write_npy(path: &std::path::Path, v: &[f64]) -> anyhow::Result<()> {
+    use npyz::WriterBuilder;
+    let mut w = npyz::WriteOptions::<f64>::new()
+        .default_dtype()
+        .shape(&[v.len() as u64])
+        .writer(std::io::BufWriter::new(std::fs::File::create(path)?))
+        .begin_nd()?;
+    w.extend(v.iter().copied())?;
+    w.finish()?;
+    Ok(())
+}
+
+fn write_output(
+    dir: &std::path::Path,
+    args: &Args,
+    history: &[SweepStats],
+    m: Option<&Measured>,
+) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let sweeps: Vec<serde_json::Value> = history
+        .iter()
+        .map(|s| {
+            serde_json::json!({
+                "sweep": s.sweep, "energy": s.energy,
+                "energy_change": if s.energy_change.is_finite() { Some(s.energy_change) } else { None },
+                "max_truncation": s.max_truncation, "max_bond": s.max_bond,
+                "lanczos_applications": s.lanczos_applications, "seconds": s.seconds,
+            })
+        })
+        .collect();
+    let mut doc = serde_json::json!({
+        "model": format!("{:?}", args.model).to_lowercase(), "sites": args.sites,
+        "chi_max": args.chi_max, "cutoff": args.cutoff, "sweeps": sweeps,
+    });
+    if let Some(m) = m {
+        doc["measure"] = serde_json::json!({
+            "profile": m.profile_name, "energy": m.energy, "variance": m.variance,
+        });
+        write_npy(&dir.join("profile.npy"), &m.profile)?;
+        write_npy(&dir.join("entropy.npy"), &m.entropy)?;
+        plot(&dir.join("dmrg.svg"), history, m)?;
+    }
+    std::fs::write(dir.join("sweeps.json"), serde_json::to_string_pretty(&doc)?)?;
+    Ok(())
+}
+
+/// Two panels: |E_sweep - E_last| against the sweep (log scale) and the entanglement
+/// entropy profile.
+fn plot(path: &std::path::Path, history: &[SweepStats], m: &Measured) -> anyhow::Result<()> {
+    use plotters::prelude::*;
+    let root = SVGBackend::new(path, (900, 400)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let (a, b) = root.split_horizontally(450);
+    let last = history.last().map_or(0.0, |s| s.energy);
+    let pts: Vec<(f64, f64)> = history
+        .iter()
+        .map(|s| (s.sweep as f64, (s.energy - last).abs().max(1e-16)))
+        .collect();
+    let n = history.len().max(2) as f64;
+    let mut c1 = ChartBuilder::on(&a)
+        .caption("energy convergence", ("sans-serif", 18))
+        .margin(10)
+        .x_label_area_size(30)
+        .y_label_area_size(50)
+        .build_cartesian_2d(0.5..n + 0.5, (1e-16f64..10.0f64).log_scale())?;
+    c1.configure_mesh().x_desc("sweep").y_desc("|E - E_final|").draw()?;
+    c1.draw_series(LineSeries::new(pts.iter().copied(), &BLUE))?;
+    c1.draw_series(pts.iter().map(|&p| Circle::new(p, 3, BLUE.filled())))?;
+    let smax = m.entropy.iter().copied().fold(0.1f64, f64::max) * 1.1;
+    let mut c2 = ChartBuilder::on(&b)
+        .caption("entanglement entropy", ("sans-serif", 18))
+        .margin(10)
+        .x_label_area_size(30)
+        .y_label_area_size(50)
+        .build_cartesian_2d(0.0..m.entropy.len().max(1) as f64, 0.0..smax)?;
+    c2.configure_mesh().x_desc("bond").y_desc("S").draw()?;
+    c2.draw_series(LineSeries::new(
+        m.entropy.iter().enumerate().map(|(i, s)| (i as f64 + 0.5, *s)),
+        &RED,
+    ))?;
+    root.present()?;
     Ok(())
 }
 
