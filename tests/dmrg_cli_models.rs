@@ -7,23 +7,13 @@
 //! symmetric on the open chain), `entropy.npy` (L - 1 bonds) and an SVG of
 //! the stated size.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn example_binary() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
-    let bin = profile_dir.join("examples").join("dmrg");
-    if !bin.exists() {
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "--example", "dmrg"]);
-        if profile_dir.file_name().is_some_and(|n| n == "release") {
-            cmd.arg("--release");
-        }
-        let st = cmd.current_dir(env!("CARGO_MANIFEST_DIR")).status().unwrap();
-        assert!(st.success(), "building examples/dmrg failed");
-    }
-    bin
+    common::example_binary("dmrg")
 }
 
 fn read_npy(path: &Path) -> (Vec<u64>, Vec<f64>) {

@@ -12,27 +12,15 @@
 //! (`target/<profile>/examples/dmrg`); if it is missing (a filtered
 //! `cargo test --test dmrg_resume`), the test builds it with cargo first.
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
 fn example_binary() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    // target/<profile>/deps/dmrg_resume-<hash>
-    let profile_dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
-    let bin = profile_dir.join("examples").join("dmrg");
-    if !bin.exists() {
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "--example", "dmrg"]);
-        if profile_dir.file_name().is_some_and(|n| n == "release") {
-            cmd.arg("--release");
-        }
-        let st = cmd.current_dir(env!("CARGO_MANIFEST_DIR")).status().unwrap();
-        assert!(st.success(), "building examples/dmrg failed");
-    }
-    assert!(bin.exists(), "{} missing", bin.display());
-    bin
+    common::example_binary("dmrg")
 }
 
 const ARGS: &[&str] = &[

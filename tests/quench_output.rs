@@ -5,23 +5,13 @@
 //! JSON equals the one computed here from `sz.npy`), and an SVG picture of
 //! the stated size.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn example_binary() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
-    let bin = profile_dir.join("examples").join("quench");
-    if !bin.exists() {
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "--example", "quench"]);
-        if profile_dir.file_name().is_some_and(|n| n == "release") {
-            cmd.arg("--release");
-        }
-        let st = cmd.current_dir(env!("CARGO_MANIFEST_DIR")).status().unwrap();
-        assert!(st.success(), "building examples/quench failed");
-    }
-    bin
+    common::example_binary("quench")
 }
 
 fn read_npy(path: &Path) -> (Vec<u64>, Vec<f64>) {

@@ -135,3 +135,24 @@ pub fn run_case(ctl: &Controller<'_>, case: &Case, block: usize) -> (DistTensor,
     assert_close(&out.to_local(ctl).unwrap(), &want, &what);
     (out, want)
 }
+
+/// The example binary `name` that `cargo test` builds next to the running
+/// test (`target/<profile>/examples/<name>`), built first if it is missing
+/// (a filtered test run).
+pub fn example_binary(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    // target/<profile>/deps/<test>-<hash>
+    let profile_dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
+    let bin = profile_dir.join("examples").join(name);
+    if !bin.exists() {
+        let mut cmd = std::process::Command::new(env!("CARGO"));
+        cmd.args(["build", "--example", name]);
+        if profile_dir.file_name().is_some_and(|n| n == "release") {
+            cmd.arg("--release");
+        }
+        let st = cmd.current_dir(env!("CARGO_MANIFEST_DIR")).status().unwrap();
+        assert!(st.success(), "building examples/{name} failed");
+    }
+    assert!(bin.exists(), "{} missing", bin.display());
+    bin
+}

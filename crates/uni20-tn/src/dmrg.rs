@@ -21,7 +21,7 @@
 
 use std::time::Instant;
 
-use uni20_dist::{checkpoint, contract, retire, scale, svd, Checkpoint, DistTensor, SvdOptions, SvdTruncation};
+use uni20_dist::{checkpoint, contract, retire, Checkpoint, DistTensor};
 use uni20_persist::ObjectId;
 use uni20_worker::Controller;
 
@@ -31,6 +31,7 @@ use crate::excited::{Orthogonal, Projected};
 use crate::lanczos::{lanczos_lowest, LanczosOptions};
 use crate::mpo::Mpo;
 use crate::mps::Mps;
+use crate::split::split_two_site;
 
 /// Label prefix of the checkpoints that [`Dmrg::checkpoint`] writes.
 pub const CHECKPOINT_LABEL: &str = "uni20-tn two-site dmrg v1";
@@ -421,30 +422,19 @@ impl Dmrg {
         acc.max_residual = acc.max_residual.max(eig.residual);
         acc.unconverged += usize::from(!eig.converged);
         let t1 = Instant::now();
-        let f = svd(
+        let f = split_two_site(
             ctl,
             &eig.vector,
             "as|tc",
-            &SvdOptions {
-                truncation: SvdTruncation {
-                    max_rank: Some(self.opts.chi_max),
-                    cutoff: Some(self.opts.cutoff),
-                    ..SvdTruncation::default()
-                },
-                s_diag: true,
-                k_block: Some(self.opts.block),
-                max_matrix_bytes: None,
-            },
+            self.opts.chi_max,
+            self.opts.cutoff,
+            self.opts.block,
         )?;
         acc.svd_seconds += t1.elapsed().as_secs_f64();
         acc.max_truncation = acc.max_truncation.max(f.discarded_weight);
         self.last_discarded = Some(f.discarded_weight);
-        let kept_norm = f.s.iter().map(|s| s * s).sum::<f64>().sqrt();
-        let s_diag = f.s_diag.ok_or(TnError::Internal(
-            "the SVD returned no diagonal tensor although one was asked for",
-        ))?;
         // Renormalised singular values: the state keeps norm 1.
-        let s_diag = scale(ctl, 1.0 / kept_norm, &s_diag)?;
+        let s_diag = f.s;
         for o in &mut self.orthogonal {
             if to_right {
                 o.moved_right(ctl, i, &f.u)?;

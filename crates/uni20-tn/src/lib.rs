@@ -24,6 +24,7 @@ mod mpo;
 mod mps;
 mod opsum;
 mod sites;
+mod split;
 mod states;
 mod tebd;
 

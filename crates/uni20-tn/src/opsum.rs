@@ -323,31 +323,9 @@ fn normalize(
 
 /// The charge of an interned local operator (identity when it is zero).
 fn local_charge(site: &Site, g: &Symmetry, m: &[C64]) -> Result<Charge, TnError> {
-    let (_, q) = site
-        .charges()
-        .ok_or(TnError::Internal("charged site without charges"))?;
-    let d = site.dim();
-    let mut found: Option<Charge> = None;
-    for s in 0..d {
-        for t in 0..d {
-            if m[s * d + t].norm() > 1e-14 {
-                let c = g.fuse(&q[s], &g.dual(&q[t])?)?;
-                match &found {
-                    None => found = Some(c),
-                    Some(f) if *f == c => {}
-                    Some(f) => {
-                        return Err(TnError::ChargeMismatch {
-                            op: "(a product of operators)".into(),
-                            site: site.name().into(),
-                            first: f.to_string(),
-                            second: c.to_string(),
-                        })
-                    }
-                }
-            }
-        }
-    }
-    Ok(found.unwrap_or_else(|| g.identity()))
+    Ok(site
+        .matrix_charge("(a product of operators)", m)?
+        .unwrap_or_else(|| g.identity()))
 }
 
 /// One bond's compression: the distinct right strings and the channels.

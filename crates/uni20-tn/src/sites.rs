@@ -256,6 +256,13 @@ impl Site {
     /// `Sx` under `Sz` conservation); [`TnError::UnknownOperator`].
     pub fn op_charge(&self, name: &str) -> Result<Option<Charge>, TnError> {
         let op = self.op(name)?;
+        self.matrix_charge(name, &op.matrix)
+    }
+
+    /// The charge of the `d x d` matrix `m` on this site (as
+    /// [`Site::op_charge`]; `what` names it in the error), `None` without
+    /// charges; a zero matrix has the identity charge.
+    pub(crate) fn matrix_charge(&self, what: &str, m: &[C64]) -> Result<Option<Charge>, TnError> {
         let Some((g, q)) = &self.charges else {
             return Ok(None);
         };
@@ -263,14 +270,14 @@ impl Site {
         let mut found: Option<Charge> = None;
         for s in 0..d {
             for t in 0..d {
-                if op.matrix[s * d + t].norm() > 1e-14 {
+                if m[s * d + t].norm() > 1e-14 {
                     let c = g.fuse(&q[s], &g.dual(&q[t])?)?;
                     match &found {
                         None => found = Some(c),
                         Some(f) if *f == c => {}
                         Some(f) => {
                             return Err(TnError::ChargeMismatch {
-                                op: name.into(),
+                                op: what.into(),
                                 site: self.name.clone(),
                                 first: f.to_string(),
                                 second: c.to_string(),
@@ -361,19 +368,7 @@ impl Site {
             .with_real_op("Cdag", vec![0.0, 0.0, 1.0, 0.0], true)?
             .with_real_op("N", vec![0.0, 0.0, 0.0, 1.0], false)?
             .with_real_op("F", vec![1.0, 0.0, 0.0, -1.0], false)?;
-        match conserve {
-            Conserve::None => Ok(site),
-            Conserve::N | Conserve::Parity => {
-                let g = if conserve == Conserve::N {
-                    Symmetry::u1()
-                } else {
-                    Symmetry::zn(2)?
-                };
-                let q = vec![g.charge(&[0])?, g.charge(&[1])?];
-                site.with_charges(g, q)
-            }
-            other => Err(not_conserved(other, "a spinless fermion")),
-        }
+        number_charges(site, conserve, "a spinless fermion")
     }
 
     /// Spin-1/2 fermions (the Hubbard site): basis `"empty"`, `"up"`,
@@ -466,20 +461,22 @@ impl Site {
             .with_op("B", b, false)?
             .with_op("N", diag(&nums), false)?
             .with_op("NN", diag(&sq), false)?;
-        match conserve {
-            Conserve::None => Ok(site),
-            Conserve::N | Conserve::Parity => {
-                let g = if conserve == Conserve::N {
-                    Symmetry::u1()
-                } else {
-                    Symmetry::zn(2)?
-                };
-                let q = (0..d).map(|n| g.charge(&[n as i64])).collect::<Result<_, _>>()?;
-                site.with_charges(g, q)
-            }
-            other => Err(not_conserved(other, "a boson")),
-        }
+        number_charges(site, conserve, "a boson")
     }
+}
+
+/// Charges `N` (basis state `n` holds `n` particles) or its parity.
+fn number_charges(site: Site, conserve: Conserve, what: &'static str) -> Result<Site, TnError> {
+    let g = match conserve {
+        Conserve::None => return Ok(site),
+        Conserve::N => Symmetry::u1(),
+        Conserve::Parity => Symmetry::zn(2)?,
+        other => return Err(not_conserved(other, what)),
+    };
+    let q = (0..site.dim())
+        .map(|n| g.charge(&[n as i64]))
+        .collect::<Result<_, _>>()?;
+    site.with_charges(g, q)
 }
 
 fn not_conserved(c: Conserve, what: &'static str) -> TnError {

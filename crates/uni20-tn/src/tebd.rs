@@ -17,13 +17,14 @@
 //! a step leaves it so again.
 
 use uni20_dispatch::{eigh, EighBackendList, LocalTensor, C64};
-use uni20_dist::{contract, svd, DistTensor, SvdOptions, SvdTruncation};
+use uni20_dist::{contract, DistTensor};
 use uni20_worker::Controller;
 
 use crate::error::TnError;
 use crate::models::Model;
 use crate::mps::Mps;
 use crate::opsum::{MpoOptions, OpSum};
+use crate::split::split_two_site;
 
 /// Options of [`Tebd`].
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -239,29 +240,18 @@ impl Tebd {
         for (i, to_right) in order {
             let theta = contract(ctl, "asb,btc->astc", mps.site(i), mps.site(i + 1))?;
             let theta = contract(ctl, "uvst,astc->auvc", &self.gates[i], &theta)?;
-            let f = svd(
+            let f = split_two_site(
                 ctl,
                 &theta,
                 "au|vc",
-                &SvdOptions {
-                    truncation: SvdTruncation {
-                        max_rank: Some(self.opts.chi_max),
-                        cutoff: Some(self.opts.cutoff),
-                        ..SvdTruncation::default()
-                    },
-                    s_diag: true,
-                    k_block: Some(self.opts.block),
-                    max_matrix_bytes: None,
-                },
+                self.opts.chi_max,
+                self.opts.cutoff,
+                self.opts.block,
             )?;
             out.max_discarded_weight = out.max_discarded_weight.max(f.discarded_weight);
             out.discarded_weight += f.discarded_weight;
             out.max_bond = out.max_bond.max(f.kept);
-            let kept_norm = f.s.iter().map(|s| s * s).sum::<f64>().sqrt();
-            let s = f
-                .s_diag
-                .ok_or(TnError::Internal("the SVD returned no diagonal tensor"))?;
-            let s = uni20_dist::scale(ctl, 1.0 / kept_norm, &s)?;
+            let s = f.s;
             if to_right {
                 let right = contract(ctl, "kj,jtc->ktc", &s, &f.vh)?;
                 mps.set_site(i, f.u);
