@@ -69,8 +69,8 @@ pub use uni20_dist::{
 #[cfg(feature = "mpi")]
 pub use uni20_worker::mpi;
 pub use uni20_worker::{
-    register_command, CommandSpec, Controller, Disagreement, HandlerError, JobError, RankExit, ReduceOp, SpmdContext,
-    TransportChoice, TypedHandler, UniverseBuilder, WorkerContext, WorkerExit,
+    command, register_command, CommandSpec, Controller, Disagreement, HandlerError, JobError, RankExit, ReduceOp,
+    SpmdContext, TransportChoice, TypedHandler, UniverseBuilder, WorkerContext, WorkerExit,
 };
 
 /// The names most programs need.

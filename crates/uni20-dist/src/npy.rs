@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use uni20_dispatch::{DType, LocalTensor};
 use uni20_persist::{ObjectId, PersistentPtr};
-use uni20_worker::{register_command, CommandSpec, Controller, HandlerError, WorkerContext};
+use uni20_worker::{command, Controller, HandlerError, WorkerContext};
 
 use crate::error::DistError;
 use crate::layout::{c_strides, copy_box, Blocking};
@@ -303,8 +303,11 @@ fn write_block(
     }
 }
 
-/// `uni20.npy_read.v1`: owners read their blocks from a shared file.
-pub struct NpyReadV1;
+command!(
+    /// `uni20.npy_read.v1`: owners read their blocks from a shared file.
+    /// Schema 2: [`NpyLayout`] gained `big_endian`.
+    pub NpyReadV1 = "uni20.npy_read.v1", schema 2, NpyReadDesc => Vec<(usize, ObjectId)>, handle_npy_read
+);
 
 /// Descriptor of [`NpyReadV1`].
 #[derive(Serialize, Deserialize)]
@@ -317,15 +320,6 @@ pub struct NpyReadDesc {
     pub blocking: Blocking,
     /// Owner of each block.
     pub owners: Vec<usize>,
-}
-
-impl CommandSpec for NpyReadV1 {
-    const WIRE_NAME: &'static str = "uni20.npy_read.v1";
-    const DEBUG_NAME: &'static str = "npy_read";
-    /// 2: [`NpyLayout`] gained `big_endian`.
-    const SCHEMA_VERSION: u32 = 2;
-    type Descriptor = NpyReadDesc;
-    type Reply = Vec<(usize, ObjectId)>;
 }
 
 fn handle_npy_read(ctx: &mut WorkerContext<'_>, d: NpyReadDesc) -> Result<Vec<(usize, ObjectId)>, HandlerError> {
@@ -344,10 +338,10 @@ fn handle_npy_read(ctx: &mut WorkerContext<'_>, d: NpyReadDesc) -> Result<Vec<(u
     Ok(out)
 }
 
-register_command!(NpyReadV1 => handle_npy_read);
-
-/// `uni20.npy_write.v1`: owners write their blocks into a pre-sized file.
-pub struct NpyWriteV1;
+command!(
+    /// `uni20.npy_write.v1`: owners write their blocks into a pre-sized file.
+    pub NpyWriteV1 = "uni20.npy_write.v1", schema 1, NpyWriteDesc => (), handle_npy_write
+);
 
 /// Descriptor of [`NpyWriteV1`].
 #[derive(Serialize, Deserialize)]
@@ -362,14 +356,6 @@ pub struct NpyWriteDesc {
     pub blocking: Blocking,
     /// Every block.
     pub blocks: Vec<BlockRef>,
-}
-
-impl CommandSpec for NpyWriteV1 {
-    const WIRE_NAME: &'static str = "uni20.npy_write.v1";
-    const DEBUG_NAME: &'static str = "npy_write";
-    const SCHEMA_VERSION: u32 = 1;
-    type Descriptor = NpyWriteDesc;
-    type Reply = ();
 }
 
 fn handle_npy_write(ctx: &mut WorkerContext<'_>, d: NpyWriteDesc) -> Result<(), HandlerError> {
@@ -391,8 +377,6 @@ fn handle_npy_write(ctx: &mut WorkerContext<'_>, d: NpyWriteDesc) -> Result<(), 
         .map_err(|e| HandlerError::from(e).context(format!("syncing {}", d.path.display())))?;
     Ok(())
 }
-
-register_command!(NpyWriteV1 => handle_npy_write);
 
 /// Reads an npy file into a distributed tensor with blocks of at most
 /// `block` elements per mode, owned round-robin by the workers; each owner

@@ -4,14 +4,18 @@
 //! benchmark uses it with `keep = false`.
 
 use serde::{Deserialize, Serialize};
-use uni20_worker::{register_command, CommandSpec, Controller, HandlerError, WorkerContext};
+use uni20_worker::{command, Controller, HandlerError, WorkerContext};
 
 use crate::error::DistError;
 use crate::tensor::DistTensor;
 use crate::transfer::{exchange_blocks, Transfer, TransferSet};
 
-/// The command `uni20.replicate.v1`.
-pub struct ReplicateV1;
+command!(
+    /// The command `uni20.replicate.v1`.
+    ///
+    /// Reply: the number of replicas created on the replying rank.
+    pub ReplicateV1 = "uni20.replicate.v1", schema 1, ReplicateDesc => u64, handle_replicate
+);
 
 /// Descriptor of [`ReplicateV1`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -23,15 +27,6 @@ pub struct ReplicateDesc {
     pub release_after: bool,
 }
 
-impl CommandSpec for ReplicateV1 {
-    const WIRE_NAME: &'static str = "uni20.replicate.v1";
-    const DEBUG_NAME: &'static str = "replicate";
-    const SCHEMA_VERSION: u32 = 1;
-    type Descriptor = ReplicateDesc;
-    /// Number of replicas created on the replying rank.
-    type Reply = u64;
-}
-
 fn handle_replicate(ctx: &mut WorkerContext<'_>, d: ReplicateDesc) -> Result<u64, HandlerError> {
     let replicas = exchange_blocks(ctx, &d.transfers)?;
     if d.release_after {
@@ -41,8 +36,6 @@ fn handle_replicate(ctx: &mut WorkerContext<'_>, d: ReplicateDesc) -> Result<u64
     }
     Ok(replicas.len() as u64)
 }
-
-register_command!(ReplicateV1 => handle_replicate);
 
 /// Copies every block of `t` that `to` does not own onto rank `to`, straight
 /// from the owners; waits for completion and returns the bytes moved.

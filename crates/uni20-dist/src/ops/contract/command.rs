@@ -10,7 +10,7 @@ use uni20_dispatch::{
     ResolvedSpec, C64,
 };
 use uni20_persist::{ObjectId, PersistentPtr};
-use uni20_worker::{register_command, CommandSpec, HandlerError, WorkerContext};
+use uni20_worker::{command, HandlerError, WorkerContext};
 
 use crate::tensor::{Block, BlockRef};
 use crate::transfer::{exchange_blocks, Transfer};
@@ -52,17 +52,11 @@ pub struct ContractDescriptorV1 {
     pub transfers: Vec<Transfer>,
 }
 
-/// The command `uni20.contract.v1`. Reply of each participant: `(item
-/// index, object id)` of every item it computed.
-pub struct ContractV1;
-
-impl CommandSpec for ContractV1 {
-    const WIRE_NAME: &'static str = "uni20.contract.v1";
-    const DEBUG_NAME: &'static str = "contract";
-    const SCHEMA_VERSION: u32 = 2;
-    type Descriptor = ContractDescriptorV1;
-    type Reply = Vec<(usize, ObjectId)>;
-}
+command!(
+    /// The command `uni20.contract.v1`. Reply of each participant: `(item
+    /// index, object id)` of every item it computed.
+    pub ContractV1 = "uni20.contract.v1", schema 2, ContractDescriptorV1 => Vec<(usize, ObjectId)>, handle_contract
+);
 
 fn kernel_error(e: ContractError) -> HandlerError {
     let attempts = match &e {
@@ -165,5 +159,3 @@ fn handle_contract(
         .map_err(|e| HandlerError::from(e).context("dropping the replicas of this command"))?;
     Ok(out)
 }
-
-register_command!(ContractV1 => handle_contract);

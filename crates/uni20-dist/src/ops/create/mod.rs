@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 use uni20_dispatch::{identity_block, random_block, zeros_block, DType};
 use uni20_persist::ObjectId;
-use uni20_worker::{register_command, CommandSpec, Controller, HandlerError, WorkerContext};
+use uni20_worker::{command, Controller, HandlerError, WorkerContext};
 
 use crate::error::DistError;
 use crate::layout::Blocking;
@@ -53,17 +53,11 @@ pub struct CreateDescV1 {
     pub owners: Vec<usize>,
 }
 
-/// The command `uni20.create.v1`. Reply of each participant: `(block
-/// number, object id)` of every block it created.
-pub struct CreateV1;
-
-impl CommandSpec for CreateV1 {
-    const WIRE_NAME: &'static str = "uni20.create.v1";
-    const DEBUG_NAME: &'static str = "create";
-    const SCHEMA_VERSION: u32 = 1;
-    type Descriptor = CreateDescV1;
-    type Reply = Vec<(usize, ObjectId)>;
-}
+command!(
+    /// The command `uni20.create.v1`. Reply of each participant: `(block
+    /// number, object id)` of every block it created.
+    pub CreateV1 = "uni20.create.v1", schema 1, CreateDescV1 => Vec<(usize, ObjectId)>, handle_create
+);
 
 fn handle_create(ctx: &mut WorkerContext<'_>, d: CreateDescV1) -> Result<Vec<(usize, ObjectId)>, HandlerError> {
     let me = ctx.rank();
@@ -86,8 +80,6 @@ fn handle_create(ctx: &mut WorkerContext<'_>, d: CreateDescV1) -> Result<Vec<(us
     tracing::debug!(rank = me, blocks = out.len(), recipe = ?d.recipe, "create: blocks committed");
     Ok(out)
 }
-
-register_command!(CreateV1 => handle_create);
 
 /// Creates a tensor of `shape` and `dtype` whose blocks hold `recipe`,
 /// owned round-robin by the compute ranks; returns at once.

@@ -13,7 +13,7 @@ use uni20_dispatch::{
     EighBackendList, KernelAttempt, LocalTensor, QrBackendList, SvdBackendList, C64,
 };
 use uni20_persist::ObjectId;
-use uni20_worker::{register_command, CommandSpec, HandlerError, WorkerContext};
+use uni20_worker::{command, HandlerError, WorkerContext};
 
 use super::matrix::{assemble, commit_blocks, diagonal};
 use super::plan::{factor_metas, real_dtype, Validated};
@@ -171,35 +171,20 @@ pub enum DecompReplyV1 {
     Factored(FactoredV1),
 }
 
-/// The command `uni20.svd.v1`.
-pub struct SvdV1;
-impl CommandSpec for SvdV1 {
-    const WIRE_NAME: &'static str = "uni20.svd.v1";
-    const DEBUG_NAME: &'static str = "svd";
-    const SCHEMA_VERSION: u32 = 1;
-    type Descriptor = SvdDescV1;
-    type Reply = DecompReplyV1;
-}
+command!(
+    /// The command `uni20.svd.v1`.
+    pub SvdV1 = "uni20.svd.v1", schema 1, SvdDescV1 => DecompReplyV1, handle_svd
+);
 
-/// The command `uni20.qr.v1` (QR and LQ).
-pub struct QrV1;
-impl CommandSpec for QrV1 {
-    const WIRE_NAME: &'static str = "uni20.qr.v1";
-    const DEBUG_NAME: &'static str = "qr";
-    const SCHEMA_VERSION: u32 = 1;
-    type Descriptor = QrDescV1;
-    type Reply = DecompReplyV1;
-}
+command!(
+    /// The command `uni20.qr.v1` (QR and LQ).
+    pub QrV1 = "uni20.qr.v1", schema 1, QrDescV1 => DecompReplyV1, handle_qr
+);
 
-/// The command `uni20.eigh.v1`.
-pub struct EighV1;
-impl CommandSpec for EighV1 {
-    const WIRE_NAME: &'static str = "uni20.eigh.v1";
-    const DEBUG_NAME: &'static str = "eigh";
-    const SCHEMA_VERSION: u32 = 1;
-    type Descriptor = EighDescV1;
-    type Reply = DecompReplyV1;
-}
+command!(
+    /// The command `uni20.eigh.v1`.
+    pub EighV1 = "uni20.eigh.v1", schema 1, EighDescV1 => DecompReplyV1, handle_eigh
+);
 
 /// Descriptor of `uni20.distribute_factors.v1`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -209,16 +194,11 @@ pub struct DistributeFactorsDescV1 {
     pub transfers: Vec<Transfer>,
 }
 
-/// The command `uni20.distribute_factors.v1`. Reply: the number of blocks
-/// the rank received.
-pub struct DistributeFactorsV1;
-impl CommandSpec for DistributeFactorsV1 {
-    const WIRE_NAME: &'static str = "uni20.distribute_factors.v1";
-    const DEBUG_NAME: &'static str = "distribute_factors";
-    const SCHEMA_VERSION: u32 = 1;
-    type Descriptor = DistributeFactorsDescV1;
-    type Reply = u64;
-}
+command!(
+    /// The command `uni20.distribute_factors.v1`. Reply: the number of blocks
+    /// the rank received.
+    pub DistributeFactorsV1 = "uni20.distribute_factors.v1", schema 1, DistributeFactorsDescV1 => u64, handle_distribute
+);
 
 /// A local factorization's outcome.
 struct Local {
@@ -437,8 +417,3 @@ fn handle_distribute(ctx: &mut WorkerContext<'_>, d: DistributeFactorsDescV1) ->
         .map_err(|e| HandlerError::from(e).context("dropping the factor blocks handed to their owners"))?;
     Ok(received.len() as u64)
 }
-
-register_command!(SvdV1 => handle_svd);
-register_command!(QrV1 => handle_qr);
-register_command!(EighV1 => handle_eigh);
-register_command!(DistributeFactorsV1 => handle_distribute);

@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 use uni20_dispatch::{axpby as local_axpby, reshape as local_reshape, DType, C64};
 use uni20_persist::{ObjectId, PersistentPtr};
-use uni20_worker::{register_command, CommandSpec, HandlerError, WorkerContext};
+use uni20_worker::{command, HandlerError, WorkerContext};
 
 use crate::ops::reblock::BoxSource;
 use crate::tensor::{Block, BlockRef};
@@ -75,17 +75,11 @@ pub struct ElementwiseDescV1 {
     pub transfers: Vec<Transfer>,
 }
 
-/// The command `uni20.elementwise.v1`. Reply of each participant: `(item
-/// index, object id)` of every output block it committed.
-pub struct ElementwiseV1;
-
-impl CommandSpec for ElementwiseV1 {
-    const WIRE_NAME: &'static str = "uni20.elementwise.v1";
-    const DEBUG_NAME: &'static str = "elementwise";
-    const SCHEMA_VERSION: u32 = 1;
-    type Descriptor = ElementwiseDescV1;
-    type Reply = Vec<(usize, ObjectId)>;
-}
+command!(
+    /// The command `uni20.elementwise.v1`. Reply of each participant: `(item
+    /// index, object id)` of every output block it committed.
+    pub ElementwiseV1 = "uni20.elementwise.v1", schema 1, ElementwiseDescV1 => Vec<(usize, ObjectId)>, handle_elementwise
+);
 
 fn handle_elementwise(
     ctx: &mut WorkerContext<'_>,
@@ -155,5 +149,3 @@ fn handle_elementwise(
         .map_err(|e| HandlerError::from(e).context("dropping the replicas of this command"))?;
     Ok(out)
 }
-
-register_command!(ElementwiseV1 => handle_elementwise);

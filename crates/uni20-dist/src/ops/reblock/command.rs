@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 use uni20_persist::ObjectId;
-use uni20_worker::{register_command, CommandSpec, HandlerError, WorkerContext};
+use uni20_worker::{command, HandlerError, WorkerContext};
 
 use super::pieces::BoxSource;
 use crate::tensor::Block;
@@ -31,17 +31,11 @@ pub struct ReblockDescV1 {
     pub transfers: Vec<Transfer>,
 }
 
-/// The command `uni20.reblock.v1`. Reply of each participant: `(item index,
-/// object id)` of every new block it committed.
-pub struct ReblockV1;
-
-impl CommandSpec for ReblockV1 {
-    const WIRE_NAME: &'static str = "uni20.reblock.v1";
-    const DEBUG_NAME: &'static str = "reblock";
-    const SCHEMA_VERSION: u32 = 1;
-    type Descriptor = ReblockDescV1;
-    type Reply = Vec<(usize, ObjectId)>;
-}
+command!(
+    /// The command `uni20.reblock.v1`. Reply of each participant: `(item index,
+    /// object id)` of every new block it committed.
+    pub ReblockV1 = "uni20.reblock.v1", schema 1, ReblockDescV1 => Vec<(usize, ObjectId)>, handle_reblock
+);
 
 fn handle_reblock(ctx: &mut WorkerContext<'_>, d: ReblockDescV1) -> Result<Vec<(usize, ObjectId)>, HandlerError> {
     let me = ctx.rank();
@@ -70,5 +64,3 @@ fn handle_reblock(ctx: &mut WorkerContext<'_>, d: ReblockDescV1) -> Result<Vec<(
         .map_err(|e| HandlerError::from(e).context("dropping the replicas of this command"))?;
     Ok(out)
 }
-
-register_command!(ReblockV1 => handle_reblock);

@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use uni20_dispatch::{inner, max_abs, norm_sqr, C64};
 use uni20_persist::PersistentPtr;
-use uni20_worker::{register_command, CommandSpec, HandlerError, Tag, WorkerContext, TAG_DATA_BASE};
+use uni20_worker::{command, HandlerError, Tag, WorkerContext, TAG_DATA_BASE};
 
 use crate::ops::reblock::BoxSource;
 use crate::tensor::{Block, BlockRef};
@@ -57,17 +57,11 @@ pub struct ReduceDescV1 {
     pub participants: Vec<usize>,
 }
 
-/// The command `uni20.reduce.v1`. Reply: the combined value on the leader,
-/// `None` on every other participant.
-pub struct ReduceV1;
-
-impl CommandSpec for ReduceV1 {
-    const WIRE_NAME: &'static str = "uni20.reduce.v1";
-    const DEBUG_NAME: &'static str = "reduce";
-    const SCHEMA_VERSION: u32 = 1;
-    type Descriptor = ReduceDescV1;
-    type Reply = Option<C64>;
-}
+command!(
+    /// The command `uni20.reduce.v1`. Reply: the combined value on the leader,
+    /// `None` on every other participant.
+    pub ReduceV1 = "uni20.reduce.v1", schema 1, ReduceDescV1 => Option<C64>, handle_reduce
+);
 
 /// Neumaier-compensated sum of the real and imaginary parts.
 #[derive(Default)]
@@ -205,5 +199,3 @@ fn handle_reduce(ctx: &mut WorkerContext<'_>, d: ReduceDescV1) -> Result<Option<
     }
     Ok(Some(total.total()))
 }
-
-register_command!(ReduceV1 => handle_reduce);
