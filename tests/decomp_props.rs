@@ -312,7 +312,7 @@ fn truncation_at_a_degenerate_multiplet() {
             // A leading multiplet larger than max_rank must be split, and says so.
             let d = LocalTensor::from_f64(&[3, 3], vec![2.0, 0.0, 0.0, 0.0, 2.0, 0.0, 0.0, 0.0, 1.0]).unwrap();
             let dd = DistTensor::from_local(ctl, &d, 2).unwrap();
-            let out = uni20::svd(
+            let out = uni20::dist::svd(
                 ctl,
                 &dd,
                 "a|b",

@@ -29,7 +29,7 @@ use uni20_worker::{command, Controller, HandlerError, WorkerContext};
 
 use crate::error::DistError;
 use crate::layout::{c_strides, copy_box, Blocking};
-use crate::ops::deferred::{submit_filling, Output};
+use crate::ops::kit::deferred::{submit_filling, Output};
 use crate::placement::Placement;
 use crate::summary::PlanSummary;
 use crate::tensor::{collect_refs, Block, BlockRef, DistTensor, TensorMeta};

@@ -120,14 +120,14 @@ command!(
     /// `uni20.put_blocks.v1`: the root streams blocks to their owners, which
     /// commit them. Each owner receives its blocks' encoded payloads from the
     /// root (`TAG_ROOT_DATA`, block order). Reply: `(block number, object id)`.
-    pub PutBlocksV1 = "uni20.put_blocks.v1", schema 1, PutBlocksDesc => Vec<(usize, ObjectId)>, handle_put_blocks
+    pub(crate) PutBlocksV1 = "uni20.put_blocks.v1", schema 1, PutBlocksDesc => Vec<(usize, ObjectId)>, handle_put_blocks
 );
 
 /// Descriptor of [`PutBlocksV1`].
 #[derive(Serialize, Deserialize)]
-pub struct PutBlocksDesc {
+pub(crate) struct PutBlocksDesc {
     /// Owner rank of each block, in block order.
-    pub owners: Vec<usize>,
+    pub(crate) owners: Vec<usize>,
 }
 
 fn handle_put_blocks(ctx: &mut WorkerContext<'_>, desc: PutBlocksDesc) -> Result<Vec<(usize, ObjectId)>, HandlerError> {
@@ -151,14 +151,14 @@ fn handle_put_blocks(ctx: &mut WorkerContext<'_>, desc: PutBlocksDesc) -> Result
 command!(
     /// `uni20.get_blocks.v1`: each owner sends its blocks' encoded payloads to
     /// the root (`TAG_ROOT_DATA`, block order). Descriptor: every block ref.
-    pub GetBlocksV1 = "uni20.get_blocks.v1", schema 1, GetBlocksDesc => (), handle_get_blocks
+    pub(crate) GetBlocksV1 = "uni20.get_blocks.v1", schema 1, GetBlocksDesc => (), handle_get_blocks
 );
 
 /// Descriptor of [`GetBlocksV1`].
 #[derive(Serialize, Deserialize)]
-pub struct GetBlocksDesc {
+pub(crate) struct GetBlocksDesc {
     /// Every block, in block order.
-    pub blocks: Vec<BlockRef>,
+    pub(crate) blocks: Vec<BlockRef>,
 }
 
 fn handle_get_blocks(ctx: &mut WorkerContext<'_>, desc: GetBlocksDesc) -> Result<(), HandlerError> {

@@ -21,7 +21,8 @@
 
 use std::time::Instant;
 
-use uni20_dist::{checkpoint, contract, retire, scale, svd, Checkpoint, DistTensor, SvdOptions, SvdTruncation};
+use uni20_dist::decomp::{SvdOptions, SvdTruncation};
+use uni20_dist::{checkpoint, contract, retire, scale, svd, Checkpoint, DistTensor};
 use uni20_persist::ObjectId;
 use uni20_worker::Controller;
 

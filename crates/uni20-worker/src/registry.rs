@@ -177,7 +177,7 @@ pub const fn command_id(wire_name: &str) -> u64 {
 ///
 /// ```
 /// use serde::{Deserialize, Serialize};
-/// use uni20_worker::{command, CommandSpec, HandlerError, Registry, WorkerContext};
+/// use uni20_worker::{register_command, CommandSpec, HandlerError, Registry, WorkerContext};
 ///
 /// /// `example.hello.v1`: every participant answers `greeting` with its rank.
 /// pub struct HelloV1;
