@@ -195,10 +195,10 @@ where
 /// it. Like [`launch`], it installs logging and the signal handlers.
 ///
 /// ```
-/// use uni20::ReduceOp;
+/// use uni20::CollectiveOp;
 ///
 /// let status = uni20::spmd(|ctx| {
-///     let total = ctx.all_reduce_num(ctx.rank() as u64 + 1, ReduceOp::Sum)?;
+///     let total = ctx.all_reduce_num(ctx.rank() as u64 + 1, CollectiveOp::Sum)?;
 ///     let n = ctx.size() as u64;
 ///     anyhow::ensure!(total == n * (n + 1) / 2);
 ///     Ok(())

@@ -67,7 +67,7 @@ fn create(
 /// # Errors
 /// Before anything is submitted: the errors of [`Tiling::blocking`];
 /// [`DistError::PlanTooLarge`] for a block over
-/// [`MAX_BLOCK_BYTES`](crate::MAX_BLOCK_BYTES); [`DistError::Job`] if the
+/// [`MAX_BLOCK_BYTES`](crate::plan::MAX_BLOCK_BYTES); [`DistError::Job`] if the
 /// job already stopped.
 pub fn zeros(
     ctl: &Controller<'_>,

@@ -282,7 +282,7 @@ fn qr_family(
 ///
 /// # Errors
 /// As [`svd`], plus [`DistError::Split`] with
-/// [`SplitError::NotSquare`]; [`DistError::Decomp`] for an invalid
+/// [`SplitError::NotSquare`](crate::error::SplitError::NotSquare); [`DistError::Decomp`] for an invalid
 /// `hermitian_rtol`; and, from the data, [`DistError::NotHermitian`]
 /// naming the largest deviation `|A[i, j] - conj(A[j, i])|` and where it
 /// is (the job goes on).

@@ -114,7 +114,7 @@ pub(crate) fn submit_items<'c, C>(
 /// output of `out`: once the inputs are ready (program order), `plan` gets
 /// the compute ranks, the inputs' manifests (in input order) and the input
 /// handles (for their plan summaries), and its plan is submitted with
-/// [`submit_items`]. The inputs stay alive until the command completes.
+/// `submit_items`. The inputs stay alive until the command completes.
 ///
 /// Validation (universes, shapes, dtypes) is the caller's, before this
 /// call: errors found here poison the output instead. `C`'s handler is

@@ -62,7 +62,7 @@ impl Tiling {
     /// [`DistError::RankMismatch`] if a per-mode list or explicit tiling has
     /// another rank than `shape`; [`DistError::ShapeMismatch`] if explicit
     /// extents cover another shape; [`DistError::Blocking`] for a block size
-    /// of zero or more than [`MAX_BLOCKS`](crate::MAX_BLOCKS) blocks.
+    /// of zero or more than [`MAX_BLOCKS`](crate::layout::MAX_BLOCKS) blocks.
     pub fn blocking(&self, shape: &[usize]) -> Result<Blocking, DistError> {
         match self {
             Tiling::Block(b) => Ok(Blocking::regular(shape, *b)?),

@@ -54,7 +54,7 @@ pub(crate) fn submit_reblock(ctl: &Controller<'_>, t: &DistTensor, to: Blocking,
 /// # Errors
 /// From validation, before anything is submitted: the errors of
 /// [`Tiling::blocking`]; [`DistError::PlanTooLarge`] if a block of the new
-/// tiling would exceed [`MAX_BLOCK_BYTES`](crate::MAX_BLOCK_BYTES);
+/// tiling would exceed [`MAX_BLOCK_BYTES`](crate::plan::MAX_BLOCK_BYTES);
 /// [`DistError::Job`] if the job already stopped.
 pub fn reblock(ctl: &Controller<'_>, t: &DistTensor, tiling: impl Into<Tiling>) -> Result<DistTensor, DistError> {
     t.check_universe(ctl)?;
