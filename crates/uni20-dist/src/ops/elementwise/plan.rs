@@ -6,7 +6,7 @@
 use super::command::{ElementwiseDescV1, ElementwiseItem, ElementwiseOp};
 use super::reshape::ReshapeRule;
 use crate::layout::Blocking;
-use crate::ops::kit::{Assigner, BoxSource, ItemPlan};
+use crate::ops::kit::{place_reading, Assigner, BoxSource, ItemPlan};
 use crate::tensor::{Manifest, TensorMeta};
 use crate::transfer::TransferSet;
 
@@ -65,15 +65,7 @@ pub(crate) fn plan(
             }
             _ => (b, None),
         };
-        let a_bytes = ma.block_bytes(b);
-        let rank = match &b_src {
-            Some(src) => assign.pick(std::iter::once((a_ref.owner, a_bytes)).chain(src.overlap_bytes())),
-            None => assign.keep(a_ref.owner, a_bytes),
-        };
-        set.need(a_ref, a_bytes, rank);
-        for p in b_src.iter().flat_map(|s| &s.pieces) {
-            set.need(&p.block, p.bytes, rank);
-        }
+        let rank = place_reading(&mut assign, &mut set, a_ref, ma.block_bytes(b), b_src.as_ref());
         items.push(ElementwiseItem {
             rank,
             out_block,

@@ -4,7 +4,7 @@
 //! | file | holds |
 //! |---|---|
 //! | `assign` | [`Assigner`]: the rank of each work item (most local bytes under a load cap) |
-//! | `source` | [`BoxSource`], `Piece`: a box of a tensor and the blocks that overlap it (plan and worker side) |
+//! | `source` | [`BoxSource`], `Piece`: a box of a tensor and the blocks that overlap it (plan and worker side); [`place_reading`]: an item's rank and input transfers |
 //! | `tiling` | [`Tiling`] (how a caller names a tiling), [`check_block_bytes`], [`MAX_BLOCK_BYTES`] |
 //! | `items` | the root side of an item-per-block command: [`ItemPlan`], [`participants_of`], [`submit_items`], [`defer_items`] |
 //! | `worker` | the worker side: the [`ItemWork`] trait and its one generic handler [`handle_items`] |
@@ -29,6 +29,6 @@ pub(crate) mod worker;
 pub use assign::Assigner;
 pub(crate) use items::submit_items;
 pub use items::{defer_items, participants_of, ItemPlan};
-pub(crate) use source::{rebuilt_bytes, BoxSource};
+pub(crate) use source::{place_reading, rebuilt_bytes, BoxSource};
 pub(crate) use tiling::{check_block_bytes, Tiling, MAX_BLOCK_BYTES};
 pub use worker::{handle_items, ItemWork};

@@ -12,8 +12,10 @@ use uni20_dispatch::{DType, LocalTensor};
 use uni20_persist::{PValue, PersistentPtr, Store};
 use uni20_worker::HandlerError;
 
+use super::assign::Assigner;
 use crate::layout::{c_strides, copy_box, Blocking};
 use crate::tensor::{Block, BlockRef, Manifest};
+use crate::transfer::TransferSet;
 
 /// One source block overlapping a box: the block, and its global offset
 /// and shape (so the handler can cut the overlap without the tiling).
@@ -185,6 +187,29 @@ impl BoxSource {
         let t = LocalTensor::from_bytes(self.dtype, &self.shape, &bytes)?;
         Ok(Assembled::Built(t))
     }
+}
+
+/// Places an item that reads block `a` (of `a_bytes` payload bytes) and,
+/// when given, the box `b` of another tensor: on `a`'s owner when nothing
+/// else is read (and it is a compute rank), otherwise on the rank holding
+/// most of the item's input bytes ([`Assigner::pick`]); requests every
+/// input block on that rank from `set`. Returns the rank.
+pub(crate) fn place_reading(
+    assign: &mut Assigner,
+    set: &mut TransferSet,
+    a: &BlockRef,
+    a_bytes: u64,
+    b: Option<&BoxSource>,
+) -> usize {
+    let rank = match b {
+        Some(src) => assign.pick(std::iter::once((a.owner, a_bytes)).chain(src.overlap_bytes())),
+        None => assign.keep(a.owner, a_bytes),
+    };
+    set.need(a, a_bytes, rank);
+    for p in b.iter().flat_map(|s| &s.pieces) {
+        set.need(&p.block, p.bytes, rank);
+    }
+    rank
 }
 
 /// An assembled box: a stored block itself, or a newly built tensor.

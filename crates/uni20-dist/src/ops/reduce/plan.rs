@@ -4,7 +4,7 @@
 //! more; under a load cap), with the blocks that must move.
 
 use super::command::{ReduceDescV1, ReduceItem, ReduceOp};
-use crate::ops::kit::{participants_of, Assigner, BoxSource};
+use crate::ops::kit::{participants_of, place_reading, Assigner, BoxSource};
 use crate::summary::PlanSummary;
 use crate::tensor::Manifest;
 use crate::transfer::TransferSet;
@@ -23,16 +23,8 @@ pub(crate) fn plan(
     let mut items = Vec::with_capacity(n);
     for (blk, a) in ma.blocks.iter().enumerate() {
         let multi = ma.blocking.multi(blk);
-        let a_bytes = ma.block_bytes(blk);
         let b = mb.map(|mb| BoxSource::of(mb, &ma.blocking.block_offset(&multi), &ma.blocking.block_shape(&multi)));
-        let rank = match &b {
-            Some(src) => assign.pick(std::iter::once((a.owner, a_bytes)).chain(src.overlap_bytes())),
-            None => assign.keep(a.owner, a_bytes),
-        };
-        set.need(a, a_bytes, rank);
-        for p in b.iter().flat_map(|s| &s.pieces) {
-            set.need(&p.block, p.bytes, rank);
-        }
+        let rank = place_reading(&mut assign, &mut set, a, ma.block_bytes(blk), b.as_ref());
         items.push(ReduceItem { rank, a: *a, b });
     }
     let transfers = set.into_vec();
