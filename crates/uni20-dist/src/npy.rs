@@ -306,20 +306,20 @@ fn write_block(
 command!(
     /// `uni20.npy_read.v1`: owners read their blocks from a shared file.
     /// Schema 2: [`NpyLayout`] gained `big_endian`.
-    pub NpyReadV1 = "uni20.npy_read.v1", schema 2, NpyReadDesc => Vec<(usize, ObjectId)>, handle_npy_read
+    pub(crate) NpyReadV1 = "uni20.npy_read.v1", schema 2, NpyReadDesc => Vec<(usize, ObjectId)>, handle_npy_read
 );
 
 /// Descriptor of [`NpyReadV1`].
 #[derive(Serialize, Deserialize)]
-pub struct NpyReadDesc {
+pub(crate) struct NpyReadDesc {
     /// File path (every rank must see it).
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// Header facts parsed by the root.
-    pub layout: NpyLayout,
+    pub(crate) layout: NpyLayout,
     /// Block tiling of the tensor.
-    pub blocking: Blocking,
+    pub(crate) blocking: Blocking,
     /// Owner of each block.
-    pub owners: Vec<usize>,
+    pub(crate) owners: Vec<usize>,
 }
 
 fn handle_npy_read(ctx: &mut WorkerContext<'_>, d: NpyReadDesc) -> Result<Vec<(usize, ObjectId)>, HandlerError> {
@@ -340,22 +340,22 @@ fn handle_npy_read(ctx: &mut WorkerContext<'_>, d: NpyReadDesc) -> Result<Vec<(u
 
 command!(
     /// `uni20.npy_write.v1`: owners write their blocks into a pre-sized file.
-    pub NpyWriteV1 = "uni20.npy_write.v1", schema 1, NpyWriteDesc => (), handle_npy_write
+    pub(crate) NpyWriteV1 = "uni20.npy_write.v1", schema 1, NpyWriteDesc => (), handle_npy_write
 );
 
 /// Descriptor of [`NpyWriteV1`].
 #[derive(Serialize, Deserialize)]
-pub struct NpyWriteDesc {
+pub(crate) struct NpyWriteDesc {
     /// Temporary file path (every rank must see it).
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// Byte offset of the first element.
-    pub data_offset: u64,
+    pub(crate) data_offset: u64,
     /// Global shape.
-    pub shape: Vec<usize>,
+    pub(crate) shape: Vec<usize>,
     /// Block tiling.
-    pub blocking: Blocking,
+    pub(crate) blocking: Blocking,
     /// Every block.
-    pub blocks: Vec<BlockRef>,
+    pub(crate) blocks: Vec<BlockRef>,
 }
 
 fn handle_npy_write(ctx: &mut WorkerContext<'_>, d: NpyWriteDesc) -> Result<(), HandlerError> {
