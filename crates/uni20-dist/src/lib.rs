@@ -159,3 +159,45 @@ pub fn force_link() {
 }
 
 use uni20_worker::CommandSpec as _;
+
+#[cfg(test)]
+mod tests {
+    /// The commands declared with `command!` keep their wire names, schema
+    /// versions and debug names (they appear in diagnostics and in the
+    /// start-up registry comparison).
+    #[test]
+    fn every_command_keeps_its_wire_name_schema_and_debug_name() {
+        let registry = uni20_worker::Registry::linked().unwrap();
+        let expected = [
+            ("uni20.contract.v1", 2, "contract"),
+            ("uni20.svd.v1", 1, "svd"),
+            ("uni20.qr.v1", 1, "qr"),
+            ("uni20.eigh.v1", 1, "eigh"),
+            ("uni20.distribute_factors.v1", 1, "distribute_factors"),
+            ("uni20.replicate.v1", 1, "replicate"),
+            ("uni20.put_blocks.v1", 1, "put_blocks"),
+            ("uni20.get_blocks.v1", 1, "get_blocks"),
+            ("uni20.npy_read.v1", 2, "npy_read"),
+            ("uni20.npy_write.v1", 1, "npy_write"),
+            ("uni20.elementwise.v1", 1, "elementwise"),
+            ("uni20.reblock.v1", 1, "reblock"),
+            ("uni20.reduce.v1", 1, "reduce"),
+            ("uni20.create.v1", 1, "create"),
+            ("uni20.noop.v1", 1, "noop"),
+            ("uni20.flush.v1", 1, "flush"),
+            ("uni20.storage.v1", 1, "storage"),
+            ("uni20.sendrecv.v1", 1, "sendrecv"),
+            ("uni20.release.v1", 1, "release"),
+            ("uni20.store_stats.v1", 1, "store_stats"),
+            ("uni20.gc.v1", 1, "gc"),
+        ];
+        for (wire, schema, debug) in expected {
+            let e = registry
+                .by_wire_name(wire)
+                .unwrap_or_else(|| panic!("{wire} is not registered"));
+            assert_eq!((e.schema_version, e.debug_name), (schema, debug), "{wire}");
+            assert_eq!(e.command_id, uni20_worker::command_id(wire));
+        }
+        assert_eq!(registry.entries().len(), expected.len());
+    }
+}
