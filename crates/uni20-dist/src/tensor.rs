@@ -458,6 +458,30 @@ pub(crate) fn collect_refs(
         .collect()
 }
 
+/// A manifest for the planners' unit tests: `shape` tiled by `extents`,
+/// block `b` owned by rank `owner(b)` with object id `(origin, b)`.
+#[cfg(test)]
+pub(crate) fn test_manifest(
+    shape: &[usize],
+    extents: Vec<Vec<usize>>,
+    dtype: DType,
+    origin: u32,
+    owner: impl Fn(usize) -> usize,
+) -> Manifest {
+    let blocking = Blocking::from_extents(shape, extents).expect("a valid test tiling");
+    Manifest {
+        shape: shape.to_vec(),
+        dtype,
+        blocks: (0..blocking.num_blocks())
+            .map(|b| BlockRef {
+                owner: owner(b),
+                id: ObjectId::new(origin, b as u64),
+            })
+            .collect(),
+        blocking,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

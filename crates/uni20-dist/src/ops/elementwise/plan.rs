@@ -96,23 +96,11 @@ pub(crate) fn plan(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tensor::BlockRef;
+    use crate::tensor::test_manifest;
     use uni20_dispatch::{DType, C64};
-    use uni20_persist::ObjectId;
 
     fn manifest(shape: &[usize], ext: Vec<Vec<usize>>, owners: &[usize]) -> Manifest {
-        let blocking = Blocking::from_extents(shape, ext).unwrap();
-        Manifest {
-            shape: shape.to_vec(),
-            dtype: DType::F64,
-            blocks: (0..blocking.num_blocks())
-                .map(|b| BlockRef {
-                    owner: owners[b],
-                    id: ObjectId::new(1, b as u64),
-                })
-                .collect(),
-            blocking,
-        }
+        test_manifest(shape, ext, DType::F64, 1, |b| owners[b])
     }
 
     #[test]

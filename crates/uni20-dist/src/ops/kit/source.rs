@@ -283,22 +283,10 @@ pub(crate) fn rebuilt_bytes(from: &Blocking, to: &Blocking, dtype: DType) -> u64
 #[cfg(test)]
 mod tests {
     use super::*;
-    use uni20_persist::ObjectId;
+    use crate::tensor::test_manifest;
 
     fn manifest(shape: &[usize], ext: Vec<Vec<usize>>) -> Manifest {
-        let blocking = Blocking::from_extents(shape, ext).unwrap();
-        let blocks = (0..blocking.num_blocks())
-            .map(|b| BlockRef {
-                owner: 1 + b % 2,
-                id: ObjectId::new(1, b as u64),
-            })
-            .collect();
-        Manifest {
-            shape: shape.to_vec(),
-            dtype: DType::F64,
-            blocking,
-            blocks,
-        }
+        test_manifest(shape, ext, DType::F64, 1, |b| 1 + b % 2)
     }
 
     #[test]

@@ -51,25 +51,13 @@ pub(crate) fn plan_reblock(workers: &[usize], m: &Manifest, to: &Blocking) -> It
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tensor::BlockRef;
+    use crate::tensor::test_manifest;
     use uni20_dispatch::DType;
-    use uni20_persist::ObjectId;
 
     #[test]
     fn unchanged_blocks_stay_and_cut_blocks_move_once() {
         // Old tiling [3, 1] of 4 rows (owners 1, 2); new tiling [1, 1, 1, 1].
-        let from = Blocking::from_extents(&[4], vec![vec![3, 1]]).unwrap();
-        let m = Manifest {
-            shape: vec![4],
-            dtype: DType::F64,
-            blocking: from,
-            blocks: (0..2)
-                .map(|b| BlockRef {
-                    owner: 1 + b,
-                    id: ObjectId::new(1, b as u64),
-                })
-                .collect(),
-        };
+        let m = test_manifest(&[4], vec![vec![3, 1]], DType::F64, 1, |b| 1 + b);
         let to = Blocking::from_extents(&[4], vec![vec![1, 1, 1, 1]]).unwrap();
         let p = plan_reblock(&[1, 2], &m, &to);
         let ranks: Vec<usize> = p.descriptor.items.iter().map(|i| i.rank).collect();

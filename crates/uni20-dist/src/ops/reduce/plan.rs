@@ -55,27 +55,12 @@ pub(crate) fn plan(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layout::Blocking;
-    use crate::tensor::BlockRef;
+    use crate::tensor::test_manifest;
     use uni20_dispatch::DType;
-    use uni20_persist::ObjectId;
 
-    fn manifest(ext: Vec<usize>, owners: &[usize], gen: u32) -> Manifest {
+    fn manifest(ext: Vec<usize>, owners: &[usize], origin: u32) -> Manifest {
         let n: usize = ext.iter().sum();
-        let blocking = Blocking::from_extents(&[n], vec![ext]).unwrap();
-        Manifest {
-            shape: vec![n],
-            dtype: DType::F64,
-            blocks: owners
-                .iter()
-                .enumerate()
-                .map(|(b, &owner)| BlockRef {
-                    owner,
-                    id: ObjectId::new(gen, b as u64),
-                })
-                .collect(),
-            blocking,
-        }
+        test_manifest(&[n], vec![ext], DType::F64, origin, |b| owners[b])
     }
 
     #[test]

@@ -30,27 +30,13 @@ pub(crate) fn plan_replicate(m: &Manifest, to: usize, keep: bool) -> (ReplicateD
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layout::Blocking;
-    use crate::tensor::BlockRef;
+    use crate::tensor::test_manifest;
     use uni20_dispatch::DType;
-    use uni20_persist::ObjectId;
 
     #[test]
     fn blocks_already_on_the_target_do_not_move() {
-        let blocking = Blocking::from_extents(&[6], vec![vec![2, 2, 2]]).unwrap();
-        let m = Manifest {
-            shape: vec![6],
-            dtype: DType::F32,
-            blocking,
-            blocks: [1, 3, 2]
-                .iter()
-                .enumerate()
-                .map(|(b, &owner)| BlockRef {
-                    owner,
-                    id: ObjectId::new(1, b as u64),
-                })
-                .collect(),
-        };
+        let owners = [1, 3, 2];
+        let m = test_manifest(&[6], vec![vec![2, 2, 2]], DType::F32, 1, |b| owners[b]);
         let (d, participants, bytes) = plan_replicate(&m, 3, false);
         assert_eq!(
             d.transfers.iter().map(|t| (t.from, t.to)).collect::<Vec<_>>(),
