@@ -1,7 +1,7 @@
 //! Local `uni20_dispatch::contract` of `"ij,jk->ik"` (f64) through
 //! `BackendList::default_cpu(threads)` against a raw faer matmul into a preallocated `Mat`,
 //! with the same thread count, in the same criterion group per size (n = 256, 512, 1024,
-//! 2048); then `uni20::contract` on the in-process universe (4 ranks, n = 512, block 256)
+//! 2048); then `uni20::dist::contract` on the in-process universe (4 ranks, n = 512, block 256)
 //! against the local contract of the same size, to show the distribution overhead.
 //!
 //! Run: `cargo bench --bench contract -- --warm-up-time 1 --measurement-time 3`.
@@ -105,7 +105,7 @@ fn local_groups(c: &mut Criterion, threads: usize) {
     }
 }
 
-/// `uni20::contract` on the in-process universe vs the local contract of the same size.
+/// `uni20::dist::contract` on the in-process universe vs the local contract of the same size.
 fn dist_group(c: &mut Criterion, threads: usize) {
     let n = DIST_N;
     let spec = EinsumSpec::parse("ij,jk->ik").expect("spec");
@@ -119,16 +119,16 @@ fn dist_group(c: &mut Criterion, threads: usize) {
         let db = DistTensor::from_local(ctl, &b, DIST_BLOCK).expect("scatter b");
         // Sanity: the distributed result equals the local one.
         let want = contract(&spec, one, &a, &b, zero, None, &backends).expect("local");
-        let got = uni20::contract(ctl, "ij,jk->ik", &da, &db)
+        let got = uni20::dist::contract(ctl, "ij,jk->ik", &da, &db)
             .expect("dist")
             .to_local(ctl)
             .expect("gather");
         let err = got.max_abs_diff(&want).expect("same shape");
         assert!(err < 1e-9, "distributed result differs from local by {err}");
 
-        // `uni20::contract` returns at once; `wait` drives the job until the workers replied.
+        // `uni20::dist::contract` returns at once; `wait` drives the job until the workers replied.
         let mut run_dist = || {
-            let c = uni20::contract(ctl, "ij,jk->ik", black_box(&da), black_box(&db)).expect("dist contract");
+            let c = uni20::dist::contract(ctl, "ij,jk->ik", black_box(&da), black_box(&db)).expect("dist contract");
             c.wait(ctl).expect("dist contract finished");
             black_box(c);
         };

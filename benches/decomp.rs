@@ -1,4 +1,4 @@
-//! `uni20::svd` of a 2000 x 2000 f64 `DistTensor` (blocks of 500, 4 in-process ranks: the
+//! `uni20::dist::svd` of a 2000 x 2000 f64 `DistTensor` (blocks of 500, 4 in-process ranks: the
 //! root and 3 workers) against faer's local thin SVD of the same matrix, in the same run.
 //! The distributed side includes everything a user waits for: fetching the blocks
 //! worker-to-worker onto the factorizing rank, assembling and checking the matrix, the
@@ -22,7 +22,8 @@ use faer::{Mat, MatRef, Par};
 #[path = "../examples/shared/mod.rs"]
 mod shared;
 use shared::{bench_mode, fill, interleaved_medians, threads};
-use uni20::{DistTensor, LocalTensor, SvdOptions};
+use uni20::prelude::SvdOptions;
+use uni20::{DistTensor, LocalTensor};
 
 /// Ranks of the in-process universe (root + 3 workers).
 const RANKS: usize = 4;
@@ -66,7 +67,7 @@ fn main() {
     let outcome = uni20::universe().ranks(RANKS).threads_per_rank(threads).run(|ctl| {
         let da = DistTensor::from_local(ctl, &a, block).expect("scatter");
         // Sanity: the same singular values as faer's.
-        let out = uni20::svd(ctl, &da, "a|b", &SvdOptions::default()).expect("svd");
+        let out = uni20::dist::svd(ctl, &da, "a|b", &SvdOptions::default()).expect("svd");
         let (_, s, _) = faer_thin_svd(MatRef::from_row_major_slice(&data, n, n), par);
         let worst = out
             .s
@@ -81,7 +82,7 @@ fn main() {
         println!("plan: {}", out.summary);
 
         let mut run_dist = || {
-            black_box(uni20::svd(ctl, black_box(&da), "a|b", &SvdOptions::default()).expect("svd"));
+            black_box(uni20::dist::svd(ctl, black_box(&da), "a|b", &SvdOptions::default()).expect("svd"));
         };
         let mut run_faer = || {
             black_box(faer_thin_svd(MatRef::from_row_major_slice(black_box(&data), n, n), par));

@@ -1,5 +1,6 @@
-//! Writing your own command: a descriptor type, a reply type, one
-//! `CommandSpec` impl, one handler function and one registration line.
+//! Writing your own command: a descriptor type, a reply type, one handler
+//! function and one `command!` line (the command type, its `CommandSpec`
+//! impl and its registration).
 //!
 //! `example.block_norms.v1` asks every rank that owns blocks of a tensor
 //! for the squared Frobenius norm of its blocks; the root adds the partial
@@ -14,10 +15,12 @@
 use serde::{Deserialize, Serialize};
 use uni20::persist::PersistentPtr;
 use uni20::prelude::*;
-use uni20::{register_command, CommandSpec, HandlerError, WorkerContext};
+use uni20::{command, HandlerError, WorkerContext};
 
-/// The command: its wire name and schema version are the ABI.
-pub struct BlockNormsV1;
+command!(
+    /// The command: its wire name and schema version are the ABI.
+    pub BlockNormsV1 = "example.block_norms.v1", schema 1, BlockNormsDesc => BlockNormsReply, handle_block_norms
+);
 
 /// What the root sends (identical on every participant): ids only.
 #[derive(Serialize, Deserialize)]
@@ -35,14 +38,6 @@ pub struct BlockNormsReply {
     pub sum_sq: f64,
 }
 
-impl CommandSpec for BlockNormsV1 {
-    const WIRE_NAME: &'static str = "example.block_norms.v1";
-    const DEBUG_NAME: &'static str = "block_norms";
-    const SCHEMA_VERSION: u32 = 1;
-    type Descriptor = BlockNormsDesc;
-    type Reply = BlockNormsReply;
-}
-
 /// Runs on every participant: loads the blocks this rank owns from its
 /// store and sums their squared magnitudes.
 fn handle_block_norms(ctx: &mut WorkerContext<'_>, d: BlockNormsDesc) -> Result<BlockNormsReply, HandlerError> {
@@ -57,8 +52,6 @@ fn handle_block_norms(ctx: &mut WorkerContext<'_>, d: BlockNormsDesc) -> Result<
     }
     Ok(reply)
 }
-
-register_command!(BlockNormsV1 => handle_block_norms);
 
 /// The root side: one submission to the owners, partial sums back.
 fn norm(ctl: &Controller<'_>, t: &DistTensor) -> anyhow::Result<f64> {

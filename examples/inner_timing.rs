@@ -9,11 +9,11 @@
 //! workers; `--threads` per rank, default 1) and serves, one request per line on stdin, one
 //! reply line on stdout:
 //!
-//! - `prepare <n> <block>`: creates two `n x n` f64 `DistTensor`s with `uni20::random`
+//! - `prepare <n> <block>`: creates two `n x n` f64 `DistTensor`s with `uni20::dist::random`
 //!   (seeds 1 and 2, blocks of `block`, owned round-robin by the workers, made on the
 //!   workers), plus the same two tensors as root-local `LocalTensor`s, and runs each timed
 //!   call once to warm up. Reply `ok blocks=<b> value=<inner>` or `error <message>`.
-//! - `inner`: one distributed `uni20::inner(ctl, &a, &b)` (planning, submission, the
+//! - `inner`: one distributed `uni20::dist::inner(ctl, &a, &b)` (planning, submission, the
 //!   workers' reductions, the combination on the leader, the reply). Reply: elapsed seconds.
 //! - `local`: one local `uni20::dispatch::inner(&a, &b, threads)` on the root-local copies
 //!   with the whole thread budget (`ranks - 1` times `--threads`): the kernel floor. Reply:

@@ -2,7 +2,8 @@
 //!
 //! `uni20` starts a *universe* of ranks. Rank 0, the root, runs your code;
 //! every other rank runs a worker loop. Distributed tensors live as blocks in
-//! the workers' persistent stores; operations such as [`contract`] are
+//! the workers' persistent stores; operations such as
+//! [`contract`](prelude::contract) are
 //! planned on the root and submitted as versioned command descriptors, and
 //! payloads move between workers, never through the root.
 //!
@@ -38,49 +39,63 @@
 //! - The expert SPMD mode: [`spmd()`] (one call, like `launch`) or
 //!   `universe().spmd(..)` / `spmd_on(&communicator, ..)` run the closure on
 //!   every rank with an [`SpmdContext`]; the collective operations are in
-//!   [`mod@spmd`].
+//!   [`mod@spmd`] (owned by `uni20-dist`, re-exported here).
 
 #![warn(missing_docs)]
 
 use std::process::ExitCode;
 
-pub mod spmd;
-
+// The crates, whole.
 pub use uni20_async;
 pub use uni20_dispatch as dispatch;
 pub use uni20_dist as dist;
 pub use uni20_persist as persist;
 pub use uni20_tn as tn;
 pub use uni20_worker as worker;
-
-pub use uni20_dispatch::{BackendList, DType, EinsumSpec, LocalTensor, TensorData, C32, C64};
-pub use uni20_dist::{
-    axpby, checkpoint, conj, contract, contract_with, flush_all, identity, inner, max_abs, norm, permute,
-    plan_contract, random, read_npy, reblock, reduce, reshape, restore, scale, write_npy, zeros, Blocking, Checkpoint,
-    ContractOptions, ContractPlan, DistError, DistTensor, LabelError, Manifest, Placement, PlanSummary, Reduced,
-    Reduction, TensorMeta, Tiling,
-};
-pub use uni20_dist::{
-    eigh, lq, qr, svd, EighOptions, EighOutput, LqOutput, QrOptions, QrOutput, SplitError, SvdOptions, SvdOutput,
-    SvdTruncation, DEFAULT_MAX_MATRIX_BYTES,
-};
 /// The rsmpi crate uni20 is built against (feature `mpi`): the
 /// communicators a host passes to `run_on` / `spmd_on` come from it.
 #[cfg(feature = "mpi")]
 pub use uni20_worker::mpi;
+
+/// Distributed operations called collectively in the expert SPMD mode
+/// (every rank calls them with the same arguments); see
+/// [`uni20_dist::spmd`].
+pub use uni20_dist::spmd;
+
+// Local tensors and element types.
+pub use uni20_dispatch::{BackendList, DType, EinsumSpec, LocalTensor, TensorData, C32, C64};
+
+// Distributed tensors, their tilings, plans and checkpoints (the
+// operations themselves are in the prelude and in [`dist`]).
+pub use uni20_dist::{Blocking, Checkpoint, DistTensor, Manifest, Placement, PlanSummary, TensorMeta, Tiling};
+
+// Errors.
+pub use uni20_dist::error::{DistError, LabelError, SplitError};
+pub use uni20_worker::{HandlerError, JobError};
+
+// The runtime: universes, ranks, SPMD contexts.
 pub use uni20_worker::{
-    register_command, CommandSpec, Controller, Disagreement, HandlerError, JobError, RankExit, ReduceOp, SpmdContext,
-    TransportChoice, TypedHandler, UniverseBuilder, WorkerContext, WorkerExit,
+    CollectiveOp, Controller, RankExit, SpmdContext, TransportChoice, UniverseBuilder, WorkerContext, WorkerExit,
 };
 
-/// The names most programs need.
+// Writing a command.
+pub use uni20_worker::{command, register_command, CommandSpec};
+
+/// The names most programs need: every distributed operation with its
+/// options, the tensor and runtime types, and what a custom command
+/// needs (`command!`, [`HandlerError`], [`WorkerContext`], `Block`,
+/// `BlockRef`).
 pub mod prelude {
     pub use crate::{
-        axpby, conj, contract, contract_with, identity, inner, max_abs, norm, permute, random, read_npy, reblock,
-        reshape, scale, write_npy, zeros, ContractOptions, Controller, DType, DistTensor, EinsumSpec, LocalTensor,
-        Placement, Tiling, UniverseBuilder, C64,
+        command, Controller, DType, DistError, DistTensor, EinsumSpec, HandlerError, LocalTensor, Placement, Tiling,
+        UniverseBuilder, WorkerContext, C64,
     };
-    pub use crate::{eigh, lq, qr, svd, EighOptions, QrOptions, SvdOptions, SvdTruncation};
+    pub use uni20_dist::decomp::{EighOptions, QrOptions, SvdOptions, SvdTruncation};
+    pub use uni20_dist::{
+        axpby, checkpoint, conj, contract, contract_with, eigh, einsum, identity, inner, lq, max_abs, norm, permute,
+        qr, random, read_npy, reblock, reshape, restore, retire, scale, svd, write_npy, zeros, Block, BlockRef,
+        Checkpoint, ContractOptions,
+    };
 }
 
 /// A universe builder with every operation crate force-linked, so their
@@ -180,10 +195,10 @@ where
 /// it. Like [`launch`], it installs logging and the signal handlers.
 ///
 /// ```
-/// use uni20::ReduceOp;
+/// use uni20::CollectiveOp;
 ///
 /// let status = uni20::spmd(|ctx| {
-///     let total = ctx.all_reduce_num(ctx.rank() as u64 + 1, ReduceOp::Sum)?;
+///     let total = ctx.all_reduce_num(ctx.rank() as u64 + 1, CollectiveOp::Sum)?;
 ///     let n = ctx.size() as u64;
 ///     anyhow::ensure!(total == n * (n + 1) / 2);
 ///     Ok(())

@@ -114,7 +114,7 @@ fn retired_checkpoints_refuse_and_gc_after_restart_keeps_the_current_one() {
             let m = DistTensor::from_local(ctl, &matrix(n, 2.0), 3).unwrap();
             // Factors of an SVD: committed on the factorizing worker and moved to
             // their owners, where they are kept as received bytes (another origin).
-            let y = uni20::svd(
+            let y = uni20::dist::svd(
                 ctl,
                 &contract(ctl, "ij,jk->ik", &x, &m).unwrap(),
                 "a|b",
@@ -132,7 +132,14 @@ fn retired_checkpoints_refuse_and_gc_after_restart_keeps_the_current_one() {
             ctl.collect().unwrap();
             let err = restore(ctl, old_id).unwrap_err();
             let text = err.to_string();
-            assert!(matches!(err, uni20::DistError::NotFound(_)), "{err}");
+            assert!(
+                matches!(
+                    &err,
+                    uni20::DistError::NotFound(uni20::dist::error::Missing::CheckpointBlock { checkpoint, tensor, .. })
+                        if *checkpoint == old_id && tensor == "x"
+                ),
+                "{err}"
+            );
             assert!(text.contains("tensor `x`") && text.contains("superseded"), "{text}");
             (old_id, new_id, want)
         })
@@ -155,7 +162,7 @@ fn retired_checkpoints_refuse_and_gc_after_restart_keeps_the_current_one() {
             z.wait(ctl).unwrap();
             // And with blocks received as bytes (factors moved to their owners
             // by an SVD, replicas of a contraction) and never decoded there.
-            let f = uni20::svd(ctl, &y, "a|b", &Default::default()).unwrap();
+            let f = uni20::dist::svd(ctl, &y, "a|b", &Default::default()).unwrap();
             gc(ctl).unwrap();
             let (u, vh) = (f.u.to_local(ctl).unwrap(), f.vh.to_local(ctl).unwrap());
             assert_eq!((u.shape(), vh.shape()), (&[n, n][..], &[n, n][..]));

@@ -156,7 +156,7 @@ fn limits_and_options_are_checked_on_the_root() {
             )
             .unwrap_err();
             assert!(matches!(e, DistError::Decomp(_)), "{e}");
-            assert_eq!(uni20::DEFAULT_MAX_MATRIX_BYTES, 8 << 30);
+            assert_eq!(uni20::dist::decomp::DEFAULT_MAX_MATRIX_BYTES, 8 << 30);
         })
         .unwrap();
 }

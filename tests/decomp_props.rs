@@ -312,7 +312,7 @@ fn truncation_at_a_degenerate_multiplet() {
             // A leading multiplet larger than max_rank must be split, and says so.
             let d = LocalTensor::from_f64(&[3, 3], vec![2.0, 0.0, 0.0, 0.0, 2.0, 0.0, 0.0, 0.0, 1.0]).unwrap();
             let dd = DistTensor::from_local(ctl, &d, 2).unwrap();
-            let out = uni20::svd(
+            let out = uni20::dist::svd(
                 ctl,
                 &dd,
                 "a|b",
@@ -352,7 +352,7 @@ fn distributed_svd_at_extreme_scales() {
                 },
                 ..Default::default()
             };
-            let out = uni20::svd(ctl, &dd, "a|b", &opts).unwrap();
+            let out = uni20::dist::svd(ctl, &dd, "a|b", &opts).unwrap();
             assert_eq!(out.kept, 2, "{:?} | {:?}", out.s, out.discarded);
             let want = (1.0 / 1.5e154f64).powi(2) / (1.0 + (1.3f64 / 1.5).powi(2));
             assert!(
@@ -361,7 +361,7 @@ fn distributed_svd_at_extreme_scales() {
                 out.discarded_weight
             );
             let a0 = random(ctl, &[4, 4], DType::F64, 2, 9).unwrap().to_local(ctl).unwrap();
-            let s0 = uni20::svd(
+            let s0 = uni20::dist::svd(
                 ctl,
                 &DistTensor::from_local(ctl, &a0, 2).unwrap(),
                 "a|b",
@@ -372,7 +372,7 @@ fn distributed_svd_at_extreme_scales() {
             for c in [1e200, 1e-200] {
                 let v: Vec<f64> = a0.to_c64_vec().iter().map(|z| z.re * c).collect();
                 let a = DistTensor::from_local(ctl, &LocalTensor::from_f64(&[4, 4], v).unwrap(), 2).unwrap();
-                let out = uni20::svd(ctl, &a, "a|b", &SvdOptions::default()).unwrap();
+                let out = uni20::dist::svd(ctl, &a, "a|b", &SvdOptions::default()).unwrap();
                 for (x, y) in out.s.iter().zip(&s0) {
                     assert!((x / c - y).abs() <= 1e-12 * s0[0], "scale {c:e}: {} vs {y}", x / c);
                 }

@@ -67,7 +67,7 @@ fn validation_errors_are_typed_and_leave_the_job_usable() {
             assert!(matches!(e, DistError::Contract(ContractError::Shape { .. })), "{e:?}");
             assert!(matches!(
                 DistTensor::from_local(ctl, &LocalTensor::zeros(DType::F64, &[2]).unwrap(), 0),
-                Err(DistError::Blocking(uni20::dist::BlockingError::ZeroBlockSize))
+                Err(DistError::Blocking(uni20::dist::error::BlockingError::ZeroBlockSize))
             ));
             // Nothing was submitted: the job still works and gives the right answer.
             let c = contract(ctl, "ij,jk->ik", &a, &b).unwrap().to_local(ctl).unwrap();

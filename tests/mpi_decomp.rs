@@ -50,12 +50,12 @@ fn main() {
             let mut v = vec![1.0; 16];
             v[9] = f64::NAN;
             let bad = DistTensor::from_local(ctl, &LocalTensor::from_f64(&[4, 4], v).unwrap(), 2).unwrap();
-            let e = uni20::svd(ctl, &bad, "a|b", &SvdOptions::default()).unwrap_err();
+            let e = uni20::dist::svd(ctl, &bad, "a|b", &SvdOptions::default()).unwrap_err();
             assert!(
                 matches!(&e, DistError::NonFinite { block: 2, element, .. } if element == &[2, 1]),
                 "{e}"
             );
-            let again = uni20::qr(
+            let again = uni20::dist::qr(
                 ctl,
                 &DistTensor::from_local(ctl, &random_tensor(DType::F64, &[5, 3], &mut seed), 2).unwrap(),
                 "a|b",

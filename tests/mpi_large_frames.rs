@@ -48,8 +48,8 @@ fn long_dot(ctl: &Controller<'_>, n: usize) {
     let got = c.to_local(ctl).unwrap();
     assert_eq!(got.to_c64_vec()[0].re, want, "i,i-> over {n} blocks");
     let m = dx.manifest(ctl).unwrap();
-    let plan = uni20::plan_contract(&ctl.compute_ranks(), "i,i->", &[&m, &m], &Default::default()).unwrap();
-    let frame = uni20::worker::encode(&plan.descriptor).len();
+    let plan = uni20::dist::plan::plan_contract(&ctl.compute_ranks(), "i,i->", &[&m, &m], &Default::default()).unwrap();
+    let frame = plan.descriptor_bytes();
     assert!(frame > 128 << 10, "the plan is only {frame} bytes");
     println!("mpi_large_frames: i,i-> over {n} one-element blocks, plan frame {frame} bytes: ok");
 }

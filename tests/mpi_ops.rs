@@ -49,7 +49,8 @@ fn main() {
                         }
                         "reduce" => {
                             let want = want.to_c64_vec();
-                            let r = uni20::reduce(ctl, uni20::Reduction::Inner(&a, &read("b.npy", bb))).unwrap();
+                            let r = uni20::dist::reduce(ctl, uni20::dist::Reduction::Inner(&a, &read("b.npy", bb)))
+                                .unwrap();
                             assert!((r.value - want[0]).norm() <= 1e-12 * want[0].norm(), "{what}: inner");
                             assert_eq!(r.summary.bytes_through_root, 0, "{what}");
                             let n = norm(ctl, &a).unwrap();

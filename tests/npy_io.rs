@@ -147,8 +147,8 @@ fn hand_made_byte_orders_are_converted() {
         })
         .unwrap();
     // The header reports the byte order it found.
-    assert!(uni20::dist::read_npy_header(&d.join("s.npy")).unwrap().big_endian);
-    assert!(!uni20::dist::read_npy_header(&d.join("n.npy")).unwrap().big_endian);
+    assert!(uni20::dist::npy::read_npy_header(&d.join("s.npy")).unwrap().big_endian);
+    assert!(!uni20::dist::npy::read_npy_header(&d.join("n.npy")).unwrap().big_endian);
 }
 
 /// Every `.uni20-tmp-` file under `dir`, recursively (not following links).

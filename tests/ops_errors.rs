@@ -5,7 +5,8 @@
 //! name, handler location, object).
 
 use uni20::dispatch::{BlockError, ElementwiseError};
-use uni20::dist::{BlockRef, BlockingError, Manifest};
+use uni20::dist::error::BlockingError;
+use uni20::dist::{BlockRef, Manifest};
 use uni20::persist::ObjectId;
 use uni20::prelude::*;
 use uni20::{Blocking, DistError, JobError, LabelError};

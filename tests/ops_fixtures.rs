@@ -130,7 +130,7 @@ fn reductions_match_numpy_to_1e_12() {
                         let what = format!("{} ranks={ranks} blocks={ba}/{bb}", case.name);
                         let a = read_npy(ctl, case.dir.join("a.npy"), ba).unwrap();
                         let b = read_npy(ctl, case.dir.join("b.npy"), bb).unwrap();
-                        let r = uni20::reduce(ctl, uni20::Reduction::Inner(&a, &b)).unwrap();
+                        let r = uni20::dist::reduce(ctl, uni20::dist::Reduction::Inner(&a, &b)).unwrap();
                         rel_close(r.value, want[0], 1e-12, &format!("{what} inner"));
                         check_summary(ctl, &r.summary, &what);
                         if ba == bb {

@@ -9,8 +9,9 @@
 use std::path::{Path, PathBuf};
 
 use uni20::dispatch::SvdBackendList;
+use uni20::dist::decomp::{EighOutput, LqOutput, QrOutput, SvdOutput};
 use uni20::prelude::*;
-use uni20::{EighOutput, LqOutput, PlanSummary, QrOutput, SvdOutput, TensorData, C32};
+use uni20::{PlanSummary, TensorData, C32};
 
 /// A matrix view as the test reads a split: the tensor's labels, the row
 /// labels and the column labels (in the order written).
@@ -296,7 +297,7 @@ pub fn check_svd(ctl: &Controller<'_>, a: &LocalTensor, da: &DistTensor, split: 
     let dtype = a.dtype();
     let eps = tol(dtype);
     let (m, n) = view.size(a.shape());
-    let out = uni20::svd(ctl, da, split, opts).unwrap_or_else(|e| panic!("svd {split}: {e}"));
+    let out = uni20::dist::svd(ctl, da, split, opts).unwrap_or_else(|e| panic!("svd {split}: {e}"));
     let k = out.kept;
     assert_eq!(out.s.len(), k);
     assert!(out.s.windows(2).all(|w| w[0] >= w[1]), "s not sorted: {:?}", out.s);
@@ -445,11 +446,11 @@ pub fn check_qr(
     let opts = QrOptions::default();
     let (left, right, summary) = if lq {
         let LqOutput { l, q, summary, .. } =
-            uni20::lq(ctl, da, split, &opts).unwrap_or_else(|e| panic!("lq {split}: {e}"));
+            uni20::dist::lq(ctl, da, split, &opts).unwrap_or_else(|e| panic!("lq {split}: {e}"));
         (l, q, summary)
     } else {
         let QrOutput { q, r, summary, .. } =
-            uni20::qr(ctl, da, split, &opts).unwrap_or_else(|e| panic!("qr {split}: {e}"));
+            uni20::dist::qr(ctl, da, split, &opts).unwrap_or_else(|e| panic!("qr {split}: {e}"));
         (q, r, summary)
     };
     check_summary(ctl, &summary, &left, if lq { "lq" } else { "qr" });
@@ -520,7 +521,8 @@ pub fn check_eigh(ctl: &Controller<'_>, a: &LocalTensor, da: &DistTensor, split:
     let dtype = a.dtype();
     let eps = tol(dtype);
     let (n, _) = view.size(a.shape());
-    let out = uni20::eigh(ctl, da, split, &EighOptions::default()).unwrap_or_else(|e| panic!("eigh {split}: {e}"));
+    let out =
+        uni20::dist::eigh(ctl, da, split, &EighOptions::default()).unwrap_or_else(|e| panic!("eigh {split}: {e}"));
     check_summary(ctl, &out.summary, &out.vectors, "eigh");
     assert_eq!(out.values.len(), n);
     assert!(

@@ -6,9 +6,10 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{ensure, Context as _};
-use uni20::dist::{read_npy_header, DistError};
+use uni20::dist::npy::read_npy_header;
+use uni20::dist::DistError;
 use uni20::spmd::{contract, scatter, to_local, SpmdTensor};
-use uni20::{JobError, LocalTensor, ReduceOp, SpmdContext};
+use uni20::{CollectiveOp, JobError, LocalTensor, SpmdContext};
 
 /// The numpy fixture cases the SPMD contraction is checked on.
 pub const CASES: &[&str] = &[
@@ -84,10 +85,10 @@ pub fn check_collectives(ctx: &SpmdContext<'_>) -> anyhow::Result<()> {
         all == (0..n).map(|r| vec![r; r + 1]).collect::<Vec<_>>(),
         "all_gather: {all:?}"
     );
-    let sum = ctx.all_reduce_num(0.25 + me as f64, ReduceOp::Sum)?;
+    let sum = ctx.all_reduce_num(0.25 + me as f64, CollectiveOp::Sum)?;
     let want = (0..n).map(|r| 0.25 + r as f64).fold(0.0, |a, b| a + b);
     ensure!(sum.to_bits() == want.to_bits(), "all_reduce sum {sum} != {want}");
-    let max = ctx.reduce_num(n - 1, 10 - me as i32, ReduceOp::Max)?;
+    let max = ctx.reduce_num(n - 1, 10 - me as i32, CollectiveOp::Max)?;
     ensure!(max == (me == n - 1).then_some(10), "reduce max: {max:?}");
     let joined = ctx.all_reduce(format!("{me}"), |a, b| format!("{a},{b}"))?;
     let want: Vec<String> = (0..n).map(|r| r.to_string()).collect();

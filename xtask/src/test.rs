@@ -22,7 +22,13 @@ pub const SMOKE_EXAMPLE: &str = "heisenberg";
 
 /// Examples run under MPI as end-to-end checks, with their rank counts
 /// (each must exit 0). `embed` splits the world into two halves.
-pub const MPI_EXAMPLES: &[(&str, u32)] = &[(SMOKE_EXAMPLE, 3), ("custom_command", 3), ("embed", 4), ("embed", 6)];
+pub const MPI_EXAMPLES: &[(&str, u32)] = &[
+    (SMOKE_EXAMPLE, 3),
+    ("custom_command", 3),
+    ("kit_family", 3),
+    ("embed", 4),
+    ("embed", 6),
+];
 
 /// Options of `cargo xtask test`.
 #[derive(Debug, Clone)]

@@ -142,7 +142,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                         parsed.num_inputs(),
                         operands.len()
                     );
-                    uni20::dist::resolve_npy_output(output)?;
+                    uni20::dist::npy::resolve_npy_output(output)?;
                     // On the root: SIGTERM/SIGINT/SIGHUP remove the temporary output file.
                     uni20::worker::cleanup::install_signal_handlers().map_err(anyhow::Error::msg)?;
                     let inputs = operands

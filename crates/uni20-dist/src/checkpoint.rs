@@ -16,7 +16,7 @@ use uni20_persist::{
 };
 use uni20_worker::{Controller, Flush, HeldBlock, StorageCommand};
 
-use crate::error::DistError;
+use crate::error::{DistError, Missing};
 use crate::tensor::{DistTensor, Manifest};
 
 /// A checkpoint: named tensor manifests plus user scalars and a step.
@@ -71,7 +71,7 @@ impl Checkpoint {
             .tensors
             .iter()
             .find(|(n, _)| n == name)
-            .ok_or_else(|| DistError::NotFound(format!("tensor `{name}` of the checkpoint")))?;
+            .ok_or_else(|| DistError::NotFound(Missing::CheckpointTensor { name: name.to_string() }))?;
         DistTensor::from_manifest(ctl, m.1.clone())
     }
 }
@@ -199,12 +199,12 @@ fn check_blocks_exist(ctl: &Controller<'_>, id: ObjectId, cp: &Checkpoint) -> Re
             }
             Some((_, StorageResponse::NotFound(_))) => {
                 missing.get_or_insert_with(|| {
-                    DistError::NotFound(format!(
-                        "block {} of tensor `{name}` of checkpoint {id} on rank {} (a newer checkpoint superseded \
-                         this one and its blocks were released, or the store directory differs from the run that \
-                         wrote it)",
-                        b.id, b.owner
-                    ))
+                    DistError::NotFound(Missing::CheckpointBlock {
+                        checkpoint: id,
+                        tensor: name.clone(),
+                        block: b.id,
+                        rank: b.owner,
+                    })
                 });
             }
             other => {

@@ -1,6 +1,7 @@
 //! Errors of distributed operations ([`DistError`]): validation errors
 //! found on the root before anything is submitted, and failures of
-//! submitted commands (fail-stop).
+//! submitted commands (fail-stop); with the typed errors its variants
+//! carry (each family's in a leaf file of its folder).
 
 use std::path::PathBuf;
 
@@ -8,11 +9,12 @@ use uni20_dispatch::{
     BlockError, ContractError, DType, DTypeError, DecompError, DecompKind, ElementwiseError, SpecError, TensorError,
     C64,
 };
+use uni20_persist::ObjectId;
 use uni20_worker::JobError;
 
-use crate::layout::BlockingError;
-use crate::ops::decomp::SplitError;
-use crate::ops::elementwise::LabelError;
+pub use crate::layout::BlockingError;
+pub use crate::ops::decomp::error::SplitError;
+pub use crate::ops::elementwise::error::LabelError;
 
 /// Error of a distributed tensor operation.
 ///
@@ -122,9 +124,9 @@ pub enum DistError {
         what: String,
     },
     /// A manifest is inconsistent (tiling vs shape, block count, block
-    /// contents).
+    /// contents, owners).
     #[error("invalid manifest: {0}")]
-    BadManifest(String),
+    BadManifest(ManifestError),
     /// A tensor of one universe was used in another (each universe has its
     /// own objects; a tensor's blocks do not exist elsewhere).
     #[error("a tensor of universe {tensor:#018x} was used in universe {this:#018x}")]
@@ -134,9 +136,10 @@ pub enum DistError {
         /// The universe it was used in.
         this: u64,
     },
-    /// A named item (for example a tensor of a checkpoint) does not exist.
+    /// A named item (a tensor of a checkpoint, a block a checkpoint keeps)
+    /// does not exist.
     #[error("{0} not found")]
-    NotFound(String),
+    NotFound(Missing),
     /// A block that a checkpoint names is held by its owner, but its file
     /// (or bytes) failed an integrity check: truncated, a CRC-32 mismatch,
     /// a foreign format or an undecodable payload. `damage` names the file
@@ -265,5 +268,93 @@ pub enum DistError {
         max_abs: f64,
         /// The relative tolerance in force.
         tolerance: f64,
+    },
+}
+
+/// What is inconsistent in a manifest ([`DistError::BadManifest`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ManifestError {
+    /// The tiling does not cover the tensor's shape.
+    #[error("tiling {extents:?} does not cover shape {shape:?}")]
+    TilingShape {
+        /// The tiling's block extents, per mode.
+        extents: Vec<Vec<usize>>,
+        /// The tensor's shape.
+        shape: Vec<usize>,
+    },
+    /// The number of block entries differs from the tiling's block count.
+    #[error("{entries} block entries for a tiling of {blocks} blocks")]
+    BlockCount {
+        /// Block entries of the manifest.
+        entries: usize,
+        /// Blocks of the tiling.
+        blocks: usize,
+    },
+    /// A block number outside the manifest.
+    #[error("block {block} of a manifest of {entries} blocks (tiling of {blocks})")]
+    NoSuchBlock {
+        /// The block number asked for.
+        block: usize,
+        /// Block entries of the manifest.
+        entries: usize,
+        /// Blocks of the tiling.
+        blocks: usize,
+    },
+    /// A block's payload has another shape or dtype than the manifest says.
+    #[error(
+        "block {block} has shape {shape:?} {}, the manifest says {expected_shape:?} {}",
+        dtype.name(),
+        expected_dtype.name()
+    )]
+    BlockContents {
+        /// The block number.
+        block: usize,
+        /// The payload's shape.
+        shape: Vec<usize>,
+        /// The payload's dtype.
+        dtype: DType,
+        /// The shape the manifest gives the block.
+        expected_shape: Vec<usize>,
+        /// The manifest's dtype.
+        expected_dtype: DType,
+    },
+    /// A block is owned by a rank outside the universe.
+    #[error("block {id} is owned by rank {owner}, outside this universe of {size} ranks")]
+    OwnerOutside {
+        /// The block's object id.
+        id: ObjectId,
+        /// Its owner.
+        owner: usize,
+        /// The universe size.
+        size: usize,
+    },
+}
+
+/// What a [`DistError::NotFound`] names.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Missing {
+    /// A checkpoint has no tensor of this name.
+    #[error("tensor `{name}` of the checkpoint")]
+    CheckpointTensor {
+        /// The name asked for.
+        name: String,
+    },
+    /// A block a checkpoint keeps is gone from its owner's store.
+    #[error(
+        "block {block} of tensor `{tensor}` of checkpoint {checkpoint} on rank {rank} (a newer checkpoint \
+         superseded this one and its blocks were released, or the store directory differs from the run that \
+         wrote it)"
+    )]
+    CheckpointBlock {
+        /// The checkpoint's object id.
+        checkpoint: ObjectId,
+        /// The tensor of the checkpoint the block belongs to.
+        tensor: String,
+        /// The block's object id.
+        block: ObjectId,
+        /// The rank that should hold it.
+        rank: usize,
     },
 }

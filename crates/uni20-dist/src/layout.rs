@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 /// A zero extent gives one empty block (`[0]`), so every mode of every
 /// tensor has at least one block and zero-size dimensions flow through
 /// planning like any other. `block` must be positive (checked by callers).
-pub fn block_extents(n: usize, block: usize) -> Vec<usize> {
+pub(crate) fn block_extents(n: usize, block: usize) -> Vec<usize> {
     if n == 0 {
         return vec![0];
     }
@@ -23,7 +23,7 @@ pub fn block_extents(n: usize, block: usize) -> Vec<usize> {
 }
 
 /// Row-major (C order) strides, in elements, of a dense array of `shape`.
-pub fn c_strides(shape: &[usize]) -> Vec<usize> {
+pub(crate) fn c_strides(shape: &[usize]) -> Vec<usize> {
     let mut s = vec![1usize; shape.len()];
     for k in (0..shape.len().saturating_sub(1)).rev() {
         s[k] = s[k + 1] * shape[k + 1];
@@ -257,7 +257,7 @@ impl From<Blocking> for Vec<Vec<usize>> {
 /// If a computed range lies outside `src` or `dst` (a caller bug: callers
 /// derive every argument from validated shapes).
 #[allow(clippy::too_many_arguments)]
-pub fn copy_box(
+pub(crate) fn copy_box(
     src: &[u8],
     src_strides: &[usize],
     src_base: usize,
@@ -311,7 +311,7 @@ pub fn copy_box(
 /// # Panics
 /// If `b` is not below `blocking.num_blocks()` or `blocking` does not tile
 /// `local`'s shape.
-pub fn extract_block(
+pub(crate) fn extract_block(
     local: &uni20_dispatch::LocalTensor,
     blocking: &Blocking,
     b: usize,

@@ -12,20 +12,27 @@
 //! | [`layout`] | `Blocking` (block tilings) and byte-level box copies |
 //! | `placement` | `Placement`: which ranks own the blocks of a new tensor |
 //! | `scatter` | `from_local` / `to_local` and their commands |
-//! | `transfer` | worker-to-worker block transfers, shared by every family |
+//! | `transfer` | worker-to-worker block transfers (`transfer/record.rs`: the plain `Transfer` record, a leaf) |
 //! | `summary` | `PlanSummary`: a plan in numbers |
-//! | `ops::contract` | `contract`, its pure planner, its command and handler |
-//! | `ops::decomp` | `svd`, `qr`, `lq`, `eigh`: split parser, planner, commands and handlers |
-//! | `ops::replicate` | `replicate` and its command |
-//! | `ops::elementwise` | `axpby`, `scale`, `conj`, `permute`, `reshape`, their label specs and command |
-//! | `ops::reblock` | `reblock`, `Tiling`, boxes assembled from another tiling's blocks |
-//! | `ops::reduce` | `norm`, `inner`, `max_abs` (`reduce`) and their command |
-//! | `ops::create` | `zeros`, `random`, `identity` and their command |
-//! | `ops::deferred` | waiting for inputs, submitting, filling outputs |
-//! | [`symmetry`] | abelian groups and charges, legs with sectors, the charge rule and allowed blocks, leg fusion |
-//! | `npy` | distributed `.npy` reading and writing |
+//! | `ops::kit` | what every family shares: item assignment, block sources, item plans and their submission, size limits, the deferred submit/fill/poison machinery, the generic item handler |
+//! | `ops::contract` | `contract`, `einsum`, its pure planner (`plan`), operand alignment (`align`), its command |
+//! | `ops::decomp` | `svd`, `qr`, `lq`, `eigh`: split parser, planner, commands, worker assembly, root flow |
+//! | `ops::replicate` | `replicate`, its planner and command |
+//! | `ops::elementwise` | `axpby`, `scale`, `conj`, `permute`, `reshape`, their label specs, planner and command |
+//! | `ops::reblock` | `reblock`, its planner and command |
+//! | `ops::reduce` | `norm`, `inner`, `max_abs` (`reduce`), its planner and command |
+//! | `ops::create` | `zeros`, `random`, `identity`, their planner and command |
+//! | [`symmetry`] | abelian groups and charges, legs with sectors, the charge rule and allowed blocks, leg fusion, contraction pairs, truncation across sectors |
+//! | [`npy`] | distributed `.npy` reading and writing |
 //! | `checkpoint` | checkpoints of named tensors (their blocks are kept) |
 //! | `lifetimes` | `gc` across ranks from live tensors, checkpoints and named roots |
+//! | [`spmd`] | the collective operations of the expert SPMD mode |
+//!
+//! Each family folder under `ops` has the same files: `mod.rs` (public
+//! calls), `plan.rs` (pure planner, unit-tested without a universe) and
+//! `command.rs` (descriptor, per-item compute, one `command!` line).
+//! Descriptors, items and planners are crate-private; what a program calls
+//! is re-exported below.
 //!
 //! Commands defined here (all registered at link time):
 //! `uni20.contract.v1`, `uni20.svd.v1`, `uni20.qr.v1`, `uni20.eigh.v1`,
@@ -35,62 +42,164 @@
 //! `uni20.create.v1`.
 
 #![warn(missing_docs)]
+#![deny(unreachable_pub)]
 
 mod checkpoint;
-mod error;
+pub mod error;
 pub mod layout;
 mod lifetimes;
-mod npy;
+pub mod npy;
 mod ops;
 mod placement;
 mod scatter;
+pub mod spmd;
 mod summary;
 pub mod symmetry;
 mod tensor;
 mod transfer;
 
-pub use checkpoint::{checkpoint, flush_all, restore, retire, Checkpoint};
-pub use error::DistError;
-pub use layout::{Blocking, BlockingError, MAX_BLOCKS};
-pub use lifetimes::{gc, GcTotals};
-pub use npy::{
-    npy_header_bytes, read_npy, read_npy_header, resolve_npy_output, write_npy, NpyLayout, NpyReadDesc, NpyReadV1,
-    NpyWriteDesc, NpyWriteV1,
-};
-pub use ops::contract::{
-    contract, contract_with, einsum, plan_contract, ContractDescriptorV1, ContractOptions, ContractPlan, ContractV1,
-    WorkItem, MAX_BLOCK_BYTES, MAX_BLOCK_PRODUCTS,
-};
-pub use ops::create::{identity, random, zeros, CreateDescV1, CreateV1, Recipe};
-pub use ops::decomp::{
-    eigh, lq, qr, svd, DecompReplyV1, DistributeFactorsDescV1, DistributeFactorsV1, EighDescV1, EighOptions,
-    EighOutput, EighV1, FactoredV1, LqOutput, MatrixDescV1, QrDescV1, QrOptions, QrOutput, QrV1, RejectionV1,
-    SplitError, SvdDescV1, SvdOptions, SvdOutput, SvdTruncation, SvdV1, TruncationV1, DEFAULT_MAX_MATRIX_BYTES,
-};
-pub use ops::elementwise::{
-    axpby, conj, permute, reshape, scale, ElementwiseDescV1, ElementwiseItem, ElementwiseOp, ElementwiseV1, LabelError,
-    SecondOperand,
-};
-pub use ops::reblock::{reblock, BoxSource, Piece, ReblockDescV1, ReblockItem, ReblockV1, Tiling};
-pub use ops::reduce::{inner, max_abs, norm, reduce, ReduceDescV1, ReduceItem, ReduceOp, ReduceV1, Reduced, Reduction};
-pub use ops::replicate::{replicate, ReplicateDesc, ReplicateV1};
+// Tensors, tilings and placement.
+pub use layout::Blocking;
+pub use ops::kit::tiling::Tiling;
 pub use placement::Placement;
-pub use scatter::{GetBlocksDesc, GetBlocksV1, PutBlocksDesc, PutBlocksV1};
-pub use summary::{PlanSummary, RankShare};
 pub use tensor::{Block, BlockRef, DistTensor, Manifest, TensorMeta};
-pub use transfer::{exchange_blocks, Transfer, TransferSet};
+
+// Contraction.
+pub use ops::contract::{contract, contract_with, einsum, ContractOptions};
+
+// Element-wise operations, redistribution and replication.
+pub use ops::elementwise::{axpby, conj, permute, reshape, scale};
+pub use ops::reblock::reblock;
+pub use ops::replicate::replicate;
+
+// Creation on the workers.
+pub use ops::create::{identity, random, zeros};
+
+// Reductions to one number.
+pub use ops::reduce::{inner, max_abs, norm, reduce, Reduced, Reduction};
+
+// Decompositions (their options and outputs are in [`decomp`]).
+pub use ops::decomp::{eigh, lq, qr, svd};
+
+// Files, checkpoints and block lifetimes.
+pub use checkpoint::{checkpoint, flush_all, restore, retire, Checkpoint};
+pub use lifetimes::{gc, GcTotals};
+pub use npy::{read_npy, write_npy};
+
+// Plans and errors.
+pub use error::DistError;
+pub use summary::PlanSummary;
+
+/// Decompositions of a tensor viewed as a matrix: the calls (also at the
+/// crate root), their options and outputs, and the matrix-size limit.
+pub mod decomp {
+    pub use crate::ops::decomp::{
+        eigh, lq, qr, svd, EighOptions, EighOutput, LqOutput, QrOptions, QrOutput, SvdOptions, SvdOutput,
+        SvdTruncation, DEFAULT_MAX_MATRIX_BYTES,
+    };
+}
+
+/// The family kit: what an operation family whose command computes one
+/// output block per item is written with, in this crate or outside it
+/// (`examples/kit_family`). A family is a folder of three files: `mod.rs`
+/// (its public call: validate, then [`defer_items`](kit::defer_items)),
+/// `plan.rs` (a pure planner returning an [`ItemPlan`](kit::ItemPlan):
+/// items assigned with an [`Assigner`](kit::Assigner), blocks to move in a
+/// [`TransferSet`](kit::TransferSet)) and `command.rs` (the descriptor, its
+/// [`ItemWork`](kit::ItemWork) impl, whose `compute` is the per-item
+/// function, and one `command!` line naming
+/// [`handle_items`](kit::handle_items)).
+pub mod kit {
+    pub use crate::ops::kit::{defer_items, handle_items, participants_of, Assigner, ItemPlan, ItemWork};
+    pub use crate::transfer::record::Transfer;
+    pub use crate::transfer::TransferSet;
+}
+
+/// Plans without running them, and the limits every plan respects.
+pub mod plan {
+    pub use crate::ops::contract::{plan_contract, ContractPlan, MAX_BLOCK_PRODUCTS};
+    pub use crate::ops::kit::tiling::MAX_BLOCK_BYTES;
+    pub use crate::summary::{PlanSummary, RankShare};
+}
+
+/// Entry points for the decoding fuzz test (`tests/decode_fuzz.rs`), which
+/// needs a global allocator of its own and so cannot be a unit test: the
+/// contraction descriptor's bytes and its worker-side decoding, without
+/// exposing the descriptor type. Not part of the API.
+#[doc(hidden)]
+pub mod fuzz {
+    use crate::ops::contract::ContractPlan;
+
+    /// The postcard bytes of `plan`'s `uni20.contract.v1` descriptor.
+    pub fn contract_descriptor_bytes(plan: &ContractPlan) -> Vec<u8> {
+        uni20_worker::encode(&plan.descriptor)
+    }
+
+    /// Decodes `bytes` as a `uni20.contract.v1` descriptor exactly as a
+    /// worker does (`uni20_worker::decode_exact`: no trailing bytes).
+    ///
+    /// # Errors
+    /// The decode error's text.
+    pub fn decode_contract_descriptor(bytes: &[u8]) -> Result<(), String> {
+        uni20_worker::decode_exact::<crate::ops::contract::ContractDescriptorV1>(bytes, "descriptor")
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }
+}
 
 /// Referenced by the facade so the linker keeps this crate's command
 /// registrations (a crate whose items are never used can be dropped).
 #[doc(hidden)]
 pub fn force_link() {
-    std::hint::black_box(ContractV1::WIRE_NAME);
+    std::hint::black_box(ops::contract::ContractV1::WIRE_NAME);
     std::hint::black_box([
-        SvdV1::WIRE_NAME,
-        QrV1::WIRE_NAME,
-        EighV1::WIRE_NAME,
-        DistributeFactorsV1::WIRE_NAME,
+        ops::decomp::SvdV1::WIRE_NAME,
+        ops::decomp::QrV1::WIRE_NAME,
+        ops::decomp::EighV1::WIRE_NAME,
+        ops::decomp::DistributeFactorsV1::WIRE_NAME,
     ]);
 }
 
 use uni20_worker::CommandSpec as _;
+
+#[cfg(test)]
+mod tests {
+    /// The commands declared with `command!` keep their wire names, schema
+    /// versions and debug names (they appear in diagnostics and in the
+    /// start-up registry comparison).
+    #[test]
+    fn every_command_keeps_its_wire_name_schema_and_debug_name() {
+        let registry = uni20_worker::Registry::linked().unwrap();
+        let expected = [
+            ("uni20.contract.v1", 2, "contract"),
+            ("uni20.svd.v1", 1, "svd"),
+            ("uni20.qr.v1", 1, "qr"),
+            ("uni20.eigh.v1", 1, "eigh"),
+            ("uni20.distribute_factors.v1", 1, "distribute_factors"),
+            ("uni20.replicate.v1", 1, "replicate"),
+            ("uni20.put_blocks.v1", 1, "put_blocks"),
+            ("uni20.get_blocks.v1", 1, "get_blocks"),
+            ("uni20.npy_read.v1", 2, "npy_read"),
+            ("uni20.npy_write.v1", 1, "npy_write"),
+            ("uni20.elementwise.v1", 1, "elementwise"),
+            ("uni20.reblock.v1", 1, "reblock"),
+            ("uni20.reduce.v1", 1, "reduce"),
+            ("uni20.create.v1", 1, "create"),
+            ("uni20.noop.v1", 1, "noop"),
+            ("uni20.flush.v1", 1, "flush"),
+            ("uni20.storage.v1", 1, "storage"),
+            ("uni20.sendrecv.v1", 1, "sendrecv"),
+            ("uni20.release.v1", 1, "release"),
+            ("uni20.store_stats.v1", 1, "store_stats"),
+            ("uni20.gc.v1", 1, "gc"),
+        ];
+        for (wire, schema, debug) in expected {
+            let e = registry
+                .by_wire_name(wire)
+                .unwrap_or_else(|| panic!("{wire} is not registered"));
+            assert_eq!((e.schema_version, e.debug_name), (schema, debug), "{wire}");
+            assert_eq!(e.command_id, uni20_worker::command_id(wire));
+        }
+        assert_eq!(registry.entries().len(), expected.len());
+    }
+}

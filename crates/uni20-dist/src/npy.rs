@@ -25,11 +25,11 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use uni20_dispatch::{DType, LocalTensor};
 use uni20_persist::{ObjectId, PersistentPtr};
-use uni20_worker::{register_command, CommandSpec, Controller, HandlerError, WorkerContext};
+use uni20_worker::{command, Controller, HandlerError, WorkerContext};
 
 use crate::error::DistError;
 use crate::layout::{c_strides, copy_box, Blocking};
-use crate::ops::deferred::{submit_filling, Output};
+use crate::ops::kit::deferred::{submit_filling, Output};
 use crate::placement::Placement;
 use crate::summary::PlanSummary;
 use crate::tensor::{collect_refs, Block, BlockRef, DistTensor, TensorMeta};
@@ -303,29 +303,23 @@ fn write_block(
     }
 }
 
-/// `uni20.npy_read.v1`: owners read their blocks from a shared file.
-pub struct NpyReadV1;
+command!(
+    /// `uni20.npy_read.v1`: owners read their blocks from a shared file.
+    /// Schema 2: [`NpyLayout`] gained `big_endian`.
+    pub(crate) NpyReadV1 = "uni20.npy_read.v1", schema 2, NpyReadDesc => Vec<(usize, ObjectId)>, handle_npy_read
+);
 
 /// Descriptor of [`NpyReadV1`].
 #[derive(Serialize, Deserialize)]
-pub struct NpyReadDesc {
+pub(crate) struct NpyReadDesc {
     /// File path (every rank must see it).
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// Header facts parsed by the root.
-    pub layout: NpyLayout,
+    pub(crate) layout: NpyLayout,
     /// Block tiling of the tensor.
-    pub blocking: Blocking,
+    pub(crate) blocking: Blocking,
     /// Owner of each block.
-    pub owners: Vec<usize>,
-}
-
-impl CommandSpec for NpyReadV1 {
-    const WIRE_NAME: &'static str = "uni20.npy_read.v1";
-    const DEBUG_NAME: &'static str = "npy_read";
-    /// 2: [`NpyLayout`] gained `big_endian`.
-    const SCHEMA_VERSION: u32 = 2;
-    type Descriptor = NpyReadDesc;
-    type Reply = Vec<(usize, ObjectId)>;
+    pub(crate) owners: Vec<usize>,
 }
 
 fn handle_npy_read(ctx: &mut WorkerContext<'_>, d: NpyReadDesc) -> Result<Vec<(usize, ObjectId)>, HandlerError> {
@@ -344,32 +338,24 @@ fn handle_npy_read(ctx: &mut WorkerContext<'_>, d: NpyReadDesc) -> Result<Vec<(u
     Ok(out)
 }
 
-register_command!(NpyReadV1 => handle_npy_read);
-
-/// `uni20.npy_write.v1`: owners write their blocks into a pre-sized file.
-pub struct NpyWriteV1;
+command!(
+    /// `uni20.npy_write.v1`: owners write their blocks into a pre-sized file.
+    pub(crate) NpyWriteV1 = "uni20.npy_write.v1", schema 1, NpyWriteDesc => (), handle_npy_write
+);
 
 /// Descriptor of [`NpyWriteV1`].
 #[derive(Serialize, Deserialize)]
-pub struct NpyWriteDesc {
+pub(crate) struct NpyWriteDesc {
     /// Temporary file path (every rank must see it).
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// Byte offset of the first element.
-    pub data_offset: u64,
+    pub(crate) data_offset: u64,
     /// Global shape.
-    pub shape: Vec<usize>,
+    pub(crate) shape: Vec<usize>,
     /// Block tiling.
-    pub blocking: Blocking,
+    pub(crate) blocking: Blocking,
     /// Every block.
-    pub blocks: Vec<BlockRef>,
-}
-
-impl CommandSpec for NpyWriteV1 {
-    const WIRE_NAME: &'static str = "uni20.npy_write.v1";
-    const DEBUG_NAME: &'static str = "npy_write";
-    const SCHEMA_VERSION: u32 = 1;
-    type Descriptor = NpyWriteDesc;
-    type Reply = ();
+    pub(crate) blocks: Vec<BlockRef>,
 }
 
 fn handle_npy_write(ctx: &mut WorkerContext<'_>, d: NpyWriteDesc) -> Result<(), HandlerError> {
@@ -391,8 +377,6 @@ fn handle_npy_write(ctx: &mut WorkerContext<'_>, d: NpyWriteDesc) -> Result<(), 
         .map_err(|e| HandlerError::from(e).context(format!("syncing {}", d.path.display())))?;
     Ok(())
 }
-
-register_command!(NpyWriteV1 => handle_npy_write);
 
 /// Reads an npy file into a distributed tensor with blocks of at most
 /// `block` elements per mode, owned round-robin by the workers; each owner

@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 use uni20_dispatch::LocalTensor;
 use uni20_persist::{ObjectId, PersistentPtr};
-use uni20_worker::{register_command, CommandSpec, Controller, HandlerError, WorkerContext, TAG_ROOT_DATA};
+use uni20_worker::{command, Controller, HandlerError, WorkerContext, TAG_ROOT_DATA};
 
 use crate::error::DistError;
 use crate::layout::{extract_block, Blocking};
@@ -116,24 +116,18 @@ impl DistTensor {
     }
 }
 
-/// `uni20.put_blocks.v1`: the root streams blocks to their owners, which
-/// commit them. Each owner receives its blocks' encoded payloads from the
-/// root (`TAG_ROOT_DATA`, block order). Reply: `(block number, object id)`.
-pub struct PutBlocksV1;
+command!(
+    /// `uni20.put_blocks.v1`: the root streams blocks to their owners, which
+    /// commit them. Each owner receives its blocks' encoded payloads from the
+    /// root (`TAG_ROOT_DATA`, block order). Reply: `(block number, object id)`.
+    pub(crate) PutBlocksV1 = "uni20.put_blocks.v1", schema 1, PutBlocksDesc => Vec<(usize, ObjectId)>, handle_put_blocks
+);
 
 /// Descriptor of [`PutBlocksV1`].
 #[derive(Serialize, Deserialize)]
-pub struct PutBlocksDesc {
+pub(crate) struct PutBlocksDesc {
     /// Owner rank of each block, in block order.
-    pub owners: Vec<usize>,
-}
-
-impl CommandSpec for PutBlocksV1 {
-    const WIRE_NAME: &'static str = "uni20.put_blocks.v1";
-    const DEBUG_NAME: &'static str = "put_blocks";
-    const SCHEMA_VERSION: u32 = 1;
-    type Descriptor = PutBlocksDesc;
-    type Reply = Vec<(usize, ObjectId)>;
+    pub(crate) owners: Vec<usize>,
 }
 
 fn handle_put_blocks(ctx: &mut WorkerContext<'_>, desc: PutBlocksDesc) -> Result<Vec<(usize, ObjectId)>, HandlerError> {
@@ -154,25 +148,17 @@ fn handle_put_blocks(ctx: &mut WorkerContext<'_>, desc: PutBlocksDesc) -> Result
     Ok(out)
 }
 
-register_command!(PutBlocksV1 => handle_put_blocks);
-
-/// `uni20.get_blocks.v1`: each owner sends its blocks' encoded payloads to
-/// the root (`TAG_ROOT_DATA`, block order). Descriptor: every block ref.
-pub struct GetBlocksV1;
+command!(
+    /// `uni20.get_blocks.v1`: each owner sends its blocks' encoded payloads to
+    /// the root (`TAG_ROOT_DATA`, block order). Descriptor: every block ref.
+    pub(crate) GetBlocksV1 = "uni20.get_blocks.v1", schema 1, GetBlocksDesc => (), handle_get_blocks
+);
 
 /// Descriptor of [`GetBlocksV1`].
 #[derive(Serialize, Deserialize)]
-pub struct GetBlocksDesc {
+pub(crate) struct GetBlocksDesc {
     /// Every block, in block order.
-    pub blocks: Vec<BlockRef>,
-}
-
-impl CommandSpec for GetBlocksV1 {
-    const WIRE_NAME: &'static str = "uni20.get_blocks.v1";
-    const DEBUG_NAME: &'static str = "get_blocks";
-    const SCHEMA_VERSION: u32 = 1;
-    type Descriptor = GetBlocksDesc;
-    type Reply = ();
+    pub(crate) blocks: Vec<BlockRef>,
 }
 
 fn handle_get_blocks(ctx: &mut WorkerContext<'_>, desc: GetBlocksDesc) -> Result<(), HandlerError> {
@@ -186,5 +172,3 @@ fn handle_get_blocks(ctx: &mut WorkerContext<'_>, desc: GetBlocksDesc) -> Result
     }
     Ok(())
 }
-
-register_command!(GetBlocksV1 => handle_get_blocks);

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::transfer::Transfer;
+use crate::transfer::record::Transfer;
 
 /// One rank's share of a plan.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -49,7 +49,7 @@ impl PlanSummary {
     /// A summary of `operation` with the transfer numbers filled in from
     /// `transfers`, the work items from `item_ranks` (the rank of each item)
     /// and the given participants and block products.
-    pub fn from_parts(
+    pub(crate) fn from_parts(
         operation: &str,
         item_ranks: impl IntoIterator<Item = usize>,
         block_products: usize,

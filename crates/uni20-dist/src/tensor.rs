@@ -16,7 +16,7 @@ use uni20_dispatch::{DType, LocalTensor};
 use uni20_persist::{ObjectId, Persist, PersistError};
 use uni20_worker::{CollectReport, Controller, HeldBlock, ReleaseLedger};
 
-use crate::error::DistError;
+use crate::error::{DistError, ManifestError};
 use crate::layout::{c_strides, copy_box, Blocking};
 use crate::summary::PlanSummary;
 
@@ -128,21 +128,22 @@ impl Manifest {
     /// If `dense` is shorter than the tensor.
     pub fn place_block(&self, dense: &mut [u8], b: usize, blk: &LocalTensor) -> Result<(), DistError> {
         if b >= self.blocking.num_blocks() || b >= self.blocks.len() {
-            return Err(DistError::BadManifest(format!(
-                "block {b} of a manifest of {} blocks (tiling of {})",
-                self.blocks.len(),
-                self.blocking.num_blocks()
-            )));
+            return Err(DistError::BadManifest(ManifestError::NoSuchBlock {
+                block: b,
+                entries: self.blocks.len(),
+                blocks: self.blocking.num_blocks(),
+            }));
         }
         let multi = self.blocking.multi(b);
         let shape = self.blocking.block_shape(&multi);
         if blk.shape() != shape.as_slice() || blk.dtype() != self.dtype {
-            return Err(DistError::BadManifest(format!(
-                "block {b} has shape {:?} {}, the manifest says {shape:?} {}",
-                blk.shape(),
-                blk.dtype().name(),
-                self.dtype.name()
-            )));
+            return Err(DistError::BadManifest(ManifestError::BlockContents {
+                block: b,
+                shape: blk.shape().to_vec(),
+                dtype: blk.dtype(),
+                expected_shape: shape,
+                expected_dtype: self.dtype,
+            }));
         }
         let gstrides = c_strides(&self.shape);
         let off = self.blocking.block_offset(&multi);
@@ -177,18 +178,16 @@ impl Manifest {
     /// [`DistError::BadManifest`] naming what is inconsistent.
     pub fn validate(&self) -> Result<(), DistError> {
         if self.blocking.shape() != self.shape {
-            return Err(DistError::BadManifest(format!(
-                "tiling {:?} does not cover shape {:?}",
-                self.blocking.extents(),
-                self.shape
-            )));
+            return Err(DistError::BadManifest(ManifestError::TilingShape {
+                extents: self.blocking.extents().to_vec(),
+                shape: self.shape.clone(),
+            }));
         }
         if self.blocks.len() != self.blocking.num_blocks() {
-            return Err(DistError::BadManifest(format!(
-                "{} block entries for a tiling of {} blocks",
-                self.blocks.len(),
-                self.blocking.num_blocks()
-            )));
+            return Err(DistError::BadManifest(ManifestError::BlockCount {
+                entries: self.blocks.len(),
+                blocks: self.blocking.num_blocks(),
+            }));
         }
         Ok(())
     }
@@ -273,12 +272,11 @@ impl DistTensor {
     pub fn from_manifest(ctl: &Controller<'_>, manifest: Manifest) -> Result<DistTensor, DistError> {
         manifest.validate()?;
         if let Some(b) = manifest.blocks.iter().find(|b| b.owner >= ctl.size()) {
-            return Err(DistError::BadManifest(format!(
-                "block {} is owned by rank {}, outside this universe of {} ranks",
-                b.id,
-                b.owner,
-                ctl.size()
-            )));
+            return Err(DistError::BadManifest(ManifestError::OwnerOutside {
+                id: b.id,
+                owner: b.owner,
+                size: ctl.size(),
+            }));
         }
         let (t, w) = DistTensor::pending(ctl, manifest.meta());
         t.adopt(&manifest.blocks);
@@ -458,4 +456,90 @@ pub(crate) fn collect_refs(
         .enumerate()
         .map(|(b, r)| r.ok_or_else(|| DistError::Protocol(format!("no rank reported block {b} of {n}"))))
         .collect()
+}
+
+/// A manifest for the planners' unit tests: `shape` tiled by `extents`,
+/// block `b` owned by rank `owner(b)` with object id `(origin, b)`.
+#[cfg(test)]
+pub(crate) fn test_manifest(
+    shape: &[usize],
+    extents: Vec<Vec<usize>>,
+    dtype: DType,
+    origin: u32,
+    owner: impl Fn(usize) -> usize,
+) -> Manifest {
+    let blocking = Blocking::from_extents(shape, extents).expect("a valid test tiling");
+    Manifest {
+        shape: shape.to_vec(),
+        dtype,
+        blocks: (0..blocking.num_blocks())
+            .map(|b| BlockRef {
+                owner: owner(b),
+                id: ObjectId::new(origin, b as u64),
+            })
+            .collect(),
+        blocking,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manifest_errors_carry_typed_fields() {
+        let blocking = Blocking::from_extents(&[4], vec![vec![2, 2]]).unwrap();
+        let block = BlockRef {
+            owner: 1,
+            id: ObjectId::new(1, 0),
+        };
+        let short = Manifest {
+            shape: vec![4],
+            dtype: DType::F64,
+            blocking: blocking.clone(),
+            blocks: vec![block],
+        };
+        assert!(matches!(
+            short.validate(),
+            Err(DistError::BadManifest(ManifestError::BlockCount {
+                entries: 1,
+                blocks: 2
+            }))
+        ));
+        let wrong_shape = Manifest {
+            shape: vec![5],
+            ..short.clone()
+        };
+        assert!(matches!(
+            wrong_shape.validate(),
+            Err(DistError::BadManifest(ManifestError::TilingShape { ref shape, .. })) if shape == &[5]
+        ));
+        let m = Manifest {
+            blocks: vec![block, block],
+            ..short
+        };
+        let mut dense = vec![0u8; 32];
+        let blk = LocalTensor::from_f64(&[3], vec![1.0, 2.0, 3.0]).unwrap();
+        let e = m.place_block(&mut dense, 1, &blk).unwrap_err();
+        assert!(
+            matches!(
+                &e,
+                DistError::BadManifest(ManifestError::BlockContents { block: 1, shape, expected_shape, .. })
+                    if shape == &[3] && expected_shape == &[2]
+            ),
+            "{e}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "invalid manifest: block 1 has shape [3] f64, the manifest says [2] f64"
+        );
+        assert!(matches!(
+            m.place_block(&mut dense, 2, &blk),
+            Err(DistError::BadManifest(ManifestError::NoSuchBlock {
+                block: 2,
+                entries: 2,
+                blocks: 2
+            }))
+        ));
+    }
 }

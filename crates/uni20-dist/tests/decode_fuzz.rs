@@ -1,5 +1,5 @@
 //! Decoding hardening: command envelopes and `ContractDescriptorV1`
-//! decoded from arbitrary bytes never panic and never allocate much more
+//! (through the hidden `uni20_dist::fuzz` entry points) decoded from arbitrary bytes never panic and never allocate much more
 //! than their input. One million mutated inputs per run (half envelopes,
 //! half descriptors), derived from the committed seed corpus in
 //! `tests/corpus/` (regenerate with `UNI20_WRITE_CORPUS=1`).
@@ -13,9 +13,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use uni20_dispatch::{ContractOptions, DType};
-use uni20_dist::{plan_contract, Blocking, ContractDescriptorV1, Manifest};
+use uni20_dist::fuzz::{contract_descriptor_bytes, decode_contract_descriptor};
+use uni20_dist::plan::plan_contract;
+use uni20_dist::{Blocking, Manifest};
 use uni20_persist::ObjectId;
-use uni20_worker::{decode_exact, Envelope};
+use uni20_worker::Envelope;
 
 /// Counts the largest single allocation made on this thread's watch.
 struct Counting;
@@ -77,7 +79,7 @@ fn make_seeds() -> Vec<(String, Vec<u8>)> {
         let a = manifest(sa, 2, 1);
         let b = manifest(sb, 2, 2);
         let plan = plan_contract(&[1, 2, 3], *spec, &[&a, &b], &ContractOptions::default()).unwrap();
-        let desc = postcard::to_stdvec(&plan.descriptor).unwrap();
+        let desc = contract_descriptor_bytes(&plan);
         let env = Envelope {
             op_id: 7 + i as u64,
             command_id: uni20_worker::command_id("uni20.contract.v1"),
@@ -188,7 +190,7 @@ fn a_million_mutated_inputs_decode_without_panic_or_large_allocation() {
         Envelope::decode(s).unwrap();
     }
     for s in &desc_seeds {
-        decode_exact::<ContractDescriptorV1>(s, "descriptor").unwrap();
+        decode_contract_descriptor(s).unwrap();
     }
     let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
     let mut buf = Vec::new();
@@ -204,7 +206,7 @@ fn a_million_mutated_inputs_decode_without_panic_or_large_allocation() {
         let accepted = if envelope {
             Envelope::decode(&buf).is_ok()
         } else {
-            decode_exact::<ContractDescriptorV1>(&buf, "descriptor").is_ok()
+            decode_contract_descriptor(&buf).is_ok()
         };
         let largest = LARGEST.load(Ordering::Relaxed);
         // postcard preallocates at most what the remaining input can hold

@@ -12,6 +12,7 @@
 //! values) and manifests. `examples/dmrg.rs` is the command-line front end.
 
 #![warn(missing_docs)]
+#![deny(unreachable_pub)]
 
 mod dmrg;
 mod env;

@@ -16,7 +16,8 @@
 //! `W[a, b, s, t]`. States are real (f64), as the DMRG's are.
 
 use uni20_dispatch::LocalTensor;
-use uni20_dist::{contract, contract_with, lq, svd, ContractOptions, DistTensor, QrOptions, SvdOptions};
+use uni20_dist::decomp::{QrOptions, SvdOptions};
+use uni20_dist::{contract, contract_with, lq, svd, ContractOptions, DistTensor};
 use uni20_worker::Controller;
 
 use crate::error::TnError;

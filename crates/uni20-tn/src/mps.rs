@@ -6,7 +6,8 @@
 //! manifest, so a checkpoint costs no copy of the data.
 
 use uni20_dispatch::DType;
-use uni20_dist::{contract, lq, norm, random, scale, Checkpoint, DistTensor, QrOptions};
+use uni20_dist::decomp::QrOptions;
+use uni20_dist::{contract, lq, norm, random, scale, Checkpoint, DistTensor};
 use uni20_worker::Controller;
 
 use crate::error::TnError;

@@ -3,7 +3,8 @@
 //! distributed SVD (chi_max, absolute cutoff, the degenerate-multiplet
 //! rule), with `S` renormalised so that the state keeps norm 1.
 
-use uni20_dist::{scale, svd, DistTensor, SvdOptions, SvdTruncation};
+use uni20_dist::decomp::{SvdOptions, SvdTruncation};
+use uni20_dist::{scale, svd, DistTensor};
 use uni20_worker::Controller;
 
 use crate::error::TnError;

@@ -9,41 +9,27 @@
 use serde::{Deserialize, Serialize};
 use uni20_persist::ObjectId;
 
-use crate::context::{CommandSpec, WorkerContext};
+use crate::command;
+use crate::context::WorkerContext;
 use crate::diag::HandlerError;
-use crate::register_command;
 use crate::transport::data_tag;
 
-/// The no-op command `uni20.noop.v1`: every participant replies at once.
-/// Used to measure the command round trip (root -> workers -> root).
-pub struct Noop;
-
-impl CommandSpec for Noop {
-    const WIRE_NAME: &'static str = "uni20.noop.v1";
-    const DEBUG_NAME: &'static str = "noop";
-    const SCHEMA_VERSION: u32 = 1;
-    type Descriptor = ();
-    type Reply = ();
-}
+command!(
+    /// The no-op command `uni20.noop.v1`: every participant replies at once.
+    /// Used to measure the command round trip (root -> workers -> root).
+    pub Noop = "uni20.noop.v1", schema 1, () => (), handle_noop
+);
 
 fn handle_noop(_ctx: &mut WorkerContext<'_>, (): ()) -> Result<(), HandlerError> {
     Ok(())
 }
 
-register_command!(Noop => handle_noop);
-
-/// `uni20.flush.v1`: every participant makes its whole store durable
-/// ([`uni20_persist::Store::flush_all`]: object files and directory
-/// fsynced, one batch). Reply: the number of objects the store holds.
-pub struct Flush;
-
-impl CommandSpec for Flush {
-    const WIRE_NAME: &'static str = "uni20.flush.v1";
-    const DEBUG_NAME: &'static str = "flush";
-    const SCHEMA_VERSION: u32 = 1;
-    type Descriptor = ();
-    type Reply = u64;
-}
+command!(
+    /// `uni20.flush.v1`: every participant makes its whole store durable
+    /// ([`uni20_persist::Store::flush_all`]: object files and directory
+    /// fsynced, one batch). Reply: the number of objects the store holds.
+    pub Flush = "uni20.flush.v1", schema 1, () => u64, handle_flush
+);
 
 fn handle_flush(ctx: &mut WorkerContext<'_>, (): ()) -> Result<u64, HandlerError> {
     ctx.store()
@@ -52,20 +38,12 @@ fn handle_flush(ctx: &mut WorkerContext<'_>, (): ()) -> Result<u64, HandlerError
     Ok(ctx.store().ids().len() as u64)
 }
 
-register_command!(Flush => handle_flush);
-
-/// `uni20.storage.v1`: one object-server request (get, put, pin, release,
-/// has) answered by the participant's store ([`uni20_persist::Store::serve`]).
-/// Storage ranks are the intended targets; any rank can answer.
-pub struct StorageCommand;
-
-impl CommandSpec for StorageCommand {
-    const WIRE_NAME: &'static str = "uni20.storage.v1";
-    const DEBUG_NAME: &'static str = "storage";
-    const SCHEMA_VERSION: u32 = 1;
-    type Descriptor = uni20_persist::StorageRequest;
-    type Reply = uni20_persist::StorageResponse;
-}
+command!(
+    /// `uni20.storage.v1`: one object-server request (get, put, pin, release,
+    /// has) answered by the participant's store ([`uni20_persist::Store::serve`]).
+    /// Storage ranks are the intended targets; any rank can answer.
+    pub StorageCommand = "uni20.storage.v1", schema 1, uni20_persist::StorageRequest => uni20_persist::StorageResponse, handle_storage
+);
 
 fn handle_storage(
     ctx: &mut WorkerContext<'_>,
@@ -78,12 +56,14 @@ fn handle_storage(
     Ok(resp)
 }
 
-register_command!(StorageCommand => handle_storage);
-
-/// `uni20.sendrecv.v1`: rank `from` sends `bytes` raw bytes to rank `to`
-/// over the transport, nothing else (no store, no checksum). The baseline
-/// against which object transfers are measured.
-pub struct SendRecv;
+command!(
+    /// `uni20.sendrecv.v1`: rank `from` sends `bytes` raw bytes to rank `to`
+    /// over the transport, nothing else (no store, no checksum). The baseline
+    /// against which object transfers are measured.
+    ///
+    /// Reply: the bytes received on the replying rank (0 on the sender).
+    pub SendRecv = "uni20.sendrecv.v1", schema 1, SendRecvDesc => u64, handle_sendrecv
+);
 
 /// Descriptor of [`SendRecv`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -94,15 +74,6 @@ pub struct SendRecvDesc {
     pub to: usize,
     /// Message size in bytes.
     pub bytes: u64,
-}
-
-impl CommandSpec for SendRecv {
-    const WIRE_NAME: &'static str = "uni20.sendrecv.v1";
-    const DEBUG_NAME: &'static str = "sendrecv";
-    const SCHEMA_VERSION: u32 = 1;
-    type Descriptor = SendRecvDesc;
-    /// Bytes received on the replying rank (0 on the sender).
-    type Reply = u64;
 }
 
 fn handle_sendrecv(ctx: &mut WorkerContext<'_>, d: SendRecvDesc) -> Result<u64, HandlerError> {
@@ -125,15 +96,15 @@ fn handle_sendrecv(ctx: &mut WorkerContext<'_>, d: SendRecvDesc) -> Result<u64, 
     Ok(got)
 }
 
-register_command!(SendRecv => handle_sendrecv);
-
-/// `uni20.release.v1`: the participant frees the listed objects it owns
-/// ([`uni20_persist::Store::release_many`]: from memory and disk, unless
-/// pinned or reachable from one of its named roots). Sent by the root when
-/// a rank's release queue passes a batch threshold, by
-/// [`Controller::collect`](crate::Controller::collect) and before shutdown;
-/// most releases travel inside ordinary command frames instead.
-pub struct ReleaseV1;
+command!(
+    /// `uni20.release.v1`: the participant frees the listed objects it owns
+    /// ([`uni20_persist::Store::release_many`]: from memory and disk, unless
+    /// pinned or reachable from one of its named roots). Sent by the root when
+    /// a rank's release queue passes a batch threshold, by
+    /// [`Controller::collect`](crate::Controller::collect) and before shutdown;
+    /// most releases travel inside ordinary command frames instead.
+    pub ReleaseV1 = "uni20.release.v1", schema 1, Vec<ObjectId> => ReleaseSummary, handle_release
+);
 
 /// Reply of [`ReleaseV1`]: what the rank's store did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -149,14 +120,6 @@ pub struct ReleaseSummary {
     pub files_removed: u64,
 }
 
-impl CommandSpec for ReleaseV1 {
-    const WIRE_NAME: &'static str = "uni20.release.v1";
-    const DEBUG_NAME: &'static str = "release";
-    const SCHEMA_VERSION: u32 = 1;
-    type Descriptor = Vec<ObjectId>;
-    type Reply = ReleaseSummary;
-}
-
 fn handle_release(ctx: &mut WorkerContext<'_>, ids: Vec<ObjectId>) -> Result<ReleaseSummary, HandlerError> {
     let r = ctx
         .store()
@@ -169,8 +132,6 @@ fn handle_release(ctx: &mut WorkerContext<'_>, ids: Vec<ObjectId>) -> Result<Rel
         files_removed: r.files_removed,
     })
 }
-
-register_command!(ReleaseV1 => handle_release);
 
 /// What one rank's store holds, as reported by `uni20.store_stats.v1`
 /// (sizes are encoded payload bytes).
@@ -214,29 +175,23 @@ impl RankStoreStats {
     }
 }
 
-/// `uni20.store_stats.v1`: each participant reports [`RankStoreStats`].
-pub struct StoreStatsV1;
-
-impl CommandSpec for StoreStatsV1 {
-    const WIRE_NAME: &'static str = "uni20.store_stats.v1";
-    const DEBUG_NAME: &'static str = "store_stats";
-    const SCHEMA_VERSION: u32 = 1;
-    type Descriptor = ();
-    type Reply = RankStoreStats;
-}
+command!(
+    /// `uni20.store_stats.v1`: each participant reports [`RankStoreStats`].
+    pub StoreStatsV1 = "uni20.store_stats.v1", schema 1, () => RankStoreStats, handle_store_stats
+);
 
 fn handle_store_stats(ctx: &mut WorkerContext<'_>, (): ()) -> Result<RankStoreStats, HandlerError> {
     Ok(RankStoreStats::of(ctx.rank(), ctx.store()))
 }
 
-register_command!(StoreStatsV1 => handle_store_stats);
-
-/// `uni20.gc.v1`: the participant keeps the objects of `keep` it holds
-/// (and everything they reference, its named roots and pinned objects) and
-/// removes every other object from memory and disk
-/// ([`uni20_persist::Store::gc`]). The root computes `keep` per rank from
-/// the live handles, the checkpoints and the named roots.
-pub struct GcV1;
+command!(
+    /// `uni20.gc.v1`: the participant keeps the objects of `keep` it holds
+    /// (and everything they reference, its named roots and pinned objects) and
+    /// removes every other object from memory and disk
+    /// ([`uni20_persist::Store::gc`]). The root computes `keep` per rank from
+    /// the live handles, the checkpoints and the named roots.
+    pub GcV1 = "uni20.gc.v1", schema 1, GcDesc => GcSummary, handle_gc
+);
 
 /// Descriptor of [`GcV1`].
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -258,14 +213,6 @@ pub struct GcSummary {
     pub files_removed: u64,
 }
 
-impl CommandSpec for GcV1 {
-    const WIRE_NAME: &'static str = "uni20.gc.v1";
-    const DEBUG_NAME: &'static str = "gc";
-    const SCHEMA_VERSION: u32 = 1;
-    type Descriptor = GcDesc;
-    type Reply = GcSummary;
-}
-
 fn handle_gc(ctx: &mut WorkerContext<'_>, d: GcDesc) -> Result<GcSummary, HandlerError> {
     let me = ctx.rank();
     let keep: Vec<ObjectId> = d
@@ -285,5 +232,3 @@ fn handle_gc(ctx: &mut WorkerContext<'_>, d: GcDesc) -> Result<GcSummary, Handle
         files_removed: r.files_removed,
     })
 }
-
-register_command!(GcV1 => handle_gc);

@@ -94,7 +94,7 @@ pub use registry::{
     command_id, diff_signatures, digest_of, CommandEntry, CommandSignature, HandlerFn, HandlerLocation, Registry,
     RegistryError, COMMANDS, STORE_TYPES,
 };
-pub use spmd::{digest_bytes, plan_digest, Number, ReduceOp, SpmdContext};
+pub use spmd::{digest_bytes, plan_digest, CollectiveOp, Number, SpmdContext};
 pub use transport::{
     data_tag, Tag, Transport, TransportError, TAG_ABORT, TAG_CMD, TAG_COLL, TAG_DATA_BASE, TAG_FIN, TAG_HELLO,
     TAG_REPLY, TAG_ROOT_DATA, TAG_START,

@@ -71,6 +71,38 @@ pub struct CommandEntry {
 }
 
 impl CommandEntry {
+    /// The debug name of a wire name: the part between its first and its
+    /// last `.` (`"uni20.reduce.v1"` gives `"reduce"`,
+    /// `"example.block_norms.v1"` gives `"block_norms"`); a name with fewer
+    /// than two dots is its own debug name. `const`, so
+    /// [`command!`](crate::command) derives `DEBUG_NAME` at compile time.
+    pub const fn debug_name_of(wire_name: &'static str) -> &'static str {
+        let bytes = wire_name.as_bytes();
+        let mut first = None;
+        let mut last = 0;
+        let mut i = 0;
+        while i < bytes.len() {
+            if bytes[i] == b'.' {
+                if first.is_none() {
+                    first = Some(i);
+                }
+                last = i;
+            }
+            i += 1;
+        }
+        let start = match first {
+            Some(f) if f < last => f + 1,
+            _ => return wire_name,
+        };
+        let (head, _) = bytes.split_at(last);
+        let (_, middle) = head.split_at(start);
+        match std::str::from_utf8(middle) {
+            Ok(s) => s,
+            // Cut at ASCII dots, so always valid UTF-8.
+            Err(_) => wire_name,
+        }
+    }
+
     /// The entry of command `C` with an erased `handler` (what
     /// [`register_command!`](crate::register_command) builds): wire name,
     /// debug name, schema version and id all come from `C`.
@@ -197,6 +229,64 @@ macro_rules! register_command {
                 },
             );
         };
+    };
+}
+
+/// Declares a command in one line: the unit type, its
+/// [`CommandSpec`](crate::CommandSpec) impl and its registration in
+/// [`COMMANDS`] (what [`register_command!`](crate::register_command) does).
+///
+/// `command!(pub MyCmdV1 = "example.my_cmd.v1", schema 1, MyDesc => MyReply, handle_my_cmd);`
+/// declares `pub struct MyCmdV1;` (doc comments and attributes before the
+/// visibility go onto it) with `WIRE_NAME = "example.my_cmd.v1"`,
+/// `SCHEMA_VERSION = 1`, `Descriptor = MyDesc`, `Reply = MyReply` and
+/// `DEBUG_NAME` derived from the wire name ([`CommandEntry::debug_name_of`]:
+/// `"my_cmd"`), and registers `handle_my_cmd`, a
+/// [`TypedHandler`](crate::TypedHandler) (`fn(&mut WorkerContext<'_>,
+/// MyDesc) -> Result<MyReply, HandlerError>`; another signature is a
+/// compile error).
+///
+/// ```
+/// use serde::{Deserialize, Serialize};
+/// use uni20_worker::{command, CommandSpec, HandlerError, Registry, WorkerContext};
+///
+/// #[derive(Serialize, Deserialize)]
+/// pub struct HelloDesc {
+///     pub greeting: String,
+/// }
+///
+/// fn handle_hello(ctx: &mut WorkerContext<'_>, d: HelloDesc) -> Result<String, HandlerError> {
+///     Ok(format!("{} from rank {}", d.greeting, ctx.rank()))
+/// }
+///
+/// command!(
+///     /// `example.hello.v1`: every participant answers `greeting` with its rank.
+///     pub HelloV1 = "example.hello.v1", schema 1, HelloDesc => String, handle_hello
+/// );
+///
+/// assert_eq!(HelloV1::DEBUG_NAME, "hello");
+/// let registry = Registry::linked().unwrap();
+/// let entry = registry.by_wire_name("example.hello.v1").unwrap();
+/// assert_eq!((entry.debug_name, entry.schema_version), ("hello", 1));
+/// ```
+#[macro_export]
+macro_rules! command {
+    (
+        $(#[$meta:meta])*
+        $vis:vis $name:ident = $wire:literal, schema $schema:literal, $desc:ty => $reply:ty, $handler:expr $(,)?
+    ) => {
+        $(#[$meta])*
+        $vis struct $name;
+
+        impl $crate::CommandSpec for $name {
+            const WIRE_NAME: &'static str = $wire;
+            const DEBUG_NAME: &'static str = $crate::CommandEntry::debug_name_of($wire);
+            const SCHEMA_VERSION: u32 = $schema;
+            type Descriptor = $desc;
+            type Reply = $reply;
+        }
+
+        $crate::register_command!($name => $handler);
     };
 }
 
@@ -393,6 +483,19 @@ pub fn diff_signatures(root: &[CommandSignature], other: &[CommandSignature], ot
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn debug_names_are_the_middle_of_the_wire_name() {
+        assert_eq!(CommandEntry::debug_name_of("uni20.reduce.v1"), "reduce");
+        assert_eq!(
+            CommandEntry::debug_name_of("uni20.distribute_factors.v1"),
+            "distribute_factors"
+        );
+        assert_eq!(CommandEntry::debug_name_of("a.b.c.v2"), "b.c");
+        assert_eq!(CommandEntry::debug_name_of("plain"), "plain");
+        assert_eq!(CommandEntry::debug_name_of("one.dot"), "one.dot");
+        assert_eq!(CommandEntry::debug_name_of("a..v1"), "");
+    }
 
     fn dummy(_: &mut WorkerContext<'_>, _: &Envelope) -> Result<Vec<u8>, HandlerError> {
         Ok(Vec::new())

@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use uni20_worker::{
-    plan_digest, FaultPlan, JobError, Noop, ReduceOp, SendRecv, SendRecvDesc, SpmdContext, UniverseBuilder,
+    plan_digest, CollectiveOp, FaultPlan, JobError, Noop, SendRecv, SendRecvDesc, SpmdContext, UniverseBuilder,
 };
 
 fn spmd<R: Send>(ranks: usize, f: impl Fn(&SpmdContext<'_>) -> R + Sync) -> Vec<Result<R, JobError>> {
@@ -40,7 +40,7 @@ fn collectives_give_the_right_values_on_one_to_four_ranks() {
                 } else {
                     assert_eq!(g, None);
                 }
-                let m = ctx.reduce_num(root, me as i64 - 1, ReduceOp::Max)?;
+                let m = ctx.reduce_num(root, me as i64 - 1, CollectiveOp::Max)?;
                 assert_eq!(m, (me == root).then_some(n as i64 - 2));
             }
             assert_eq!(
@@ -50,14 +50,14 @@ fn collectives_give_the_right_values_on_one_to_four_ranks() {
             // Sums of 0.1 * (r + 1) folded in rank order, bit-identical everywhere.
             let want: f64 = (0..n).map(|r| 0.1 * (r + 1) as f64).fold(0.0, |a, b| a + b);
             assert_eq!(
-                ctx.all_reduce_num(0.1 * (me + 1) as f64, ReduceOp::Sum)?.to_bits(),
+                ctx.all_reduce_num(0.1 * (me + 1) as f64, CollectiveOp::Sum)?.to_bits(),
                 want.to_bits()
             );
             assert_eq!(
-                ctx.all_reduce_num(me as u64 + 2, ReduceOp::Prod)?,
+                ctx.all_reduce_num(me as u64 + 2, CollectiveOp::Prod)?,
                 (0..n as u64).map(|r| r + 2).product::<u64>()
             );
-            assert_eq!(ctx.all_reduce_num(me as i32, ReduceOp::Min)?, 0);
+            assert_eq!(ctx.all_reduce_num(me as i32, CollectiveOp::Min)?, 0);
             // A postcard value: the ranks' words joined in rank order.
             let words = ctx.all_reduce(vec![format!("r{me}")], |mut a, b| {
                 a.extend(b);

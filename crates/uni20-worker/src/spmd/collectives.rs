@@ -41,7 +41,7 @@ struct CollFrame {
 /// The operator of [`SpmdContext::all_reduce_num`] and [`SpmdContext::reduce_num`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum ReduceOp {
+pub enum CollectiveOp {
     /// Sum, in rank order.
     Sum,
     /// Product, in rank order.
@@ -52,7 +52,7 @@ pub enum ReduceOp {
     Max,
 }
 
-/// Numbers [`ReduceOp`] applies to.
+/// Numbers [`CollectiveOp`] applies to.
 pub trait Number: Copy + PartialOrd + Serialize + DeserializeOwned {
     /// `a + b`.
     fn add(self, other: Self) -> Self;
@@ -74,19 +74,19 @@ macro_rules! number {
 }
 number!(i32, i64, u32, u64, usize, f32, f64);
 
-impl ReduceOp {
+impl CollectiveOp {
     fn apply<N: Number>(self, a: N, b: N) -> N {
         match self {
-            ReduceOp::Sum => a.add(b),
-            ReduceOp::Prod => a.mul(b),
-            ReduceOp::Min => {
+            CollectiveOp::Sum => a.add(b),
+            CollectiveOp::Prod => a.mul(b),
+            CollectiveOp::Min => {
                 if b < a {
                     b
                 } else {
                     a
                 }
             }
-            ReduceOp::Max => {
+            CollectiveOp::Max => {
                 if b > a {
                     b
                 } else {
@@ -286,19 +286,19 @@ impl<'a> SpmdContext<'a> {
         Ok(all.into_iter().reduce(op).unwrap_or(value))
     }
 
-    /// [`SpmdContext::all_reduce`] of a number with a [`ReduceOp`].
+    /// [`SpmdContext::all_reduce`] of a number with a [`CollectiveOp`].
     ///
     /// # Errors
     /// As [`SpmdContext::all_gather`].
-    pub fn all_reduce_num<N: Number>(&self, value: N, op: ReduceOp) -> Result<N, JobError> {
+    pub fn all_reduce_num<N: Number>(&self, value: N, op: CollectiveOp) -> Result<N, JobError> {
         self.all_reduce(value, |a, b| op.apply(a, b))
     }
 
-    /// [`SpmdContext::reduce`] of a number with a [`ReduceOp`].
+    /// [`SpmdContext::reduce`] of a number with a [`CollectiveOp`].
     ///
     /// # Errors
     /// As [`SpmdContext::gather`].
-    pub fn reduce_num<N: Number>(&self, root: usize, value: N, op: ReduceOp) -> Result<Option<N>, JobError> {
+    pub fn reduce_num<N: Number>(&self, root: usize, value: N, op: CollectiveOp) -> Result<Option<N>, JobError> {
         self.reduce(root, value, |a, b| op.apply(a, b))
     }
 
@@ -319,11 +319,11 @@ mod tests {
 
     #[test]
     fn reduce_ops_fold_in_order() {
-        assert_eq!(ReduceOp::Sum.apply(2, 3), 5);
-        assert_eq!(ReduceOp::Prod.apply(2.0, 3.5), 7.0);
-        assert_eq!(ReduceOp::Min.apply(-1i64, 4), -1);
-        assert_eq!(ReduceOp::Max.apply(7u64, 4), 7);
+        assert_eq!(CollectiveOp::Sum.apply(2, 3), 5);
+        assert_eq!(CollectiveOp::Prod.apply(2.0, 3.5), 7.0);
+        assert_eq!(CollectiveOp::Min.apply(-1i64, 4), -1);
+        assert_eq!(CollectiveOp::Max.apply(7u64, 4), 7);
         // NaN never replaces the value on the left.
-        assert_eq!(ReduceOp::Max.apply(1.0f64, f64::NAN), 1.0);
+        assert_eq!(CollectiveOp::Max.apply(1.0f64, f64::NAN), 1.0);
     }
 }

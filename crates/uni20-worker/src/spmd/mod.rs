@@ -21,7 +21,7 @@ mod collectives;
 pub(crate) mod run;
 
 pub use agree::{digest_bytes, plan_digest};
-pub use collectives::{Number, ReduceOp};
+pub use collectives::{CollectiveOp, Number};
 
 use std::cell::{Cell, RefCell};
 

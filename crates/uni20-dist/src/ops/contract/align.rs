@@ -19,8 +19,7 @@ use uni20_dispatch::ResolvedSpec;
 
 use crate::error::DistError;
 use crate::layout::Blocking;
-use crate::ops::reblock::check_block_bytes;
-use crate::ops::reblock::pieces::rebuilt_bytes;
+use crate::ops::kit::{check_block_bytes, rebuilt_bytes};
 use crate::tensor::TensorMeta;
 
 /// What to reblock: per input (in operand order, then C_in), the target

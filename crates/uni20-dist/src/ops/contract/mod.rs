@@ -1,21 +1,24 @@
 //! Distributed einsum contraction `C = alpha * einsum(spec, A, B) + beta *
 //! C_in`: the public calls ([`contract`], [`contract_with`], [`einsum`]) and their
-//! options, one type with the local contraction's. The pure planner lives in `plan`, the deferred submission in
-//! `job`, and the command with its worker handler in `command`.
+//! options, one type with the local contraction's. The pure planner lives
+//! in `plan` (with the alignment of differently tiled operands in
+//! `align`), the command and its per-item compute in `command`.
 
 mod align;
 mod command;
-mod job;
 mod plan;
 
-pub use command::{ContractDescriptorV1, ContractV1, WorkItem};
-pub use plan::{plan_contract, ContractPlan, MAX_BLOCK_BYTES, MAX_BLOCK_PRODUCTS};
+pub(crate) use command::{ContractDescriptorV1, ContractV1};
+pub use plan::{plan_contract, ContractPlan, MAX_BLOCK_PRODUCTS};
 
 use uni20_dispatch::ResolveSpec;
 use uni20_worker::Controller;
 
 use crate::error::DistError;
-use crate::tensor::DistTensor;
+use crate::ops::kit::defer_items;
+use crate::ops::reblock::submit_reblock;
+use crate::tensor::{DistTensor, Manifest, TensorMeta};
+use plan::{plan, Validated};
 
 /// Scalars, accumulator and conjugation flags of a distributed contraction
 /// `C = alpha * einsum(spec, op(A), op(B)) + beta * C_in`: the options type
@@ -95,7 +98,7 @@ pub fn einsum(
     for t in operands.iter().copied().chain(opts.c) {
         t.check_universe(ctl)?;
     }
-    let metas: Vec<&crate::TensorMeta> = operands.iter().map(|t| t.meta()).collect();
+    let metas: Vec<&TensorMeta> = operands.iter().map(|t| t.meta()).collect();
     let shapes: Vec<&[usize]> = metas.iter().map(|m| m.shape.as_slice()).collect();
     let spec = spec.resolve_spec(&shapes)?.into_owned();
     let cmeta = opts.c.map(|c| c.meta());
@@ -106,20 +109,20 @@ pub fn einsum(
             // and only then queue the reblocks.
             let used_c = cmeta.filter(|_| opts.beta != uni20_dispatch::C64::new(0.0, 0.0));
             let al = align::align(&spec, &metas, used_c)?;
-            let aligned: Vec<crate::TensorMeta> = metas
+            let aligned: Vec<TensorMeta> = metas
                 .iter()
                 .copied()
                 .chain(used_c)
                 .zip(&al.targets)
                 .map(|(m, t)| match t {
-                    Some((b, _)) => crate::TensorMeta {
+                    Some((b, _)) => TensorMeta {
                         blocking: b.clone(),
                         ..m.clone()
                     },
                     None => m.clone(),
                 })
                 .collect();
-            let refs: Vec<&crate::TensorMeta> = aligned.iter().take(metas.len()).collect();
+            let refs: Vec<&TensorMeta> = aligned.iter().take(metas.len()).collect();
             let v = plan::validate(
                 &spec,
                 &refs,
@@ -144,16 +147,36 @@ pub fn einsum(
             // Index `n` is C_in (only present when `opts.c` is).
             if let Some(slot) = inputs.get_mut(i).or(if i == n { c.as_mut() } else { None }) {
                 tracing::debug!("contraction: {note}");
-                *slot = crate::ops::reblock::submit_reblock(
-                    ctl,
-                    slot,
-                    blocking,
-                    Some(format!("for a contraction: {note}")),
-                );
+                *slot = submit_reblock(ctl, slot, blocking, Some(format!("for a contraction: {note}")));
                 notes.push((i, note));
             }
         }
     }
     let refs: Vec<&DistTensor> = inputs.iter().collect();
-    Ok(job::submit_contraction(ctl, v, &refs, c.as_ref(), notes))
+    Ok(submit_contraction(ctl, v, &refs, c.as_ref(), notes))
+}
+
+/// Queues the contraction `v` of `operands` (and `c` when `v.use_c`) and
+/// returns its pending output. `notes` are `(input index, note)` of inputs
+/// reblocked for it (index `operands.len()` is C_in); each note gets the
+/// bytes its reblock moved in the summary.
+fn submit_contraction(
+    ctl: &Controller<'_>,
+    v: Validated,
+    operands: &[&DistTensor],
+    c: Option<&DistTensor>,
+    notes: Vec<(usize, String)>,
+) -> DistTensor {
+    let n_inputs = operands.len();
+    let mut inputs = operands.to_vec();
+    inputs.extend(c.filter(|_| v.use_c));
+    defer_items::<ContractV1>(ctl, v.out.clone(), &inputs, move |workers, manifests, keep| {
+        let refs: Vec<&Manifest> = manifests.iter().take(n_inputs).collect();
+        let mut p = plan(&v, workers, &refs, manifests.get(n_inputs)).into_items();
+        for (i, note) in notes {
+            let moved = keep.get(i).and_then(|t| t.plan_summary()).map_or(0, |s| s.bytes_moved);
+            p.summary.notes.push(format!("{note} ({moved} bytes moved)"));
+        }
+        p
+    })
 }

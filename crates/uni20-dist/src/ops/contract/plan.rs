@@ -12,6 +12,7 @@ use uni20_dispatch::{check_scalars, ContractError, ContractOptions, DType, Resol
 use super::command::{ContractDescriptorV1, WorkItem};
 use crate::error::DistError;
 use crate::layout::Blocking;
+use crate::ops::kit::{ItemPlan, MAX_BLOCK_BYTES};
 use crate::summary::PlanSummary;
 use crate::tensor::{BlockRef, Manifest, TensorMeta};
 use crate::transfer::{Transfer, TransferSet};
@@ -19,14 +20,12 @@ use crate::transfer::{Transfer, TransferSet};
 /// Most block products (work-item terms) one contraction plan may hold.
 pub const MAX_BLOCK_PRODUCTS: u128 = 1 << 24;
 
-/// Most bytes one block of a contraction's output may have (1 TiB).
-pub const MAX_BLOCK_BYTES: u128 = 1 << 40;
-
 /// A validated, rank-assigned contraction plan.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ContractPlan {
-    /// What is sent to the workers.
-    pub descriptor: ContractDescriptorV1,
+    /// What is sent to the workers (crate-private; see
+    /// [`ContractPlan::descriptor_bytes`]).
+    pub(crate) descriptor: ContractDescriptorV1,
     /// Global output shape.
     pub out_shape: Vec<usize>,
     /// Output block tiling.
@@ -36,6 +35,12 @@ pub struct ContractPlan {
 }
 
 impl ContractPlan {
+    /// Bytes of the encoded descriptor: the command frame every
+    /// participant receives.
+    pub fn descriptor_bytes(&self) -> usize {
+        uni20_worker::encode(&self.descriptor).len()
+    }
+
     /// Total payload bytes moved between ranks.
     pub fn bytes_moved(&self) -> u64 {
         self.descriptor.transfers.iter().map(|t| t.bytes).sum()
@@ -50,6 +55,19 @@ impl ContractPlan {
             .filter(|t| t.from == 0 || t.to == 0)
             .map(|t| t.bytes)
             .sum()
+    }
+
+    /// The plan as the kit submits it (descriptor, participants, summary,
+    /// the output block of each item).
+    pub(crate) fn into_items(self) -> ItemPlan<ContractDescriptorV1> {
+        let summary = self.summary();
+        ItemPlan {
+            out_blocks: self.descriptor.items.iter().map(|i| i.out_block).collect(),
+            n_blocks: self.out_blocking.num_blocks(),
+            descriptor: self.descriptor,
+            participants: self.participants,
+            summary,
+        }
     }
 
     /// The plan in numbers (work items, block products, transfers, bytes,

@@ -4,90 +4,21 @@
 //! blocks with the local `uni20_dispatch` block functions, which key every
 //! value on its global element index, so the tensor does not depend on the
 //! tiling or on the number of ranks. No payload passes through the root.
+//! The planner is in `plan`, the command in `command`.
 
-use serde::{Deserialize, Serialize};
-use uni20_dispatch::{identity_block, random_block, zeros_block, DType};
-use uni20_persist::ObjectId;
-use uni20_worker::{register_command, CommandSpec, Controller, HandlerError, WorkerContext};
+mod command;
+mod plan;
+
+use uni20_dispatch::DType;
+use uni20_worker::Controller;
 
 use crate::error::DistError;
-use crate::layout::Blocking;
-use crate::ops::deferred::Output;
-use crate::ops::reblock::{check_block_bytes, participants_of, submit_items, ItemPlan, Tiling};
+use crate::ops::kit::deferred::Output;
+use crate::ops::kit::{check_block_bytes, submit_items, Tiling};
 use crate::placement::Placement;
-use crate::summary::PlanSummary;
-use crate::tensor::{Block, DistTensor, TensorMeta};
-
-/// What the blocks of a new tensor hold.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub enum Recipe {
-    /// Zeros.
-    Zeros,
-    /// Uniform values on `[-1, 1)` (independent real and imaginary parts)
-    /// drawn by [`uni20_dispatch::random_block`] with this seed.
-    Random {
-        /// The seed.
-        seed: u64,
-    },
-    /// The identity between the fused index of the first `row_modes` modes
-    /// and that of the others ([`uni20_dispatch::identity_block`]).
-    Identity {
-        /// Number of leading modes that form the rows.
-        row_modes: usize,
-    },
-}
-
-/// The `uni20.create.v1` descriptor, identical on every participant.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CreateDescV1 {
-    /// What the blocks hold.
-    pub recipe: Recipe,
-    /// Element type.
-    pub dtype: DType,
-    /// Global shape.
-    pub shape: Vec<usize>,
-    /// Block tiling.
-    pub blocking: Blocking,
-    /// Owner of each block (row-major block order).
-    pub owners: Vec<usize>,
-}
-
-/// The command `uni20.create.v1`. Reply of each participant: `(block
-/// number, object id)` of every block it created.
-pub struct CreateV1;
-
-impl CommandSpec for CreateV1 {
-    const WIRE_NAME: &'static str = "uni20.create.v1";
-    const DEBUG_NAME: &'static str = "create";
-    const SCHEMA_VERSION: u32 = 1;
-    type Descriptor = CreateDescV1;
-    type Reply = Vec<(usize, ObjectId)>;
-}
-
-fn handle_create(ctx: &mut WorkerContext<'_>, d: CreateDescV1) -> Result<Vec<(usize, ObjectId)>, HandlerError> {
-    let me = ctx.rank();
-    let mut out = Vec::new();
-    for (b, _) in d.owners.iter().enumerate().filter(|(_, &o)| o == me) {
-        let multi = d.blocking.multi(b);
-        let (offset, shape) = (d.blocking.block_offset(&multi), d.blocking.block_shape(&multi));
-        let t = match d.recipe {
-            Recipe::Zeros => zeros_block(d.dtype, &shape),
-            Recipe::Random { seed } => random_block(seed, d.dtype, &d.shape, &offset, &shape),
-            Recipe::Identity { row_modes } => identity_block(d.dtype, &d.shape, row_modes, &offset, &shape),
-        }
-        .map_err(|e| HandlerError::from(e).context(format!("creating block {b} ({:?})", d.recipe)))?;
-        let p = ctx
-            .store()
-            .commit(Block(t))
-            .map_err(|e| HandlerError::from(e).context(format!("committing block {b}")))?;
-        out.push((b, p.id()));
-    }
-    tracing::debug!(rank = me, blocks = out.len(), recipe = ?d.recipe, "create: blocks committed");
-    Ok(out)
-}
-
-register_command!(CreateV1 => handle_create);
+use crate::tensor::{DistTensor, TensorMeta};
+use command::{CreateV1, Recipe};
+use plan::plan_create;
 
 /// Creates a tensor of `shape` and `dtype` whose blocks hold `recipe`,
 /// owned round-robin by the compute ranks; returns at once.
@@ -112,47 +43,31 @@ fn create(
     if ctl.has_failed() {
         ctl.progress()?;
     }
-    let n = blocking.num_blocks();
-    let owners = Placement::Workers.owners(ctl, n)?;
-    let participants = participants_of(owners.iter().copied(), &[]);
-    let mut summary = PlanSummary::from_parts("create", owners.iter().copied(), 0, &[], &participants);
-    summary.notes.push(format!("{recipe:?}"));
+    let owners = Placement::Workers.owners(ctl, blocking.num_blocks())?;
     let meta = TensorMeta {
         shape: shape.to_vec(),
         dtype,
         blocking: blocking.clone(),
     };
     let (out, write) = DistTensor::pending(ctl, meta);
-    let plan = ItemPlan {
-        descriptor: CreateDescV1 {
-            recipe,
-            dtype,
-            shape: shape.to_vec(),
-            blocking,
-            owners,
-        },
-        participants,
-        summary,
-        out_blocks: (0..n).collect(),
-        n_blocks: n,
-    };
     let output = Output {
         tensor: out.clone(),
         write,
     };
+    let plan = plan_create(shape, dtype, blocking, recipe, owners);
     submit_items::<CreateV1>(ctl, plan, vec![output], Vec::new());
     Ok(out)
 }
 
 /// A tensor of zeros of `shape` and `dtype`, tiled by `block` (a block size,
-/// per-mode sizes or a [`Blocking`]; see [`Tiling`]), each block created by
+/// per-mode sizes or a [`Blocking`](crate::Blocking); see [`Tiling`]), each block created by
 /// its owner (the compute ranks, round-robin). Returns at once; the blocks
 /// exist once the workers reply.
 ///
 /// # Errors
 /// Before anything is submitted: the errors of [`Tiling::blocking`];
 /// [`DistError::PlanTooLarge`] for a block over
-/// [`MAX_BLOCK_BYTES`](crate::MAX_BLOCK_BYTES); [`DistError::Job`] if the
+/// [`MAX_BLOCK_BYTES`](crate::plan::MAX_BLOCK_BYTES); [`DistError::Job`] if the
 /// job already stopped.
 pub fn zeros(
     ctl: &Controller<'_>,

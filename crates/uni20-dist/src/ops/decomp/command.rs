@@ -13,7 +13,7 @@ use uni20_dispatch::{
     EighBackendList, KernelAttempt, LocalTensor, QrBackendList, SvdBackendList, C64,
 };
 use uni20_persist::ObjectId;
-use uni20_worker::{register_command, CommandSpec, HandlerError, WorkerContext};
+use uni20_worker::{command, HandlerError, WorkerContext};
 
 use super::matrix::{assemble, commit_blocks, diagonal};
 use super::plan::{factor_metas, real_dtype, Validated};
@@ -25,25 +25,25 @@ use crate::transfer::{exchange_blocks, Transfer};
 /// The matrix part of every decomposition descriptor: the input, its
 /// matrix view, where it is assembled and what moves there.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct MatrixDescV1 {
+pub(crate) struct MatrixDescV1 {
     /// The factorizing worker.
-    pub factorizer: usize,
+    pub(crate) factorizer: usize,
     /// The input's global shape.
-    pub shape: Vec<usize>,
+    pub(crate) shape: Vec<usize>,
     /// The input's element type (and the factors').
-    pub dtype: DType,
+    pub(crate) dtype: DType,
     /// The input's tiling.
-    pub blocking: Blocking,
+    pub(crate) blocking: Blocking,
     /// The input's block map.
-    pub blocks: Vec<BlockRef>,
+    pub(crate) blocks: Vec<BlockRef>,
     /// Tensor modes forming the rows, slowest first.
-    pub rows: Vec<usize>,
+    pub(crate) rows: Vec<usize>,
     /// Tensor modes forming the columns, slowest first.
-    pub cols: Vec<usize>,
+    pub(crate) cols: Vec<usize>,
     /// Block extent of the new index `k`.
-    pub k_block: usize,
+    pub(crate) k_block: usize,
     /// Input blocks moving to the factorizing worker; transfer `i` uses the tags of `i`.
-    pub transfers: Vec<Transfer>,
+    pub(crate) transfers: Vec<Transfer>,
 }
 
 impl MatrixDescV1 {
@@ -71,50 +71,50 @@ impl MatrixDescV1 {
 /// SVD truncation options on the wire (see
 /// [`SvdTruncation`](crate::SvdTruncation) for their meaning).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct TruncationV1 {
+pub(crate) struct TruncationV1 {
     /// Keep at most this many singular values.
-    pub max_rank: Option<u64>,
+    pub(crate) max_rank: Option<u64>,
     /// Relative discarded weight target.
-    pub max_discarded_weight: Option<f64>,
+    pub(crate) max_discarded_weight: Option<f64>,
     /// Absolute cutoff.
-    pub cutoff: Option<f64>,
+    pub(crate) cutoff: Option<f64>,
     /// Relative tolerance of degenerate multiplets.
-    pub degeneracy_rtol: Option<f64>,
+    pub(crate) degeneracy_rtol: Option<f64>,
 }
 
 /// Descriptor of `uni20.svd.v1`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SvdDescV1 {
+pub(crate) struct SvdDescV1 {
     /// The matrix.
-    pub matrix: MatrixDescV1,
+    pub(crate) matrix: MatrixDescV1,
     /// Truncation.
-    pub truncation: TruncationV1,
+    pub(crate) truncation: TruncationV1,
     /// Also commit the diagonal matrix of the kept singular values.
-    pub s_diag: bool,
+    pub(crate) s_diag: bool,
 }
 
 /// Descriptor of `uni20.qr.v1`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct QrDescV1 {
+pub(crate) struct QrDescV1 {
     /// The matrix.
-    pub matrix: MatrixDescV1,
+    pub(crate) matrix: MatrixDescV1,
     /// LQ instead of QR.
-    pub lq: bool,
+    pub(crate) lq: bool,
 }
 
 /// Descriptor of `uni20.eigh.v1`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct EighDescV1 {
+pub(crate) struct EighDescV1 {
     /// The matrix (square).
-    pub matrix: MatrixDescV1,
+    pub(crate) matrix: MatrixDescV1,
     /// Relative Hermiticity tolerance (`None`: the kernel's default).
-    pub hermitian_rtol: Option<f64>,
+    pub(crate) hermitian_rtol: Option<f64>,
 }
 
 /// Why the factorizing worker refused the input (bad data, not a failure
 /// of the runtime: the job goes on).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub enum RejectionV1 {
+pub(crate) enum RejectionV1 {
     /// A block holds NaN or an infinity (the first such block).
     NonFinite {
         /// Block number.
@@ -141,28 +141,28 @@ pub enum RejectionV1 {
 
 /// What the factorizing worker reports.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct FactoredV1 {
+pub(crate) struct FactoredV1 {
     /// Singular values (non-increasing) or eigenvalues (non-decreasing);
     /// empty for QR and LQ.
-    pub values: Vec<f64>,
+    pub(crate) values: Vec<f64>,
     /// SVD: the discarded singular values.
-    pub discarded: Vec<f64>,
+    pub(crate) discarded: Vec<f64>,
     /// SVD: discarded weight `sum discarded s^2 / sum s^2`.
-    pub discarded_weight: f64,
+    pub(crate) discarded_weight: f64,
     /// SVD: `max_rank` split the leading degenerate multiplet.
-    pub degenerate_split: bool,
+    pub(crate) degenerate_split: bool,
     /// The inner dimension `k` of the factors.
-    pub k: usize,
+    pub(crate) k: usize,
     /// Object ids of each factor's blocks (in the order of the family's
     /// factors), committed on the factorizing worker.
-    pub factors: Vec<Vec<ObjectId>>,
+    pub(crate) factors: Vec<Vec<ObjectId>>,
     /// The local backend attempts, one line each.
-    pub attempts: Vec<String>,
+    pub(crate) attempts: Vec<String>,
 }
 
 /// Reply of every decomposition command.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub enum DecompReplyV1 {
+pub(crate) enum DecompReplyV1 {
     /// This rank only sent input blocks.
     Sent,
     /// The factorizing worker refused the input; nothing was committed.
@@ -171,54 +171,34 @@ pub enum DecompReplyV1 {
     Factored(FactoredV1),
 }
 
-/// The command `uni20.svd.v1`.
-pub struct SvdV1;
-impl CommandSpec for SvdV1 {
-    const WIRE_NAME: &'static str = "uni20.svd.v1";
-    const DEBUG_NAME: &'static str = "svd";
-    const SCHEMA_VERSION: u32 = 1;
-    type Descriptor = SvdDescV1;
-    type Reply = DecompReplyV1;
-}
+command!(
+    /// The command `uni20.svd.v1`.
+    pub(crate) SvdV1 = "uni20.svd.v1", schema 1, SvdDescV1 => DecompReplyV1, handle_svd
+);
 
-/// The command `uni20.qr.v1` (QR and LQ).
-pub struct QrV1;
-impl CommandSpec for QrV1 {
-    const WIRE_NAME: &'static str = "uni20.qr.v1";
-    const DEBUG_NAME: &'static str = "qr";
-    const SCHEMA_VERSION: u32 = 1;
-    type Descriptor = QrDescV1;
-    type Reply = DecompReplyV1;
-}
+command!(
+    /// The command `uni20.qr.v1` (QR and LQ).
+    pub(crate) QrV1 = "uni20.qr.v1", schema 1, QrDescV1 => DecompReplyV1, handle_qr
+);
 
-/// The command `uni20.eigh.v1`.
-pub struct EighV1;
-impl CommandSpec for EighV1 {
-    const WIRE_NAME: &'static str = "uni20.eigh.v1";
-    const DEBUG_NAME: &'static str = "eigh";
-    const SCHEMA_VERSION: u32 = 1;
-    type Descriptor = EighDescV1;
-    type Reply = DecompReplyV1;
-}
+command!(
+    /// The command `uni20.eigh.v1`.
+    pub(crate) EighV1 = "uni20.eigh.v1", schema 1, EighDescV1 => DecompReplyV1, handle_eigh
+);
 
 /// Descriptor of `uni20.distribute_factors.v1`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DistributeFactorsDescV1 {
+pub(crate) struct DistributeFactorsDescV1 {
     /// Factor blocks moving from the factorizing worker to their owners;
     /// the sender drops its copy afterwards. Transfer `i` uses the tags of `i`.
-    pub transfers: Vec<Transfer>,
+    pub(crate) transfers: Vec<Transfer>,
 }
 
-/// The command `uni20.distribute_factors.v1`. Reply: the number of blocks
-/// the rank received.
-pub struct DistributeFactorsV1;
-impl CommandSpec for DistributeFactorsV1 {
-    const WIRE_NAME: &'static str = "uni20.distribute_factors.v1";
-    const DEBUG_NAME: &'static str = "distribute_factors";
-    const SCHEMA_VERSION: u32 = 1;
-    type Descriptor = DistributeFactorsDescV1;
-    type Reply = u64;
-}
+command!(
+    /// The command `uni20.distribute_factors.v1`. Reply: the number of blocks
+    /// the rank received.
+    pub(crate) DistributeFactorsV1 = "uni20.distribute_factors.v1", schema 1, DistributeFactorsDescV1 => u64, handle_distribute
+);
 
 /// A local factorization's outcome.
 struct Local {
@@ -437,8 +417,3 @@ fn handle_distribute(ctx: &mut WorkerContext<'_>, d: DistributeFactorsDescV1) ->
         .map_err(|e| HandlerError::from(e).context("dropping the factor blocks handed to their owners"))?;
     Ok(received.len() as u64)
 }
-
-register_command!(SvdV1 => handle_svd);
-register_command!(QrV1 => handle_qr);
-register_command!(EighV1 => handle_eigh);
-register_command!(DistributeFactorsV1 => handle_distribute);

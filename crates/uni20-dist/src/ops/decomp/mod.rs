@@ -29,17 +29,15 @@
 //! `k_block` (default: the input's largest block extent).
 
 mod command;
+pub(crate) mod error;
 mod matrix;
 mod plan;
 mod run;
 mod split;
 
-pub use command::{
-    DecompReplyV1, DistributeFactorsDescV1, DistributeFactorsV1, EighDescV1, EighV1, FactoredV1, MatrixDescV1,
-    QrDescV1, QrV1, RejectionV1, SvdDescV1, SvdV1, TruncationV1,
-};
+pub(crate) use command::{DistributeFactorsV1, EighV1, QrV1, SvdV1};
+use command::{EighDescV1, QrDescV1, SvdDescV1, TruncationV1};
 pub use plan::DEFAULT_MAX_MATRIX_BYTES;
-pub use split::SplitError;
 
 use uni20_dispatch::DecompKind;
 use uni20_worker::Controller;
@@ -284,7 +282,7 @@ fn qr_family(
 ///
 /// # Errors
 /// As [`svd`], plus [`DistError::Split`] with
-/// [`SplitError::NotSquare`]; [`DistError::Decomp`] for an invalid
+/// [`SplitError::NotSquare`](crate::error::SplitError::NotSquare); [`DistError::Decomp`] for an invalid
 /// `hermitian_rtol`; and, from the data, [`DistError::NotHermitian`]
 /// naming the largest deviation `|A[i, j] - conj(A[j, i])|` and where it
 /// is (the job goes on).

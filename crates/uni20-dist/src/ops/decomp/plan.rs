@@ -11,7 +11,8 @@ use std::collections::BTreeMap;
 use uni20_dispatch::{DType, DecompError, DecompKind};
 use uni20_persist::ObjectId;
 
-use super::split::{MatrixSplit, SplitError};
+use super::error::SplitError;
+use super::split::MatrixSplit;
 use crate::error::DistError;
 use crate::layout::{block_extents, Blocking, BlockingError};
 use crate::tensor::{BlockRef, Manifest, TensorMeta};

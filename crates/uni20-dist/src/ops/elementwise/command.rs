@@ -1,34 +1,33 @@
 //! The `uni20.elementwise.v1` command: its descriptor (the operation, and
 //! one item per output block: the block of `a` it comes from and, for an
-//! `axpby`, the box of `b` with the blocks overlapping it) and the worker
-//! handler, which exchanges blocks worker to worker, computes each output
-//! block it owns with the local `uni20_dispatch` kernels, commits it and
-//! replies with its id.
+//! `axpby`, the box of `b` with the blocks overlapping it) and its
+//! per-item compute with the local `uni20_dispatch` kernels; the kit's
+//! [`handle_items`] exchanges, commits and replies.
 
 use serde::{Deserialize, Serialize};
-use uni20_dispatch::{axpby as local_axpby, reshape as local_reshape, DType, C64};
+use uni20_dispatch::{axpby as local_axpby, reshape as local_reshape, DType, LocalTensor, C64};
 use uni20_persist::{ObjectId, PersistentPtr};
-use uni20_worker::{register_command, CommandSpec, HandlerError, WorkerContext};
+use uni20_worker::{command, HandlerError, WorkerContext};
 
-use crate::ops::reblock::BoxSource;
+use crate::ops::kit::{handle_items, BoxSource, ItemWork};
 use crate::tensor::{Block, BlockRef};
-use crate::transfer::{exchange_blocks, Transfer};
+use crate::transfer::record::Transfer;
 
 /// The second operand of an [`ElementwiseOp::Axpby`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SecondOperand {
+pub(crate) struct SecondOperand {
     /// Its scale (nonzero: a zero `beta` has no second operand).
-    pub beta: C64,
+    pub(crate) beta: C64,
     /// Output axis `k` is axis `perm[k]` of `b`.
-    pub perm: Vec<usize>,
+    pub(crate) perm: Vec<usize>,
     /// Read `b` conjugated.
-    pub conj: bool,
+    pub(crate) conj: bool,
 }
 
 /// What every item computes.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
-pub enum ElementwiseOp {
+pub(crate) enum ElementwiseOp {
     /// `out = alpha * op(a) + beta * op(b)`, `op` a permutation (output axis
     /// `k` is axis `perm_a[k]` of `a`) and an optional conjugation
     /// (`uni20_dispatch::axpby`).
@@ -49,58 +48,53 @@ pub enum ElementwiseOp {
 
 /// One output block, computed by `rank`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ElementwiseItem {
+pub(crate) struct ElementwiseItem {
     /// Rank that computes and owns the output block.
-    pub rank: usize,
+    pub(crate) rank: usize,
     /// Output block number.
-    pub out_block: usize,
+    pub(crate) out_block: usize,
     /// Output block shape.
-    pub out_shape: Vec<usize>,
+    pub(crate) out_shape: Vec<usize>,
     /// The block of `a` the output block comes from.
-    pub a: BlockRef,
+    pub(crate) a: BlockRef,
     /// The box of `b` (in `b`'s mode order) and its overlapping blocks.
-    pub b: Option<BoxSource>,
+    pub(crate) b: Option<BoxSource>,
 }
 
 /// The `uni20.elementwise.v1` descriptor, identical on every participant.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ElementwiseDescV1 {
+pub(crate) struct ElementwiseDescV1 {
     /// The operation.
-    pub op: ElementwiseOp,
+    pub(crate) op: ElementwiseOp,
     /// Output element type.
-    pub out_dtype: DType,
+    pub(crate) out_dtype: DType,
     /// One item per output block.
-    pub items: Vec<ElementwiseItem>,
+    pub(crate) items: Vec<ElementwiseItem>,
     /// Worker-to-worker block transfers; transfer `i` uses the tags of `i`.
-    pub transfers: Vec<Transfer>,
+    pub(crate) transfers: Vec<Transfer>,
 }
 
-/// The command `uni20.elementwise.v1`. Reply of each participant: `(item
-/// index, object id)` of every output block it committed.
-pub struct ElementwiseV1;
+command!(
+    /// The command `uni20.elementwise.v1`. Reply of each participant: `(item
+    /// index, object id)` of every output block it committed.
+    pub(crate) ElementwiseV1 = "uni20.elementwise.v1", schema 1, ElementwiseDescV1 => Vec<(usize, ObjectId)>, handle_items::<ElementwiseDescV1>
+);
 
-impl CommandSpec for ElementwiseV1 {
-    const WIRE_NAME: &'static str = "uni20.elementwise.v1";
-    const DEBUG_NAME: &'static str = "elementwise";
-    const SCHEMA_VERSION: u32 = 1;
-    type Descriptor = ElementwiseDescV1;
-    type Reply = Vec<(usize, ObjectId)>;
-}
-
-fn handle_elementwise(
-    ctx: &mut WorkerContext<'_>,
-    d: ElementwiseDescV1,
-) -> Result<Vec<(usize, ObjectId)>, HandlerError> {
-    let me = ctx.rank();
-    let store = ctx.store();
-    let replicas = exchange_blocks(ctx, &d.transfers)?;
-    let mut out = Vec::new();
-    for (idx, item) in d.items.iter().enumerate().filter(|(_, i)| i.rank == me) {
-        let in_item = |e: HandlerError| e.context(format!("element-wise item {idx} (output block {})", item.out_block));
+impl ItemWork for ElementwiseDescV1 {
+    type Item = ElementwiseItem;
+    const OPERATION: &'static str = "element-wise";
+    fn work(&self) -> (&[ElementwiseItem], &[Transfer]) {
+        (&self.items, &self.transfers)
+    }
+    fn place(_: usize, item: &ElementwiseItem) -> (usize, usize) {
+        (item.rank, item.out_block)
+    }
+    fn compute(&self, ctx: &WorkerContext<'_>, _: usize, item: &ElementwiseItem) -> Result<LocalTensor, HandlerError> {
+        let store = ctx.store();
         let a = store
             .load_wait(PersistentPtr::<Block>::from_id(item.a.id))
-            .map_err(|e| in_item(HandlerError::from(e).with_object(item.a.id)))?;
-        let r = match &d.op {
+            .map_err(|e| HandlerError::from(e).with_object(item.a.id))?;
+        let r = match &self.op {
             ElementwiseOp::Axpby {
                 alpha,
                 perm_a,
@@ -108,7 +102,7 @@ fn handle_elementwise(
                 b,
             } => {
                 let bt = match (b, &item.b) {
-                    (Some(_), Some(src)) => Some(src.assemble(store).map_err(in_item)?),
+                    (Some(_), Some(src)) => Some(src.assemble(store)?),
                     _ => None,
                 };
                 let second = match (b, &bt) {
@@ -123,37 +117,21 @@ fn handle_elementwise(
                     *conj_a,
                     beta,
                     second,
-                    Some(d.out_dtype),
+                    Some(self.out_dtype),
                     ctx.threads(),
                 )
             }
             ElementwiseOp::Reshape => local_reshape(&a.0, &item.out_shape),
-        }
-        .map_err(|e| in_item(HandlerError::from(e)))?;
-        if r.shape() != item.out_shape.as_slice() || r.dtype() != d.out_dtype {
-            return Err(in_item(HandlerError::msg(format!(
+        }?;
+        if r.shape() != item.out_shape.as_slice() || r.dtype() != self.out_dtype {
+            return Err(HandlerError::msg(format!(
                 "result {:?} {} differs from the planned {:?} {}",
                 r.shape(),
                 r.dtype().name(),
                 item.out_shape,
-                d.out_dtype.name()
-            ))));
+                self.out_dtype.name()
+            )));
         }
-        let p = store
-            .commit(Block(r))
-            .map_err(|e| in_item(HandlerError::from(e).context("committing the output block")))?;
-        out.push((idx, p.id()));
+        Ok(r)
     }
-    tracing::debug!(
-        rank = me,
-        blocks = out.len(),
-        replicas = replicas.len(),
-        "elementwise: blocks computed"
-    );
-    store
-        .release_many(&replicas)
-        .map_err(|e| HandlerError::from(e).context("dropping the replicas of this command"))?;
-    Ok(out)
 }
-
-register_command!(ElementwiseV1 => handle_elementwise);

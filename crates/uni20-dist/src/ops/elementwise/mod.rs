@@ -10,34 +10,22 @@
 //! reshape blocking rule in `reshape`, the command in `command`.
 
 mod command;
+pub(crate) mod error;
+mod plan;
 mod reshape;
 mod spec;
-
-pub use command::{ElementwiseDescV1, ElementwiseItem, ElementwiseOp, ElementwiseV1, SecondOperand};
-pub use spec::LabelError;
 
 use uni20_dispatch::{DType, ElementwiseError, C64};
 use uni20_worker::Controller;
 
 use crate::error::DistError;
-use crate::layout::Blocking;
-use crate::ops::deferred::{Input, OpJob, Output};
-use crate::ops::reblock::pieces::Assigner;
-use crate::ops::reblock::{check_block_bytes, participants_of, submit_items, submit_reblock, BoxSource, ItemPlan};
-use crate::summary::PlanSummary;
-use crate::tensor::{DistTensor, Manifest, TensorMeta};
-use crate::transfer::TransferSet;
+use crate::ops::kit::{check_block_bytes, defer_items};
+use crate::ops::reblock::submit_reblock;
+use crate::tensor::{DistTensor, TensorMeta};
+use command::{ElementwiseOp, ElementwiseV1, SecondOperand};
+use plan::{permuted, plan, Validated};
 use reshape::ReshapeRule;
 use spec::LabelSpec;
-
-/// An element-wise operation validated against its operands' static
-/// descriptions.
-#[derive(Clone, Debug)]
-struct Validated {
-    name: &'static str,
-    op: ElementwiseOp,
-    out: TensorMeta,
-}
 
 /// `Err` unless `alpha` (and `beta`) are real for a real output dtype.
 fn check_real_scalars(dtype: DType, scalars: &[(&'static str, C64)]) -> Result<(), DistError> {
@@ -47,92 +35,6 @@ fn check_real_scalars(dtype: DType, scalars: &[(&'static str, C64)]) -> Result<(
         }
     }
     Ok(())
-}
-
-/// The tiling of `a`'s blocking with its modes permuted (output mode `k` is
-/// mode `perm[k]` of `a`).
-fn permuted(b: &Blocking, perm: &[usize]) -> Blocking {
-    let shape: Vec<usize> = perm.iter().map(|&p| b.shape()[p]).collect();
-    let ext = perm.iter().map(|&p| b.mode(p).to_vec()).collect();
-    Blocking::from_extents(&shape, ext).expect("a permutation of a valid tiling is valid")
-}
-
-/// Plans `v` (an `Axpby` or `Reshape`) from the manifest of `a` (and of `b`
-/// for an `Axpby` with a second operand). For a reshape, `a` already has
-/// the rule's input tiling.
-fn plan(
-    v: &Validated,
-    workers: &[usize],
-    ma: &Manifest,
-    mb: Option<&Manifest>,
-    rule: Option<&ReshapeRule>,
-) -> ItemPlan<ElementwiseDescV1> {
-    let n = ma.blocking.num_blocks();
-    let mut assign = Assigner::new(workers, n);
-    let mut set = TransferSet::new();
-    let mut items = Vec::with_capacity(n);
-    let out_b = &v.out.blocking;
-    for (b, a_ref) in ma.blocks.iter().enumerate() {
-        let a_multi = ma.blocking.multi(b);
-        let (out_block, b_src) = match (&v.op, rule) {
-            (ElementwiseOp::Reshape, Some(rule)) => (rule.out_block(b), None),
-            (ElementwiseOp::Axpby { perm_a, b: second, .. }, _) => {
-                let o_multi: Vec<usize> = perm_a.iter().map(|&p| a_multi[p]).collect();
-                let src = match (second, mb) {
-                    (Some(s), Some(mb)) => {
-                        let (o_off, o_shape) = (out_b.block_offset(&o_multi), out_b.block_shape(&o_multi));
-                        let mut off = vec![0; o_off.len()];
-                        let mut shape = vec![0; o_off.len()];
-                        for (k, &q) in s.perm.iter().enumerate() {
-                            off[q] = o_off[k];
-                            shape[q] = o_shape[k];
-                        }
-                        Some(BoxSource::of(mb, &off, &shape))
-                    }
-                    _ => None,
-                };
-                (out_b.linear(&o_multi), src)
-            }
-            _ => (b, None),
-        };
-        let a_bytes = ma.block_bytes(b);
-        let rank = match &b_src {
-            Some(src) => assign.pick(std::iter::once((a_ref.owner, a_bytes)).chain(src.overlap_bytes())),
-            None => assign.keep(a_ref.owner, a_bytes),
-        };
-        set.need(a_ref, a_bytes, rank);
-        for p in b_src.iter().flat_map(|s| &s.pieces) {
-            set.need(&p.block, p.bytes, rank);
-        }
-        items.push(command::ElementwiseItem {
-            rank,
-            out_block,
-            out_shape: out_b.block_shape(&out_b.multi(out_block)),
-            a: *a_ref,
-            b: b_src,
-        });
-    }
-    let transfers = set.into_vec();
-    let participants = participants_of(items.iter().map(|i| i.rank), &transfers);
-    let summary = PlanSummary::from_parts(
-        v.name,
-        items.iter().map(|i| i.rank),
-        items.len(),
-        &transfers,
-        &participants,
-    );
-    ItemPlan {
-        out_blocks: items.iter().map(|i| i.out_block).collect(),
-        n_blocks: out_b.num_blocks(),
-        descriptor: ElementwiseDescV1 {
-            op: v.op.clone(),
-            out_dtype: v.out.dtype,
-            items,
-            transfers,
-        },
-        participants,
-        summary,
-    }
 }
 
 /// Queues `v` over `a` (and `b`) and returns the pending output; `note` (a
@@ -145,28 +47,16 @@ fn submit(
     rule: Option<ReshapeRule>,
     note: Option<String>,
 ) -> DistTensor {
-    let (out, write) = DistTensor::pending(ctl, v.out.clone());
-    let mut inputs = vec![Input::of(a)];
-    inputs.extend(b.map(Input::of));
-    let output = Output {
-        tensor: out.clone(),
-        write,
-    };
-    let job = OpJob::new(
-        inputs,
-        vec![output],
-        Box::new(move |ctl, manifests: Vec<Manifest>, outputs, keep| {
-            let mut p = plan(&v, &ctl.compute_ranks(), &manifests[0], manifests.get(1), rule.as_ref());
-            if let Some(note) = note {
-                let moved = keep[0].plan_summary().map_or(0, |s| s.bytes_moved);
-                p.summary.notes.push(format!("{note} ({moved} bytes moved)"));
-            }
-            submit_items::<ElementwiseV1>(ctl, p, outputs, keep);
-            Ok::<(), DistError>(())
-        }),
-    );
-    ctl.defer(Box::new(job));
-    out
+    let mut inputs = vec![a];
+    inputs.extend(b);
+    defer_items::<ElementwiseV1>(ctl, v.out.clone(), &inputs, move |workers, manifests, keep| {
+        let mut p = plan(&v, workers, &manifests[0], manifests.get(1), rule.as_ref());
+        if let Some(note) = note {
+            let moved = keep[0].plan_summary().map_or(0, |s| s.bytes_moved);
+            p.summary.notes.push(format!("{note} ({moved} bytes moved)"));
+        }
+        p
+    })
 }
 
 fn check_job(ctl: &Controller<'_>) -> Result<(), DistError> {

@@ -1,6 +1,6 @@
 //! Label specs of the element-wise family ([`LabelSpec`]): which label of
-//! each operand goes to which mode of the output, and the typed errors of
-//! a bad spec ([`LabelError`]). Pure.
+//! each operand goes to which mode of the output, with the typed errors of
+//! a bad spec ([`LabelError`], in the leaf `error`). Pure.
 //!
 //! Forms (ASCII letters; spaces are ignored):
 //! - `"ijk->kij"`: one operand (permute), or for `axpby` the first
@@ -12,71 +12,7 @@
 //! Every operand names each output label exactly once (no repeated labels,
 //! no summed labels, no ellipsis): a spec is a pair of permutations.
 
-/// Why a label spec is refused.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum LabelError {
-    /// The spec has no `->`, or more than one.
-    #[error("label spec {spec:?}: expected `<labels>-><labels>`")]
-    NoArrow {
-        /// The spec.
-        spec: String,
-    },
-    /// The spec names more operands than the operation takes.
-    #[error("label spec {spec:?} names {got} operands; this operation takes at most {max}")]
-    Operands {
-        /// The spec.
-        spec: String,
-        /// Operands named before `->`.
-        got: usize,
-        /// Most operands allowed.
-        max: usize,
-    },
-    /// A character that is not an ASCII letter.
-    #[error("label spec {spec:?}: {ch:?} is not a label (labels are ASCII letters)")]
-    BadLabel {
-        /// The spec.
-        spec: String,
-        /// The character.
-        ch: char,
-    },
-    /// A label occurs twice in one operand or in the output.
-    #[error("label spec {spec:?}: label `{label}` occurs twice in {operand}")]
-    Repeated {
-        /// The spec.
-        spec: String,
-        /// The label.
-        label: char,
-        /// `"a"`, `"b"` or `"the output"`.
-        operand: String,
-    },
-    /// An operand's labels are not a permutation of the output's.
-    #[error(
-        "label spec {spec:?}: the labels of {operand} ({labels}) are not a permutation of the output's ({output})"
-    )]
-    NotAPermutation {
-        /// The spec.
-        spec: String,
-        /// `"a"` or `"b"`.
-        operand: String,
-        /// The operand's labels.
-        labels: String,
-        /// The output's labels.
-        output: String,
-    },
-    /// An operand has another rank than its labels.
-    #[error("label spec {spec:?}: {operand} has rank {rank} but {labels} labels")]
-    Rank {
-        /// The spec.
-        spec: String,
-        /// `"a"` or `"b"`.
-        operand: String,
-        /// Number of labels given for it.
-        labels: usize,
-        /// Its rank.
-        rank: usize,
-    },
-}
+use super::error::LabelError;
 
 /// A parsed label spec: the labels of `a`, of `b` (when given) and of the
 /// output.

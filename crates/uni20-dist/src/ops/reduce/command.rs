@@ -12,11 +12,12 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use uni20_dispatch::{inner, max_abs, norm_sqr, C64};
 use uni20_persist::PersistentPtr;
-use uni20_worker::{register_command, CommandSpec, HandlerError, Tag, WorkerContext, TAG_DATA_BASE};
+use uni20_worker::{command, HandlerError, Tag, WorkerContext, TAG_DATA_BASE};
 
-use crate::ops::reblock::BoxSource;
+use crate::ops::kit::BoxSource;
 use crate::tensor::{Block, BlockRef};
-use crate::transfer::{exchange_blocks, Transfer};
+use crate::transfer::exchange_blocks;
+use crate::transfer::record::Transfer;
 
 /// Tag of the partial results sent to the leader (above every transfer tag).
 const TAG_PARTIAL: Tag = TAG_DATA_BASE + 30_000;
@@ -24,7 +25,7 @@ const TAG_PARTIAL: Tag = TAG_DATA_BASE + 30_000;
 /// The reduction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
-pub enum ReduceOp {
+pub(crate) enum ReduceOp {
     /// `sum |a_i|^2` (real part of the value).
     NormSqr,
     /// `sum conj(a_i) * b_i`.
@@ -35,39 +36,33 @@ pub enum ReduceOp {
 
 /// One block of `a` reduced by `rank`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ReduceItem {
+pub(crate) struct ReduceItem {
     /// Rank that reduces the item.
-    pub rank: usize,
+    pub(crate) rank: usize,
     /// The block of `a`.
-    pub a: BlockRef,
+    pub(crate) a: BlockRef,
     /// For [`ReduceOp::Inner`]: the box of `b` matching `a`'s block.
-    pub b: Option<BoxSource>,
+    pub(crate) b: Option<BoxSource>,
 }
 
 /// The `uni20.reduce.v1` descriptor, identical on every participant.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ReduceDescV1 {
+pub(crate) struct ReduceDescV1 {
     /// The reduction.
-    pub op: ReduceOp,
+    pub(crate) op: ReduceOp,
     /// One item per block of `a`.
-    pub items: Vec<ReduceItem>,
+    pub(crate) items: Vec<ReduceItem>,
     /// Worker-to-worker block transfers; transfer `i` uses the tags of `i`.
-    pub transfers: Vec<Transfer>,
+    pub(crate) transfers: Vec<Transfer>,
     /// Every participant, ascending; the first is the leader.
-    pub participants: Vec<usize>,
+    pub(crate) participants: Vec<usize>,
 }
 
-/// The command `uni20.reduce.v1`. Reply: the combined value on the leader,
-/// `None` on every other participant.
-pub struct ReduceV1;
-
-impl CommandSpec for ReduceV1 {
-    const WIRE_NAME: &'static str = "uni20.reduce.v1";
-    const DEBUG_NAME: &'static str = "reduce";
-    const SCHEMA_VERSION: u32 = 1;
-    type Descriptor = ReduceDescV1;
-    type Reply = Option<C64>;
-}
+command!(
+    /// The command `uni20.reduce.v1`. Reply: the combined value on the leader,
+    /// `None` on every other participant.
+    pub(crate) ReduceV1 = "uni20.reduce.v1", schema 1, ReduceDescV1 => Option<C64>, handle_reduce
+);
 
 /// Neumaier-compensated sum of the real and imaginary parts.
 #[derive(Default)]
@@ -205,5 +200,3 @@ fn handle_reduce(ctx: &mut WorkerContext<'_>, d: ReduceDescV1) -> Result<Option<
     }
     Ok(Some(total.total()))
 }
-
-register_command!(ReduceV1 => handle_reduce);

@@ -4,21 +4,19 @@
 //! item per block of the first operand on the rank holding most of its
 //! bytes, and submits `uni20.reduce.v1`. Partial results are combined on
 //! the workers (compensated sums; see `command`) and only the final scalar
-//! reaches the root; no block payload does.
+//! reaches the root; no block payload does. The planner is in `plan`.
 
 mod command;
-
-pub use command::{ReduceDescV1, ReduceItem, ReduceOp, ReduceV1};
+mod plan;
 
 use uni20_dispatch::C64;
 use uni20_worker::Controller;
 
 use crate::error::DistError;
-use crate::ops::reblock::pieces::Assigner;
-use crate::ops::reblock::{participants_of, BoxSource};
 use crate::summary::PlanSummary;
-use crate::tensor::{DistTensor, Manifest};
-use crate::transfer::TransferSet;
+use crate::tensor::DistTensor;
+use command::{ReduceOp, ReduceV1};
+use plan::plan;
 
 /// A reduction and its operands.
 #[derive(Clone, Copy, Debug)]
@@ -39,52 +37,6 @@ pub struct Reduced {
     pub value: C64,
     /// Items, transfers, bytes moved (0 through the root).
     pub summary: PlanSummary,
-}
-
-/// Plans a reduction from the manifest of `a` (and `b` for an inner
-/// product, of the same shape) over the compute ranks `workers`.
-fn plan(op: ReduceOp, workers: &[usize], ma: &Manifest, mb: Option<&Manifest>) -> (ReduceDescV1, PlanSummary) {
-    let n = ma.blocking.num_blocks();
-    let mut assign = Assigner::new(workers, n);
-    let mut set = TransferSet::new();
-    let mut items = Vec::with_capacity(n);
-    for (blk, a) in ma.blocks.iter().enumerate() {
-        let multi = ma.blocking.multi(blk);
-        let a_bytes = ma.block_bytes(blk);
-        let b = mb.map(|mb| BoxSource::of(mb, &ma.blocking.block_offset(&multi), &ma.blocking.block_shape(&multi)));
-        let rank = match &b {
-            Some(src) => assign.pick(std::iter::once((a.owner, a_bytes)).chain(src.overlap_bytes())),
-            None => assign.keep(a.owner, a_bytes),
-        };
-        set.need(a, a_bytes, rank);
-        for p in b.iter().flat_map(|s| &s.pieces) {
-            set.need(&p.block, p.bytes, rank);
-        }
-        items.push(ReduceItem { rank, a: *a, b });
-    }
-    let transfers = set.into_vec();
-    let participants = participants_of(items.iter().map(|i| i.rank), &transfers);
-    let name = match op {
-        ReduceOp::NormSqr => "norm",
-        ReduceOp::Inner => "inner",
-        ReduceOp::MaxAbs => "max_abs",
-    };
-    let summary = PlanSummary::from_parts(
-        name,
-        items.iter().map(|i| i.rank),
-        items.len(),
-        &transfers,
-        &participants,
-    );
-    (
-        ReduceDescV1 {
-            op,
-            items,
-            transfers,
-            participants,
-        },
-        summary,
-    )
 }
 
 /// Runs a reduction and returns its value with the summary of its plan.

@@ -1,48 +1,48 @@
-//! Boxes assembled from the blocks of another tiling, shared by every
-//! family that reads a tensor under a tiling other than its own (reblock,
-//! axpby with differently blocked operands, inner products): the plan side
-//! ([`BoxSource::of`]: which source blocks overlap a box, and where) and
-//! the worker side ([`BoxSource::assemble`]: copy the overlapping parts of
-//! the (local or replicated) source blocks into one dense block). Also the
-//! rank choice every such family uses ([`Assigner`]: most local bytes
-//! under a load cap).
-
-use std::collections::BTreeMap;
+//! Block sources: boxes assembled from the blocks of another tiling, for
+//! every family that reads a tensor under a tiling other than its own
+//! (reblock, axpby with differently blocked operands, inner products): the
+//! plan side ([`BoxSource::of`]: which source blocks overlap a box, and
+//! where) and the worker side ([`BoxSource::assemble`]: copy the
+//! overlapping parts of the (local or replicated) source blocks into one
+//! dense block). Also what a reblock between two tilings rebuilds
+//! ([`rebuilt_bytes`]).
 
 use serde::{Deserialize, Serialize};
 use uni20_dispatch::{DType, LocalTensor};
 use uni20_persist::{PValue, PersistentPtr, Store};
 use uni20_worker::HandlerError;
 
+use super::assign::Assigner;
 use crate::layout::{c_strides, copy_box, Blocking};
 use crate::tensor::{Block, BlockRef, Manifest};
+use crate::transfer::TransferSet;
 
 /// One source block overlapping a box: the block, and its global offset
 /// and shape (so the handler can cut the overlap without the tiling).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Piece {
+pub(crate) struct Piece {
     /// The source block.
-    pub block: BlockRef,
+    pub(crate) block: BlockRef,
     /// Global element offset of the source block, per mode.
-    pub offset: Vec<usize>,
+    pub(crate) offset: Vec<usize>,
     /// Shape of the source block.
-    pub shape: Vec<usize>,
+    pub(crate) shape: Vec<usize>,
     /// Payload bytes of the source block.
-    pub bytes: u64,
+    pub(crate) bytes: u64,
 }
 
 /// A dense box of a source tensor (global offset and shape, in the source's
 /// mode order) and the source blocks that overlap it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BoxSource {
+pub(crate) struct BoxSource {
     /// Global element offset of the box, per mode.
-    pub offset: Vec<usize>,
+    pub(crate) offset: Vec<usize>,
     /// Shape of the box.
-    pub shape: Vec<usize>,
+    pub(crate) shape: Vec<usize>,
     /// Element type of the source.
-    pub dtype: DType,
+    pub(crate) dtype: DType,
     /// The overlapping source blocks (none for an empty box).
-    pub pieces: Vec<Piece>,
+    pub(crate) pieces: Vec<Piece>,
 }
 
 /// Indices of the blocks of one mode (extents `ext`) that overlap
@@ -70,7 +70,7 @@ impl BoxSource {
     /// # Panics
     /// If the box does not lie inside `m.shape` (callers derive it from a
     /// tiling of the same shape).
-    pub fn of(m: &Manifest, offset: &[usize], shape: &[usize]) -> BoxSource {
+    pub(crate) fn of(m: &Manifest, offset: &[usize], shape: &[usize]) -> BoxSource {
         let mut pieces = Vec::new();
         if !shape.contains(&0) {
             let per_mode: Vec<Vec<(usize, usize)>> = (0..shape.len())
@@ -109,12 +109,12 @@ impl BoxSource {
     }
 
     /// True if the box is exactly its single piece (no copy needed).
-    pub fn is_whole_block(&self) -> bool {
+    pub(crate) fn is_whole_block(&self) -> bool {
         matches!(self.pieces.as_slice(), [p] if p.offset == self.offset && p.shape == self.shape)
     }
 
     /// Bytes of the part of each piece that lies in the box, by owner rank.
-    pub fn overlap_bytes(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
+    pub(crate) fn overlap_bytes(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
         let elem = self.dtype.size_bytes() as u64;
         self.pieces.iter().map(move |p| {
             let n: u64 = (0..self.shape.len())
@@ -135,7 +135,7 @@ impl BoxSource {
     /// # Errors
     /// A [`HandlerError`] naming the object if a piece cannot be loaded or
     /// has another shape or dtype than planned.
-    pub fn assemble(&self, store: &Store) -> Result<Assembled, HandlerError> {
+    pub(crate) fn assemble(&self, store: &Store) -> Result<Assembled, HandlerError> {
         let load = |p: &Piece| -> Result<PValue<Block>, HandlerError> {
             let v = store
                 .load_wait(PersistentPtr::<Block>::from_id(p.block.id))
@@ -189,8 +189,31 @@ impl BoxSource {
     }
 }
 
+/// Places an item that reads block `a` (of `a_bytes` payload bytes) and,
+/// when given, the box `b` of another tensor: on `a`'s owner when nothing
+/// else is read (and it is a compute rank), otherwise on the rank holding
+/// most of the item's input bytes ([`Assigner::pick`]); requests every
+/// input block on that rank from `set`. Returns the rank.
+pub(crate) fn place_reading(
+    assign: &mut Assigner,
+    set: &mut TransferSet,
+    a: &BlockRef,
+    a_bytes: u64,
+    b: Option<&BoxSource>,
+) -> usize {
+    let rank = match b {
+        Some(src) => assign.pick(std::iter::once((a.owner, a_bytes)).chain(src.overlap_bytes())),
+        None => assign.keep(a.owner, a_bytes),
+    };
+    set.need(a, a_bytes, rank);
+    for p in b.iter().flat_map(|s| &s.pieces) {
+        set.need(&p.block, p.bytes, rank);
+    }
+    rank
+}
+
 /// An assembled box: a stored block itself, or a newly built tensor.
-pub enum Assembled {
+pub(crate) enum Assembled {
     /// The box is exactly one stored block.
     Stored(PValue<Block>),
     /// The box was copied together from pieces.
@@ -199,7 +222,7 @@ pub enum Assembled {
 
 impl Assembled {
     /// The dense tensor.
-    pub fn tensor(&self) -> &LocalTensor {
+    pub(crate) fn tensor(&self) -> &LocalTensor {
         match self {
             Assembled::Stored(v) => &v.0,
             Assembled::Built(t) => t,
@@ -207,64 +230,10 @@ impl Assembled {
     }
 
     /// The dense tensor, owned (a copy only for a stored block).
-    pub fn into_tensor(self) -> LocalTensor {
+    pub(crate) fn into_tensor(self) -> LocalTensor {
         match self {
             Assembled::Stored(v) => v.0.clone(),
             Assembled::Built(t) => t,
-        }
-    }
-}
-
-/// Chooses the rank of each work item: the compute rank holding most of
-/// the item's input bytes among those below the load cap (`ceil(items /
-/// ranks)`), ties to the less loaded, then the lower rank.
-pub(crate) struct Assigner {
-    workers: Vec<usize>,
-    load: BTreeMap<usize, usize>,
-    cap: usize,
-}
-
-impl Assigner {
-    /// For `n_items` items over `workers` (not empty; callers check).
-    pub(crate) fn new(workers: &[usize], n_items: usize) -> Assigner {
-        Assigner {
-            workers: workers.to_vec(),
-            load: workers.iter().map(|&w| (w, 0)).collect(),
-            cap: n_items.div_ceil(workers.len().max(1)).max(1),
-        }
-    }
-
-    /// The rank for an item whose inputs lie on ranks as `(rank, bytes)`.
-    pub(crate) fn pick(&mut self, local: impl IntoIterator<Item = (usize, u64)>) -> usize {
-        let mut bytes: BTreeMap<usize, u64> = BTreeMap::new();
-        for (r, b) in local {
-            *bytes.entry(r).or_default() += b;
-        }
-        let rank = self
-            .workers
-            .iter()
-            .copied()
-            .filter(|w| self.load[w] < self.cap)
-            .max_by_key(|w| {
-                (
-                    bytes.get(w).copied().unwrap_or(0),
-                    std::cmp::Reverse(self.load[w]),
-                    std::cmp::Reverse(*w),
-                )
-            })
-            .unwrap_or(self.workers[0]);
-        *self.load.entry(rank).or_default() += 1;
-        rank
-    }
-
-    /// The owner itself when it is a compute rank (a block-wise item then
-    /// moves nothing), otherwise as [`Assigner::pick`].
-    pub(crate) fn keep(&mut self, owner: usize, bytes: u64) -> usize {
-        if self.load.contains_key(&owner) {
-            *self.load.entry(owner).or_default() += 1;
-            owner
-        } else {
-            self.pick([(owner, bytes)])
         }
     }
 }
@@ -314,22 +283,10 @@ pub(crate) fn rebuilt_bytes(from: &Blocking, to: &Blocking, dtype: DType) -> u64
 #[cfg(test)]
 mod tests {
     use super::*;
-    use uni20_persist::ObjectId;
+    use crate::tensor::test_manifest;
 
     fn manifest(shape: &[usize], ext: Vec<Vec<usize>>) -> Manifest {
-        let blocking = Blocking::from_extents(shape, ext).unwrap();
-        let blocks = (0..blocking.num_blocks())
-            .map(|b| BlockRef {
-                owner: 1 + b % 2,
-                id: ObjectId::new(1, b as u64),
-            })
-            .collect();
-        Manifest {
-            shape: shape.to_vec(),
-            dtype: DType::F64,
-            blocking,
-            blocks,
-        }
+        test_manifest(shape, ext, DType::F64, 1, |b| 1 + b % 2)
     }
 
     #[test]
@@ -353,18 +310,5 @@ mod tests {
         assert_eq!(rebuilt_bytes(&a, &b, DType::F64), 2 * 2 * 2 * 8);
         assert_eq!(rebuilt_bytes(&b, &a, DType::F64), 4 * 2 * 8);
         assert_eq!(rebuilt_bytes(&a, &a, DType::F64), 0);
-    }
-
-    #[test]
-    fn assigner_prefers_local_bytes_under_the_cap() {
-        let mut a = Assigner::new(&[1, 2], 2);
-        assert_eq!(a.pick([(2, 10), (1, 5)]), 2);
-        // Rank 2 is at the cap: the next item goes to rank 1 whatever its bytes.
-        assert_eq!(a.pick([(2, 10)]), 1);
-        let mut k = Assigner::new(&[1, 2], 1);
-        assert_eq!(k.keep(2, 8), 2);
-        assert_eq!(k.keep(2, 8), 2);
-        // A storage rank's block goes to a compute rank.
-        assert_eq!(k.keep(3, 8), 1);
     }
 }

@@ -1,5 +1,5 @@
 //! Worker-to-worker block transfers, shared by every operation family:
-//! the plan side ([`Transfer`], [`TransferSet`], which lists each
+//! the plan side ([`Transfer`], a plain record in the leaf module `record`; [`TransferSet`], which lists each
 //! (object, receiver) pair once) and the worker side ([`exchange_blocks`],
 //! which sends the blocks a rank owns straight from its store and inserts
 //! the ones it receives as verified replicas). Payloads never pass through
@@ -7,24 +7,14 @@
 
 use std::collections::BTreeSet;
 
-use serde::{Deserialize, Serialize};
 use uni20_persist::{ObjectId, ObjectMeta};
 use uni20_worker::{data_tag, HandlerError, Tag, WorkerContext};
 
 use crate::tensor::BlockRef;
 
-/// One block moving from its owner to the rank that needs it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Transfer {
-    /// The object.
-    pub id: ObjectId,
-    /// Sending rank (the owner).
-    pub from: usize,
-    /// Receiving rank.
-    pub to: usize,
-    /// Payload bytes.
-    pub bytes: u64,
-}
+pub(crate) mod record;
+
+pub(crate) use record::Transfer;
 
 /// Builds a plan's transfer list: each (object, receiver) pair at most
 /// once, in the order first requested; blocks already on the receiver
@@ -74,7 +64,7 @@ fn transfer_tags(i: usize) -> (Tag, Tag) {
 /// # Errors
 /// A [`HandlerError`] naming the object if a send, a receive or the
 /// replica check fails.
-pub fn exchange_blocks(ctx: &WorkerContext<'_>, transfers: &[Transfer]) -> Result<Vec<ObjectId>, HandlerError> {
+pub(crate) fn exchange_blocks(ctx: &WorkerContext<'_>, transfers: &[Transfer]) -> Result<Vec<ObjectId>, HandlerError> {
     let me = ctx.rank();
     let store = ctx.store();
     let mut outgoing_data = Vec::new();

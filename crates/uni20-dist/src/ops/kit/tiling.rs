@@ -1,13 +1,12 @@
 //! How the caller names a block tiling ([`Tiling`]: one block size, one per
 //! mode, or explicit extents) and its resolution against a shape, with the
 //! size limits every new tiling must respect (block count, bytes of the
-//! largest block). Pure.
+//! largest block: [`check_block_bytes`], [`MAX_BLOCK_BYTES`]). Pure.
 
 use uni20_dispatch::DType;
 
 use crate::error::DistError;
 use crate::layout::{block_extents, Blocking, BlockingError};
-use crate::ops::contract::MAX_BLOCK_BYTES;
 
 /// A block tiling as the caller names it, resolved against a shape by
 /// [`Tiling::blocking`]. Converts from a `usize` (one block size for every
@@ -63,7 +62,7 @@ impl Tiling {
     /// [`DistError::RankMismatch`] if a per-mode list or explicit tiling has
     /// another rank than `shape`; [`DistError::ShapeMismatch`] if explicit
     /// extents cover another shape; [`DistError::Blocking`] for a block size
-    /// of zero or more than [`MAX_BLOCKS`](crate::MAX_BLOCKS) blocks.
+    /// of zero or more than [`MAX_BLOCKS`](crate::layout::MAX_BLOCKS) blocks.
     pub fn blocking(&self, shape: &[usize]) -> Result<Blocking, DistError> {
         match self {
             Tiling::Block(b) => Ok(Blocking::regular(shape, *b)?),
@@ -101,6 +100,10 @@ impl Tiling {
         }
     }
 }
+
+/// Most bytes one block of any tensor may have (1 TiB): a larger block
+/// could not be assembled, sent or stored on one rank.
+pub const MAX_BLOCK_BYTES: u128 = 1 << 40;
 
 /// Refuses a tiling whose largest block would exceed
 /// [`MAX_BLOCK_BYTES`] bytes of `dtype`.

@@ -11,20 +11,23 @@
 //! [`to_local`] (every rank gets the whole tensor). Blocks are owned
 //! round-robin by every rank (there is no root in SPMD) and stay in the
 //! owners' stores until the universe ends. The main mode is the
-//! root/worker one ([`crate::launch`]); use this one to write collective
+//! root/worker one (`uni20::launch`); use this one to write collective
 //! kernels or to embed uni20 in SPMD code.
 //!
 //! Every function here is collective. A rank whose arguments differ (a
 //! different tensor, block size or spec) makes every rank fail with
-//! [`JobError::Disagreement`](crate::worker::JobError::Disagreement) naming
+//! [`JobError::Disagreement`](uni20_worker::JobError::Disagreement) naming
 //! the operation, the op id, the ranks and the first differing plan field.
 
 use serde_bytes::ByteBuf;
 use uni20_dispatch::{ContractOptions, LocalTensor, ResolveSpec};
-use uni20_dist::layout::{extract_block, Blocking};
-use uni20_dist::{plan_contract, Block, BlockRef, ContractPlan, ContractV1, DistError, Manifest};
 use uni20_persist::{ObjectId, PersistentPtr};
 use uni20_worker::{digest_bytes, plan_digest, CommandSpec, SpmdContext};
+
+use crate::error::DistError;
+use crate::layout::{extract_block, Blocking};
+use crate::ops::contract::{plan_contract, ContractPlan, ContractV1};
+use crate::tensor::{Block, BlockRef, Manifest};
 
 /// A distributed tensor of an SPMD universe: the same manifest (shape,
 /// dtype, tiling, owner and object id of every block) on every rank.
@@ -68,7 +71,7 @@ fn local_failure(ctx: &SpmdContext<'_>, what: &str, e: impl std::fmt::Display) -
 ///
 /// # Errors
 /// [`DistError::Blocking`] (on every rank) for `block == 0` or too many
-/// blocks; [`DistError::Job`] with [`JobError::Disagreement`](crate::worker::JobError::Disagreement) if the ranks
+/// blocks; [`DistError::Job`] with [`JobError::Disagreement`](uni20_worker::JobError::Disagreement) if the ranks
 /// pass different tensors or block sizes, or the collective's errors.
 pub fn scatter(ctx: &SpmdContext<'_>, local: &LocalTensor, block: usize) -> Result<SpmdTensor, DistError> {
     let blocking = Blocking::regular(local.shape(), block);
@@ -165,7 +168,7 @@ fn contract_fields(a: &SpmdTensor, b: &SpmdTensor, p: &ContractPlan) -> Vec<(&'s
 /// The planner's validation errors ([`DistError::Spec`],
 /// [`DistError::Contract`], [`DistError::BlockingMismatch`],
 /// [`DistError::PlanTooLarge`]) on every rank once the ranks agree that
-/// they all found it; [`DistError::Job`] with [`JobError::Disagreement`](crate::worker::JobError::Disagreement) if
+/// they all found it; [`DistError::Job`] with [`JobError::Disagreement`](uni20_worker::JobError::Disagreement) if
 /// the plans differ, or with the diagnostic of a failed handler (the
 /// universe stops).
 pub fn contract_with(
