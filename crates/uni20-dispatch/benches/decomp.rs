@@ -21,7 +21,8 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, SamplingMode};
 use faer::{Mat, Par};
-use uni20_dispatch::{inner, permute, random_block, svd, DType, LocalTensor, SvdBackendList, SvdOptions, TensorData};
+use uni20_dispatch::decomp::{svd, SvdBackendList, SvdOptions};
+use uni20_dispatch::{inner, permute, random_block, DType, LocalTensor, TensorData};
 
 /// True unless a name filter was given on the command line that `group` does not contain
 /// (so the interleaved ratio runs only for the groups criterion runs).

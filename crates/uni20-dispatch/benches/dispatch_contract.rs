@@ -18,9 +18,8 @@ use std::time::{Duration, Instant};
 use criterion::{BenchmarkId, Criterion, SamplingMode};
 use faer::linalg::matmul::matmul;
 use faer::{Accum, Mat, Par};
-use uni20_dispatch::{
-    contract, contract_into, BackendList, EinsumSpec, LocalTensor, StridedView, StridedViewMut, TensorData, C64,
-};
+use uni20_dispatch::view::{StridedView, StridedViewMut};
+use uni20_dispatch::{contract, contract_into, BackendList, EinsumSpec, LocalTensor, TensorData, C64};
 
 /// Deterministic entries in [-1, 1).
 fn fill(len: usize, seed: u64) -> Vec<f64> {

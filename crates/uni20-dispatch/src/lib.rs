@@ -63,15 +63,17 @@
 //! ```
 
 #![deny(missing_docs)]
+#![deny(unreachable_pub)]
 
 mod alloc;
 mod backend;
+pub mod backends;
 #[cfg(feature = "blas")]
 mod blas_backend;
 mod contract;
 #[cfg(feature = "cuda")]
 mod cuda;
-mod decomp;
+pub mod decomp;
 mod defaults;
 mod dtype;
 mod elementwise;
@@ -87,39 +89,30 @@ mod reference;
 mod scalar;
 mod spec;
 mod tensor;
-mod tune;
+pub mod tune;
 mod typed;
-mod view;
+pub mod view;
 
-pub use backend::{AttemptOutcome, BackendList, ContractBackend, KernelAttempt, KernelDispatchError, KernelError};
-#[cfg(feature = "blas")]
-pub use blas_backend::BlasBackend;
+// Tensors and element types.
+pub use dtype::{DType, DTypeError, C32, C64};
+pub use scalar::Element;
+pub use tensor::{LocalTensor, TensorData, TensorError};
+
+// Einsum specs.
+pub use spec::{EinsumSpec, ResolveSpec, ResolvedSpec, SpecError};
+
+// Contraction: the entry points, their options and errors.
 pub use contract::{
     contract, contract_into, contract_operands, contract_unary, contract_views, contract_with_attempts, einsum,
 };
-#[cfg(feature = "cuda")]
-pub use cuda::CudaBackend;
-#[cfg(feature = "cuda")]
-pub use decomp::cuda_decline::CudaDecompBackend;
-pub use decomp::eigh::{eigh, eigh_with_attempts, EighBackend, EighBackendList, EighFactors, EighOptions, EighResult};
-pub use decomp::faer_decomp::FaerDecompBackend;
-pub use decomp::qr::{
-    lq, lq_with_attempts, qr, qr_with_attempts, LqResult, QrBackend, QrBackendList, QrFactors, QrResult,
-};
-pub use decomp::svd::{svd, svd_with_attempts, SvdBackend, SvdBackendList, SvdFactors, SvdOptions, SvdResult};
-pub use decomp::{DecompBackend, DecompBackendList, DecompError, DecompKind, MatrixProblem};
-pub use defaults::{available_backends, GPU_MIN_MACS};
-pub use dtype::{DType, DTypeError, C32, C64};
-pub use elementwise::{axpby, conj, permute, reshape, reshape_owned, scale, ElementwiseError};
-pub use error::{check_scalars, ContractError, ScalarRole};
-pub use faer_backend::FaerBackend;
+pub use error::ContractError;
 pub use options::ContractOptions;
-pub use problem::{ContractProblem, IndexClasses};
+
+// Backend choice: the ordered list every entry point takes, and its attempt log. The
+// backend protocol and the concrete backends are in [`backends`].
+pub use backend::{AttemptOutcome, BackendList, KernelAttempt, KernelDispatchError};
+
+// Element-wise operations, creation, reductions.
+pub use elementwise::{axpby, conj, permute, reshape, reshape_owned, scale, ElementwiseError};
 pub use random::{identity_block, random_block, zeros_block, BlockError};
 pub use reduce::{inner, max_abs, norm_sqr};
-pub use reference::{reference_contract, ReferenceBackend};
-pub use scalar::Element;
-pub use spec::{EinsumSpec, ResolveSpec, ResolvedSpec, SpecError};
-pub use tensor::{LocalTensor, TensorData, TensorError};
-pub use tune::{measure, ShapeClass, TuneEntry, TuneError, TuneTable, TUNE_FILE_ENV, TUNE_FORMAT_VERSION};
-pub use view::{AnyView, StridedView, StridedViewMut, ViewError};

@@ -1,6 +1,7 @@
 //! Strided views over element slices: read-only (with a conjugation flag), writable, and
 //! runtime-typed ([`AnyView`]).
 
+use crate::dtype::with_dtype;
 use crate::scalar::Element;
 use crate::tensor::LocalTensor;
 
@@ -455,7 +456,7 @@ impl<'a> AnyView<'a> {
     /// A row-major, unconjugated view of a whole tensor.
     pub fn of_tensor(t: &'a LocalTensor) -> AnyView<'a> {
         let strides = row_major_strides(t.shape());
-        crate::tensor::with_dtype!(t.dtype(), T => {
+        with_dtype!(t.dtype(), T => {
             let data: &[T] = t.typed::<T>().unwrap_or(&[]);
             T::wrap_view(StridedView { data, shape: t.shape().to_vec(), strides, offset: 0, conj: false })
         })

@@ -6,6 +6,10 @@
 
 use std::sync::Arc;
 
+use uni20_dispatch::backends::*;
+use uni20_dispatch::decomp::*;
+use uni20_dispatch::tune::*;
+use uni20_dispatch::view::*;
 use uni20_dispatch::*;
 
 fn vals<T: Element>(n: usize, seed: f64) -> Vec<T> {

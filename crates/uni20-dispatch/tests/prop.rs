@@ -3,6 +3,8 @@
 //! encode/decode and spec display round trips.
 
 use proptest::prelude::*;
+use uni20_dispatch::backends::*;
+use uni20_dispatch::view::*;
 use uni20_dispatch::*;
 
 /// SplitMix64: deterministic values from a proptest-chosen seed.

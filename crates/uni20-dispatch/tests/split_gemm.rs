@@ -6,6 +6,8 @@
 //! for the parallel permutation, conjugation, alpha and beta, for all four dtypes and 2, 3
 //! and 4 threads, each compared with the reference backend.
 
+use uni20_dispatch::backends::*;
+use uni20_dispatch::view::*;
 use uni20_dispatch::*;
 
 /// SplitMix64 values in [-2, 2).

@@ -7,6 +7,8 @@
 use std::sync::Arc;
 
 use proptest::prelude::*;
+use uni20_dispatch::backends::*;
+use uni20_dispatch::view::*;
 use uni20_dispatch::*;
 
 /// SplitMix64: deterministic values from a proptest-chosen seed.

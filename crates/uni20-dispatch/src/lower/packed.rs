@@ -93,7 +93,8 @@ impl<T: Element> Packed<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{AnyView, BackendList, TensorData, C64};
+    use crate::view::AnyView;
+    use crate::{BackendList, TensorData, C64};
 
     #[test]
     fn packed_round_trip_matches_reference() {

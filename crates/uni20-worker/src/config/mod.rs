@@ -41,7 +41,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use uni20_dispatch::{BackendList, TuneTable};
+use uni20_dispatch::tune::TuneTable;
+use uni20_dispatch::BackendList;
 
 use crate::diag::JobError;
 use crate::envelope::DEFAULT_MAX_ENVELOPE_BYTES;
@@ -137,7 +138,7 @@ impl RankConfig {
         }
         let table = TuneTable::open(path).map_err(|e| {
             config_error(
-                uni20_dispatch::TUNE_FILE_ENV,
+                uni20_dispatch::tune::TUNE_FILE_ENV,
                 &path.display().to_string(),
                 format!("a tuning table written by `uni20 tune`, or a new path ({e})"),
             )
@@ -240,7 +241,7 @@ pub struct RankConfig {
     /// The MPI launcher's variables.
     pub launcher: LauncherEnv,
     /// The per-machine table of measured backend choices
-    /// (`UNI20_TUNE_FILE`, see [`uni20_dispatch::TuneTable`]): loaded if it
+    /// (`UNI20_TUNE_FILE`, see [`uni20_dispatch::tune::TuneTable`]): loaded if it
     /// exists, extended by measurement on first sight, saved after each
     /// measurement. `None`: the static backend order.
     pub tune_file: Option<PathBuf>,
@@ -389,7 +390,7 @@ impl RankConfig {
             c.allow_no_mpi = parse::boolean(&v)
                 .ok_or_else(|| config_error("UNI20_ALLOW_NO_MPI", &v, "1 or 0 (also true/false, yes/no, on/off)"))?;
         }
-        c.tune_file = get(uni20_dispatch::TUNE_FILE_ENV)
+        c.tune_file = get(uni20_dispatch::tune::TUNE_FILE_ENV)
             .filter(|v| !v.to_string_lossy().trim().is_empty())
             .map(PathBuf::from);
         c.launcher = LauncherEnv::from_lookup(get);

@@ -7,7 +7,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use uni20_dispatch::{check_scalars, ContractError, ContractOptions, DType, ResolveSpec, ResolvedSpec, SpecError, C64};
+use uni20_dispatch::backends::check_scalars;
+use uni20_dispatch::{ContractError, ContractOptions, DType, ResolveSpec, ResolvedSpec, SpecError, C64};
 
 use super::command::{ContractDescriptorV1, WorkItem};
 use crate::error::DistError;
