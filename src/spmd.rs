@@ -24,7 +24,8 @@ use uni20_dispatch::{ContractOptions, LocalTensor, ResolveSpec};
 use uni20_dist::layout::{extract_block, Blocking};
 use uni20_dist::{plan_contract, Block, BlockRef, ContractPlan, ContractV1, DistError, Manifest};
 use uni20_persist::{ObjectId, PersistentPtr};
-use uni20_worker::{digest_bytes, plan_digest, CommandSpec, SpmdContext};
+use uni20_worker::spmd::{digest_bytes, plan_digest};
+use uni20_worker::{CommandSpec, SpmdContext};
 
 /// A distributed tensor of an SPMD universe: the same manifest (shape,
 /// dtype, tiling, owner and object id of every block) on every rank.

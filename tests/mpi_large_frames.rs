@@ -20,7 +20,7 @@ use std::rc::Rc;
 
 use uni20::persist::{StorageRequest, StorageResponse};
 use uni20::prelude::*;
-use uni20::worker::StorageCommand;
+use uni20::worker::commands::StorageCommand;
 
 /// Elements of the block whose encoding is exactly one chunk.
 const EXACT: usize = 5000;
@@ -49,7 +49,7 @@ fn long_dot(ctl: &Controller<'_>, n: usize) {
     assert_eq!(got.to_c64_vec()[0].re, want, "i,i-> over {n} blocks");
     let m = dx.manifest(ctl).unwrap();
     let plan = uni20::plan_contract(&ctl.compute_ranks(), "i,i->", &[&m, &m], &Default::default()).unwrap();
-    let frame = uni20::worker::encode(&plan.descriptor).len();
+    let frame = uni20::worker::envelope::encode(&plan.descriptor).len();
     assert!(frame > 128 << 10, "the plan is only {frame} bytes");
     println!("mpi_large_frames: i,i-> over {n} one-element blocks, plan frame {frame} bytes: ok");
 }
@@ -133,7 +133,11 @@ fn main() {
     let size = uni20::universe()
         .chunk_bytes(chunk)
         .run(|ctl| {
-            assert_eq!(ctl.transport_kind(), "mpi", "not launched by mpirun");
+            assert_eq!(
+                ctl.transport_kind(),
+                uni20::worker::transport::TransportKind::Mpi,
+                "not launched by mpirun"
+            );
             long_dot(ctl, 20_000);
             crossing_frames(ctl, 2);
             chunked_blocks(ctl, chunk);

@@ -9,24 +9,34 @@
 //!   [`EinsumSpec::resolve`] turns it, for given operand shapes, into a [`ResolvedSpec`]
 //!   (ordinary labels only), the form kernels consume and command descriptors carry. Both
 //!   serialize as their canonical string and validate when deserialized.
-//! - [`ContractProblem`]: a contraction checked once by [`ContractProblem::new`] (spec, shapes,
-//!   dtypes, accumulator, [`check_scalars`]) and lowered to the two-operand form backends run.
-//! - [`BackendList`]: an ordered list of [`ContractBackend`]s, most specific first. Each
+//! - [`BackendList`]: an ordered list of contraction backends, most specific first. Each
 //!   backend accepts or declines (with a reason); the first acceptance commits, and a failure
 //!   after commitment is terminal. [`KernelDispatchError`] lists every attempt in order. The
 //!   default lists ([`BackendList::default_cpu`], [`BackendList::default_gpu_first`],
-//!   [`BackendList::reference_only`]) are defined together.
-//! - Backends: [`FaerBackend`] (batched GEMM via faer over the shared GEMM lowering),
-//!   `BlasBackend` (feature `blas`: the system OpenBLAS through `cblas-sys`, same lowering
-//!   under CBLAS's layout rules), [`ReferenceBackend`] (naive strided loops, the test
-//!   oracle), `CudaBackend` (feature `cuda`).
-//! - Measured backend choice: a [`TuneTable`] attached with [`BackendList::with_tuning`]
-//!   maps each [`ShapeClass`] (dtype; m, n, k, batch rounded to powers of two; thread budget)
-//!   to the backend measured fastest, which dispatch then tries first; tables are saved and
-//!   loaded as JSON per machine (`UNI20_TUNE_FILE`, [`TuneTable::from_env`]).
+//!   [`BackendList::reference_only`]) are defined together (`defaults.rs`); contraction and
+//!   the decompositions share one dispatch loop.
+//! - [`backends`]: the protocol ([`backends::ContractBackend`], [`backends::ContractProblem`]:
+//!   a contraction checked once by [`backends::ContractProblem::new`] (spec, shapes, dtypes,
+//!   accumulator, [`backends::check_scalars`]) and lowered to the two-operand form backends
+//!   run) and the backends: [`backends::FaerBackend`] (batched GEMM via faer over the shared
+//!   GEMM lowering), `BlasBackend` (feature `blas`: the system OpenBLAS through `cblas-sys`,
+//!   same lowering under CBLAS's layout rules), [`backends::ReferenceBackend`] (naive strided
+//!   loops, the test oracle), `CudaBackend` (feature `cuda`).
+//! - [`tune`]: measured backend choice. A [`tune::TuneTable`] attached with
+//!   [`BackendList::with_tuning`] maps each [`tune::ShapeClass`] (dtype; m, n, k, batch
+//!   rounded to powers of two; thread budget) to the backend measured fastest, which dispatch
+//!   then tries first; tables are saved and loaded as JSON per machine (`UNI20_TUNE_FILE`,
+//!   [`tune::TuneTable::from_env`]).
+//! - [`decomp`]: SVD, QR/LQ and Hermitian eigendecomposition of a matrix, each through its
+//!   own ordered backend list with the same accept/decline protocol (default lists in
+//!   `decomp/defaults.rs`).
+//! - [`view`]: strided views, the operands of [`contract_views`] and [`contract_into`].
 //! - Entry points: [`contract`] (`C = alpha * einsum(spec, A, B) + beta * C` with dtype
 //!   promotion), [`contract_unary`] (one operand), [`contract_operands`] (either),
-//!   [`contract_views`] and [`contract_into`] (strided views).
+//!   [`contract_views`] and [`contract_into`] (strided views); element-wise operations
+//!   ([`axpby`], [`scale`], [`conj`], [`permute`], [`reshape`]), creation ([`random_block`],
+//!   [`zeros_block`], [`identity_block`]) and reductions ([`inner`], [`norm_sqr`],
+//!   [`max_abs`]).
 //!
 //! The chosen backend, the tuning decision with its timings, and the GEMM plan are recorded as
 //! `tracing` debug events with target `uni20_dispatch` (`UNI20_LOG=debug`).

@@ -14,7 +14,9 @@ use serde::{Deserialize, Serialize};
 use uni20_persist::{
     decode_postcard, encode_postcard, ObjectId, Persist, PersistError, PersistentPtr, StorageRequest, StorageResponse,
 };
-use uni20_worker::{Controller, Flush, HeldBlock, StorageCommand};
+use uni20_worker::commands::{Flush, StorageCommand};
+use uni20_worker::ledger::HeldBlock;
+use uni20_worker::Controller;
 
 use crate::error::DistError;
 use crate::tensor::{DistTensor, Manifest};

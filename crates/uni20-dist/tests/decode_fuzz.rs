@@ -15,7 +15,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use uni20_dispatch::{ContractOptions, DType};
 use uni20_dist::{plan_contract, Blocking, ContractDescriptorV1, Manifest};
 use uni20_persist::ObjectId;
-use uni20_worker::{decode_exact, Envelope};
+use uni20_worker::envelope::decode_exact;
+use uni20_worker::Envelope;
 
 /// Counts the largest single allocation made on this thread's watch.
 struct Counting;

@@ -204,7 +204,7 @@ pub enum JobError {
     #[error("start-up: {0}")]
     Startup(String),
     /// A runtime variable has a malformed value
-    /// ([`RankConfig`](crate::RankConfig)); nothing was started.
+    /// ([`RankConfig`](crate::config::RankConfig)); nothing was started.
     #[error("{variable}={value:?} is not valid: expected {expected}")]
     Config {
         /// The variable, e.g. `UNI20_RANKS`.

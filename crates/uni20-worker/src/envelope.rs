@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 pub const ENVELOPE_FORMAT_VERSION: u8 = 1;
 
 /// Default largest envelope a rank accepts, in bytes (256 MiB); a universe
-/// uses [`RankConfig::max_envelope_bytes`](crate::RankConfig::max_envelope_bytes)
+/// uses [`RankConfig::max_envelope_bytes`](crate::config::RankConfig::max_envelope_bytes)
 /// (`UNI20_MAX_ENVELOPE_BYTES`). Decoding allocates at most about the input
 /// length, so this bounds the memory a malformed message can claim.
 pub const DEFAULT_MAX_ENVELOPE_BYTES: usize = 256 << 20;

@@ -14,6 +14,7 @@ use crate::envelope::Envelope;
 use crate::fault::{FaultKind, FaultPlan};
 use crate::panics::{panic_message, take_helper_panics, HandlerRunning};
 use crate::registry::Registry;
+use crate::transport::TransportKind;
 
 /// What running one command on a worker produced.
 pub(crate) enum Executed {
@@ -53,7 +54,7 @@ pub(crate) fn execute(
             env.op_id, env.wire_name
         );
         match f.kind {
-            FaultKind::Exit | FaultKind::Kill if ctx.transport.kind() == "mpi" => {
+            FaultKind::Exit | FaultKind::Kill if ctx.transport.kind() == TransportKind::Mpi => {
                 eprintln!("uni20: {why}");
                 if f.kind == FaultKind::Kill {
                     // SAFETY: raising a signal on our own process has no memory-safety preconditions.
@@ -217,7 +218,7 @@ mod tests {
         Ok(vec![a + b])
     }
 
-    fn entry(wire: &'static str, handler: crate::HandlerFn) -> CommandEntry {
+    fn entry(wire: &'static str, handler: crate::registry::HandlerFn) -> CommandEntry {
         CommandEntry {
             wire_name: wire,
             debug_name: wire,

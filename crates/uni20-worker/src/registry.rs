@@ -9,7 +9,7 @@
 //!
 //! At start-up each rank hashes its sorted `(wire name, schema version)` list
 //! ([`Registry::digest`]); the root compares every rank's list and refuses to
-//! run on any difference ([`Registry::diff`]).
+//! run on any difference ([`diff_signatures`]).
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -18,7 +18,7 @@ use super::DecompBackendList;
 macro_rules! default_lists {
     ($($Trait:ident => $what:literal),* $(,)?) => {$(
         impl DecompBackendList<dyn $Trait> {
-            /// `[faer(threads)]`; see [`crate::FaerDecompBackend::new`] for `threads`.
+            /// `[faer(threads)]`; see [`FaerDecompBackend::new`] for `threads`.
             pub fn default_cpu(threads: usize) -> Self {
                 Self::new(vec![Arc::new(FaerDecompBackend::new(threads))])
             }

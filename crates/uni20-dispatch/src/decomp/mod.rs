@@ -1,7 +1,6 @@
 //! Matrix decompositions of a rank-2 [`LocalTensor`]: the shared backend protocol.
 //!
-//! Each family ([`svd`](crate::decomp::svd), [`qr`](crate::decomp::qr)/[`lq`](crate::decomp::lq),
-//! [`eigh`](crate::decomp::eigh)) is selected through an ordered [`DecompBackendList`] with the same
+//! Each family ([`svd`](fn@svd), [`qr`](fn@qr)/[`lq`], [`eigh`](fn@eigh)) is selected through an ordered [`DecompBackendList`] with the same
 //! accept/decline protocol and the same attempt log ([`KernelAttempt`]) and error
 //! ([`KernelDispatchError`]) as contraction: each backend may decline the element type
 //! ([`DecompBackend::accepts_types`]) or the problem ([`DecompBackend::accepts`]) with a

@@ -9,7 +9,7 @@
 //!
 //! | variable | accepted form | default |
 //! |---|---|---|
-//! | `UNI20_RANKS` | integer 1 to [`MAX_IN_PROCESS_RANKS`] | [`DEFAULT_RANKS`](crate::DEFAULT_RANKS) (in-process only) |
+//! | `UNI20_RANKS` | integer 1 to [`MAX_IN_PROCESS_RANKS`] | [`DEFAULT_RANKS`] (in-process only) |
 //! | `UNI20_THREADS_PER_RANK` | positive integer | cores / ranks on the node |
 //! | `UNI20_STARTUP_TIMEOUT` | positive seconds (`60`, `2.5`) | 60 |
 //! | `UNI20_ABORT_TIMEOUT` | positive seconds | 30 (library mode on MPI: how long a rank waits for its peers after an abort before `MPI_Abort`) |
@@ -18,7 +18,7 @@
 //! | `UNI20_STORAGE_RANKS` | integer >= 0 | 0 |
 //! | `UNI20_INJECT_FAULT` | `KIND@rank=R[,op=N]`, `;`-separated ([`crate::fault`]) | none |
 //! | `UNI20_BACKENDS` | `cpu` or `gpu-first` | `cpu` |
-//! | `UNI20_MAX_ENVELOPE_BYTES` | size | [`DEFAULT_MAX_ENVELOPE_BYTES`](crate::DEFAULT_MAX_ENVELOPE_BYTES) (256 MiB) |
+//! | `UNI20_MAX_ENVELOPE_BYTES` | size | [`DEFAULT_MAX_ENVELOPE_BYTES`] (256 MiB) |
 //! | `UNI20_CHUNK_BYTES` | size, [`MIN_CHUNK_BYTES`] to [`MAX_CHUNK_BYTES`] | [`DEFAULT_CHUNK_BYTES`] (1 GiB) |
 //! | `UNI20_ALLOW_NO_MPI` | `1`/`0`, `true`/`false`, `yes`/`no`, `on`/`off` | `0` |
 //!
@@ -52,6 +52,9 @@ use crate::fault::FaultPlan;
 /// with its own mailbox and store; more ranks than this on one machine is a
 /// configuration mistake (use MPI).
 pub const MAX_IN_PROCESS_RANKS: usize = 1024;
+
+/// Default number of ranks of the in-process universe (`UNI20_RANKS` unset).
+pub const DEFAULT_RANKS: usize = 4;
 
 /// Default start-up timeout: how long the root waits for every worker.
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
@@ -205,7 +208,7 @@ pub struct LauncherEnv {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RankConfig {
-    /// In-process ranks (`UNI20_RANKS`); `None`: [`DEFAULT_RANKS`](crate::DEFAULT_RANKS).
+    /// In-process ranks (`UNI20_RANKS`); `None`: [`DEFAULT_RANKS`].
     /// Ignored under MPI, where the launcher decides.
     pub ranks: Option<usize>,
     /// Thread budget of each rank's kernels (`UNI20_THREADS_PER_RANK`);

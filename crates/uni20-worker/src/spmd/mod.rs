@@ -34,7 +34,7 @@ use crate::envelope::{decode_exact, encode, Envelope};
 use crate::fault::FaultPlan;
 use crate::handler::{execute, Executed};
 use crate::registry::{command_id, Registry};
-use crate::transport::Transport;
+use crate::transport::{Transport, TransportKind};
 
 /// What every rank's closure gets in an SPMD universe.
 ///
@@ -92,8 +92,9 @@ impl<'a> SpmdContext<'a> {
     pub fn size(&self) -> usize {
         self.transport.size()
     }
-    /// Transport name: `in-process` or `mpi`.
-    pub fn transport_kind(&self) -> &'static str {
+    /// Which transport this universe runs on (its [`TransportKind::name`] is `in-process`
+    /// or `mpi`).
+    pub fn transport_kind(&self) -> TransportKind {
         self.transport.kind()
     }
     /// This rank's persistent object store (it holds the blocks this rank
