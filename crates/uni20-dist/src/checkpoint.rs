@@ -1,6 +1,7 @@
 //! Checkpoints: a small manifest object naming the block objects of some
 //! distributed tensors, committed like any persistent object (design note
-//! `persistent_dispatch.md`, "Wavefunction structural sharing": checkpoints
+//! `persistent_dispatch.md`, not in this repository, "Wavefunction
+//! structural sharing": checkpoints
 //! become small manifests of object IDs).
 //!
 //! [`checkpoint`] makes every rank's store durable ([`flush_all`]), then

@@ -81,7 +81,7 @@ impl Disk {
     /// [`PersistError::Io`] if the directory cannot be created or locked;
     /// [`PersistError::AlreadyOpen`] if a live store of this process holds it;
     /// [`PersistError::Locked`] if another process holds it.
-    pub fn create(root: &Path, rank: u32) -> Result<Disk, PersistError> {
+    pub(crate) fn create(root: &Path, rank: u32) -> Result<Disk, PersistError> {
         let dir = root.join(format!("rank-{rank}"));
         let existed = dir.is_dir();
         fs::create_dir_all(&dir).map_err(io("create store directory", &dir))?;
@@ -101,7 +101,7 @@ impl Disk {
     /// Filesystem operations performed through this handle since it was created: one
     /// per object-file read, header read, write, fsync or deletion, per directory
     /// fsync or listing, and per read or write of the nonce, counter or roots file.
-    pub fn io_ops(&self) -> u64 {
+    pub(crate) fn io_ops(&self) -> u64 {
         self.ops.load(Ordering::Relaxed)
     }
 
@@ -109,11 +109,11 @@ impl Disk {
         self.ops.fetch_add(1, Ordering::Relaxed);
     }
 
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }
 
-    pub fn object_path(&self, id: ObjectId) -> PathBuf {
+    pub(crate) fn object_path(&self, id: ObjectId) -> PathBuf {
         self.dir.join(format!("{}.obj", file_stem(id)))
     }
 
@@ -123,7 +123,7 @@ impl Disk {
     }
 
     /// Writes an object file (temp file + rename). Does not fsync.
-    pub fn write_object(
+    pub(crate) fn write_object(
         &self,
         meta: &ObjectMeta,
         refs: Option<&[ObjectId]>,
@@ -219,14 +219,14 @@ impl Disk {
     }
 
     /// Reads only the header of object file `path` (used when scanning at open).
-    pub fn read_header(&self, path: &Path, id: ObjectId) -> Result<FileHeader, PersistError> {
+    pub(crate) fn read_header(&self, path: &Path, id: ObjectId) -> Result<FileHeader, PersistError> {
         self.op();
         let mut f = File::open(path).map_err(io("open object file", path))?;
         Self::read_header_from(&mut f, path, Some(id))
     }
 
     /// Reads and fully verifies object `id`: header, size and payload CRC.
-    pub fn read_object(&self, id: ObjectId) -> Result<(FileHeader, Vec<u8>), PersistError> {
+    pub(crate) fn read_object(&self, id: ObjectId) -> Result<(FileHeader, Vec<u8>), PersistError> {
         self.op();
         let path = self.object_path(id);
         let mut f = File::open(&path).map_err(io(format!("open object {id}"), &path))?;
@@ -251,7 +251,7 @@ impl Disk {
     }
 
     /// fsyncs one object file.
-    pub fn sync_object(&self, id: ObjectId) -> Result<(), PersistError> {
+    pub(crate) fn sync_object(&self, id: ObjectId) -> Result<(), PersistError> {
         self.op();
         let path = self.object_path(id);
         let f = File::open(&path).map_err(io(format!("open object {id} for fsync"), &path))?;
@@ -259,13 +259,13 @@ impl Disk {
     }
 
     /// fsyncs the store directory (makes renames and removals durable).
-    pub fn sync_dir(&self) -> Result<(), PersistError> {
+    pub(crate) fn sync_dir(&self) -> Result<(), PersistError> {
         self.op();
         sync_dir(&self.dir)
     }
 
     /// Deletes an object file; a missing file is not an error.
-    pub fn remove_object(&self, id: ObjectId) -> Result<(), PersistError> {
+    pub(crate) fn remove_object(&self, id: ObjectId) -> Result<(), PersistError> {
         self.op();
         let path = self.object_path(id);
         match fs::remove_file(&path) {
@@ -277,7 +277,7 @@ impl Disk {
 
     /// Lists the object files, deleting leftover temporaries. Returns each object's
     /// ID (from its file name) and its header or the error reading it.
-    pub fn scan(&self) -> Result<Vec<ScanItem>, PersistError> {
+    pub(crate) fn scan(&self) -> Result<Vec<ScanItem>, PersistError> {
         self.op();
         let mut out = Vec::new();
         let mut legacy = 0usize;
@@ -322,7 +322,7 @@ impl Disk {
     }
 
     /// Reads the reserved counter high-water mark; `None` if there is no counter file.
-    pub fn read_counter(&self) -> Result<Option<u64>, PersistError> {
+    pub(crate) fn read_counter(&self) -> Result<Option<u64>, PersistError> {
         self.op();
         let path = self.counter_path();
         let bytes = match fs::read(&path) {
@@ -343,7 +343,7 @@ impl Disk {
     }
 
     /// Durably records a new counter high-water mark (temp file, fsync, rename, fsync dir).
-    pub fn write_counter(&self, value: u64) -> Result<(), PersistError> {
+    pub(crate) fn write_counter(&self, value: u64) -> Result<(), PersistError> {
         let path = self.counter_path();
         let mut buf = Vec::with_capacity(20);
         buf.extend_from_slice(CNT_MAGIC);
@@ -360,7 +360,7 @@ impl Disk {
     }
 
     /// Reads the directory's store nonce; `None` if there is no nonce file yet.
-    pub fn read_nonce(&self) -> Result<Option<u64>, PersistError> {
+    pub(crate) fn read_nonce(&self) -> Result<Option<u64>, PersistError> {
         self.op();
         let path = self.nonce_path();
         let bytes = match fs::read(&path) {
@@ -385,7 +385,7 @@ impl Disk {
     }
 
     /// Durably records the directory's store nonce (temp file, fsync, rename, fsync dir).
-    pub fn write_nonce(&self, nonce: u64) -> Result<(), PersistError> {
+    pub(crate) fn write_nonce(&self, nonce: u64) -> Result<(), PersistError> {
         let mut buf = Vec::with_capacity(20);
         buf.extend_from_slice(NONCE_MAGIC);
         buf.extend_from_slice(&nonce.to_le_bytes());
@@ -399,7 +399,7 @@ impl Disk {
     }
 
     /// Reads the named roots; empty if there is no roots file.
-    pub fn read_roots(&self) -> Result<BTreeMap<String, ObjectId>, PersistError> {
+    pub(crate) fn read_roots(&self) -> Result<BTreeMap<String, ObjectId>, PersistError> {
         self.op();
         let path = self.roots_path();
         let bytes = match fs::read(&path) {
@@ -425,7 +425,7 @@ impl Disk {
     }
 
     /// Durably replaces the named roots (temp file, fsync, rename, fsync dir).
-    pub fn write_roots(&self, roots: &BTreeMap<String, ObjectId>) -> Result<(), PersistError> {
+    pub(crate) fn write_roots(&self, roots: &BTreeMap<String, ObjectId>) -> Result<(), PersistError> {
         let body = postcard::to_allocvec(roots).map_err(|e| PersistError::Decode(format!("encoding roots: {e}")))?;
         let mut buf = Vec::with_capacity(12 + body.len());
         buf.extend_from_slice(ROOTS_MAGIC);

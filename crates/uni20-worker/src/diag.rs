@@ -1,6 +1,7 @@
 //! Failure reporting: handler errors on workers and the diagnostics the root
-//! prints (design note `persistent_dispatch.md`, "Error handling" and
-//! "Failure policy": fail-stop).
+//! prints (design note `persistent_dispatch.md`, not in this repository,
+//! "Error handling" and "Failure policy": fail-stop; docs/architecture.md,
+//! "Fail-stop as implemented").
 
 use std::fmt;
 
@@ -120,8 +121,8 @@ impl fmt::Display for Diagnostic {
 }
 
 /// The ranks of an SPMD universe computed different plans for one
-/// collective operation (design note `distributed_kernel_dispatch.md`,
-/// "Collective acceptance": a disagreement is a terminal plan-construction
+/// collective operation (design note `distributed_kernel_dispatch.md`, not
+/// in this repository, "Collective acceptance": a disagreement is a terminal plan-construction
 /// error, never a fallback). Every rank computes the same value from the
 /// plan digests all ranks exchanged, so every rank reports the same text.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,5 +1,5 @@
 //! Command envelopes: the versioned frame around every descriptor the root
-//! submits (ARCHITECTURE.md, "Envelopes").
+//! submits (docs/architecture.md, "The protocol").
 //!
 //! Wire layout: one format-version byte ([`ENVELOPE_FORMAT_VERSION`]) followed
 //! by the postcard encoding of [`Envelope`]. Decoding rejects an unknown

@@ -14,7 +14,7 @@
 //! ([`UniverseBuilder::spmd`], `spmd_on`: every rank runs the closure with an
 //! [`SpmdContext`]).
 //!
-//! Layering (ARCHITECTURE.md): this crate knows ranks, envelopes and
+//! Layering (docs/architecture.md, "Crates and their one job each"): this crate knows ranks, envelopes and
 //! handlers, but nothing about contraction plans; those live in `uni20-dist`.
 //!
 //! Where things live (imports run one way, top to bottom):

@@ -1,5 +1,5 @@
 //! Configuring a universe: [`UniverseBuilder`], the transport choice, and
-//! the three ways to run one (ARCHITECTURE.md, "Three ways in"):
+//! the three ways to run one (docs/architecture.md, "Three ways in"):
 //!
 //! - [`UniverseBuilder::run`]: standalone. The root runs the closure on a
 //!   [`Controller`]; under `mpirun` uni20 owns the process (MPI init and

@@ -1,5 +1,6 @@
-//! The expert SPMD mode (design note `persistent_dispatch.md`, "Expert SPMD
-//! mode"): every rank of the universe runs the same closure with an
+//! The expert SPMD mode (design note `persistent_dispatch.md`, not in this
+//! repository, "Expert SPMD mode"; docs/architecture.md, "Three ways in"):
+//! every rank of the universe runs the same closure with an
 //! [`SpmdContext`], which gives its rank and size, collectives
 //! (`collectives.rs`), plan agreement (`agree.rs`), and collective execution
 //! of registered commands ([`SpmdContext::run_collective`]): every rank
