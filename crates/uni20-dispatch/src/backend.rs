@@ -265,12 +265,8 @@ impl BackendList {
         first_accepting(
             &order,
             || problem.describe(),
-            |backend| {
-                backend
-                    .accepts_types(problem.dtype())
-                    .map_err(AttemptOutcome::DeclinedTypes)?;
-                backend.accepts(problem).map_err(AttemptOutcome::Declined)
-            },
+            |backend| backend.accepts_types(problem.dtype()),
+            |backend| backend.accepts(problem),
             |backend, name, declined| {
                 tracing::debug!(
                     target: "uni20_dispatch",
@@ -307,9 +303,10 @@ impl BackendList {
 /// ([`BackendList::dispatch`]) and the decomposition families
 /// (`decomp::DecompBackendList::dispatch`).
 ///
-/// Offers the problem to each of `backends` in order: `decline` answers `Err` with
-/// [`AttemptOutcome::DeclinedTypes`] or [`AttemptOutcome::Declined`] (recorded, next backend)
-/// or `Ok` (committed). The first committed backend runs `run(backend, name, declined)`
+/// Offers the problem to each of `backends` in order: `accepts_types`, then `accepts`;
+/// an `Err(reason)` of either is recorded as [`AttemptOutcome::DeclinedTypes`] or
+/// [`AttemptOutcome::Declined`] and the next backend is asked; the first backend both
+/// accept is committed to. The first committed backend runs `run(backend, name, declined)`
 /// (`declined`: how many backends declined before it; `run` also emits the "kernel backend
 /// selected" debug event with the fields of its operation and validates the result). Its
 /// answer is final: `Ok` ends the log with [`AttemptOutcome::Accepted`], `Err(reason)` with
@@ -318,13 +315,17 @@ impl BackendList {
 pub(crate) fn first_accepting<B: ?Sized + Named, R>(
     backends: &[Arc<B>],
     operation: impl FnOnce() -> String,
-    decline: impl Fn(&B) -> Result<(), AttemptOutcome>,
+    accepts_types: impl Fn(&B) -> Result<(), String>,
+    accepts: impl Fn(&B) -> Result<(), String>,
     mut run: impl FnMut(&B, &str, usize) -> Result<R, String>,
 ) -> Result<(R, Vec<KernelAttempt>), KernelDispatchError> {
     let mut attempts = Vec::new();
     for backend in backends {
         let name = backend.backend_name().to_string();
-        if let Err(outcome) = decline(backend) {
+        let declined = accepts_types(backend)
+            .map_err(AttemptOutcome::DeclinedTypes)
+            .and_then(|()| accepts(backend).map_err(AttemptOutcome::Declined));
+        if let Err(outcome) = declined {
             attempts.push(KernelAttempt { backend: name, outcome });
             continue;
         }

@@ -95,6 +95,29 @@ pub struct Diagnostic {
     pub error: HandlerError,
 }
 
+impl Diagnostic {
+    /// The diagnostic of the command `env` on `rank`: the envelope's op id,
+    /// names, id and schema version, with the handler `location` and the
+    /// `error`.
+    pub(crate) fn of(
+        rank: usize,
+        env: &crate::envelope::Envelope,
+        location: String,
+        error: HandlerError,
+    ) -> Diagnostic {
+        Diagnostic {
+            rank,
+            op_id: env.op_id,
+            debug_name: env.debug_name.clone(),
+            wire_name: env.wire_name.clone(),
+            command_id: env.command_id,
+            schema_version: env.schema_version,
+            location,
+            error,
+        }
+    }
+}
+
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(

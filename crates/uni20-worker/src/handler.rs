@@ -99,18 +99,7 @@ pub(crate) fn run_handler(
     injected: Option<(FaultKind, String)>,
 ) -> Result<Vec<u8>, Box<Diagnostic>> {
     let rank = ctx.rank();
-    let diag = |location: String, error: HandlerError| {
-        Box::new(Diagnostic {
-            rank,
-            op_id: env.op_id,
-            debug_name: env.debug_name.clone(),
-            wire_name: env.wire_name.clone(),
-            command_id: env.command_id,
-            schema_version: env.schema_version,
-            location,
-            error,
-        })
-    };
+    let diag = |location: String, error: HandlerError| Box::new(Diagnostic::of(rank, env, location, error));
     let Some(entry) = registry.get(env.command_id) else {
         return Err(diag(
             "unknown".into(),
@@ -177,16 +166,7 @@ pub(crate) fn undecodable(rank: usize, why: String) -> Diagnostic {
 /// the root queued, or side work that failed in the background), reported
 /// as that command's diagnostic.
 pub(crate) fn store_failure(rank: usize, env: &Envelope, why: String) -> Diagnostic {
-    Diagnostic {
-        rank,
-        op_id: env.op_id,
-        debug_name: env.debug_name.clone(),
-        wire_name: env.wire_name.clone(),
-        command_id: env.command_id,
-        schema_version: env.schema_version,
-        location: "worker loop (rank store)".into(),
-        error: HandlerError::msg(why),
-    }
+    Diagnostic::of(rank, env, "worker loop (rank store)".into(), HandlerError::msg(why))
 }
 
 #[cfg(test)]

@@ -31,7 +31,7 @@ pub use svd::{svd, svd_with_attempts, SvdBackend, SvdBackendList, SvdFactors, Sv
 use std::fmt;
 use std::sync::Arc;
 
-use crate::backend::{first_accepting, AttemptOutcome, KernelAttempt, KernelDispatchError, KernelError, Named};
+use crate::backend::{first_accepting, KernelAttempt, KernelDispatchError, KernelError, Named};
 use crate::dtype::with_dtype;
 use crate::dtype::{DType, C64};
 use crate::tensor::{LocalTensor, TensorError};
@@ -184,12 +184,8 @@ impl<B: ?Sized + DecompBackend> DecompBackendList<B> {
         first_accepting(
             &self.backends,
             || problem.describe(),
-            |backend| {
-                backend
-                    .accepts_types(problem.kind, problem.dtype())
-                    .map_err(AttemptOutcome::DeclinedTypes)?;
-                backend.accepts(problem).map_err(AttemptOutcome::Declined)
-            },
+            |backend| backend.accepts_types(problem.kind, problem.dtype()),
+            |backend| backend.accepts(problem),
             |backend, name, declined| {
                 tracing::debug!(
                     target: "uni20_dispatch",

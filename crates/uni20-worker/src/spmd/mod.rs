@@ -279,14 +279,5 @@ fn duplicate(e: &JobError) -> JobError {
 /// The diagnostic of a rank that died (injected `exit` in-process) during
 /// a collective operation.
 fn died(rank: usize, env: &Envelope, why: String) -> Diagnostic {
-    Diagnostic {
-        rank,
-        op_id: env.op_id,
-        debug_name: env.debug_name.clone(),
-        wire_name: env.wire_name.clone(),
-        command_id: env.command_id,
-        schema_version: env.schema_version,
-        location: "spmd".into(),
-        error: HandlerError::msg(why),
-    }
+    Diagnostic::of(rank, env, "spmd".into(), HandlerError::msg(why))
 }
