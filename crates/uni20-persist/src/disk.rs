@@ -323,34 +323,44 @@ impl Disk {
 
     /// Reads the reserved counter high-water mark; `None` if there is no counter file.
     pub(crate) fn read_counter(&self) -> Result<Option<u64>, PersistError> {
+        self.read_u64_file(&self.counter_path(), "counter", CNT_MAGIC)
+    }
+
+    /// Durably records a new counter high-water mark (temp file, fsync, rename, fsync dir).
+    pub(crate) fn write_counter(&self, value: u64) -> Result<(), PersistError> {
+        self.write_u64_file(&self.counter_path(), "counter", CNT_MAGIC, value)
+    }
+
+    /// Reads a 20-byte file holding one `u64` (`magic`, the value little-endian, CRC-32 of
+    /// the first 16 bytes); `None` if the file does not exist. `what` names it in errors.
+    fn read_u64_file(&self, path: &Path, what: &str, magic: &[u8; 8]) -> Result<Option<u64>, PersistError> {
         self.op();
-        let path = self.counter_path();
-        let bytes = match fs::read(&path) {
+        let bytes = match fs::read(path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(PersistError::io("read counter", path, e)),
+            Err(e) => return Err(PersistError::io(format!("read {what}"), path.to_path_buf(), e)),
         };
-        if bytes.len() != 20 || &bytes[..8] != CNT_MAGIC {
-            return Err(Self::corrupt(None, &path, "bad counter file"));
+        if bytes.len() != 20 || &bytes[..8] != magic {
+            return Err(Self::corrupt(None, path, format!("bad {what} file")));
         }
         let crc = u32::from_le_bytes([bytes[16], bytes[17], bytes[18], bytes[19]]);
         if crc32fast::hash(&bytes[..16]) != crc {
-            return Err(Self::corrupt(None, &path, "counter checksum mismatch"));
+            return Err(Self::corrupt(None, path, format!("{what} checksum mismatch")));
         }
         let mut v = [0u8; 8];
         v.copy_from_slice(&bytes[8..16]);
         Ok(Some(u64::from_le_bytes(v)))
     }
 
-    /// Durably records a new counter high-water mark (temp file, fsync, rename, fsync dir).
-    pub(crate) fn write_counter(&self, value: u64) -> Result<(), PersistError> {
-        let path = self.counter_path();
+    /// Durably writes the file [`Disk::read_u64_file`] reads (temp file, fsync, rename,
+    /// fsync dir).
+    fn write_u64_file(&self, path: &Path, what: &str, magic: &[u8; 8], value: u64) -> Result<(), PersistError> {
         let mut buf = Vec::with_capacity(20);
-        buf.extend_from_slice(CNT_MAGIC);
+        buf.extend_from_slice(magic);
         buf.extend_from_slice(&value.to_le_bytes());
         let crc = crc32fast::hash(&buf);
         buf.extend_from_slice(&crc.to_le_bytes());
-        self.write_small_durable(&path, "counter", &buf)
+        self.write_small_durable(path, what, &buf)
     }
 }
 
@@ -361,23 +371,10 @@ impl Disk {
 
     /// Reads the directory's store nonce; `None` if there is no nonce file yet.
     pub(crate) fn read_nonce(&self) -> Result<Option<u64>, PersistError> {
-        self.op();
         let path = self.nonce_path();
-        let bytes = match fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(PersistError::io("read nonce", path, e)),
+        let Some(nonce) = self.read_u64_file(&path, "nonce", NONCE_MAGIC)? else {
+            return Ok(None);
         };
-        if bytes.len() != 20 || &bytes[..8] != NONCE_MAGIC {
-            return Err(Self::corrupt(None, &path, "bad nonce file"));
-        }
-        let crc = u32::from_le_bytes([bytes[16], bytes[17], bytes[18], bytes[19]]);
-        if crc32fast::hash(&bytes[..16]) != crc {
-            return Err(Self::corrupt(None, &path, "nonce checksum mismatch"));
-        }
-        let mut v = [0u8; 8];
-        v.copy_from_slice(&bytes[8..16]);
-        let nonce = u64::from_le_bytes(v);
         if nonce == ObjectId::NIL_NONCE {
             return Err(Self::corrupt(None, &path, "nil nonce"));
         }
@@ -386,12 +383,7 @@ impl Disk {
 
     /// Durably records the directory's store nonce (temp file, fsync, rename, fsync dir).
     pub(crate) fn write_nonce(&self, nonce: u64) -> Result<(), PersistError> {
-        let mut buf = Vec::with_capacity(20);
-        buf.extend_from_slice(NONCE_MAGIC);
-        buf.extend_from_slice(&nonce.to_le_bytes());
-        let crc = crc32fast::hash(&buf);
-        buf.extend_from_slice(&crc.to_le_bytes());
-        self.write_small_durable(&self.nonce_path(), "nonce", &buf)
+        self.write_u64_file(&self.nonce_path(), "nonce", NONCE_MAGIC, nonce)
     }
 
     fn roots_path(&self) -> PathBuf {
