@@ -92,6 +92,21 @@ pub(crate) fn row_major_strides(shape: &[usize]) -> Vec<isize> {
     strides
 }
 
+/// Row-major strides of `shape`, after checking that its element count fits in `isize`.
+///
+/// # Errors
+/// [`ViewError::Overflow`] if the product of `shape` overflows or exceeds `isize::MAX`.
+fn checked_row_major_strides(shape: &[usize]) -> Result<Vec<isize>, ViewError> {
+    let count = shape
+        .iter()
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| ViewError::Overflow(shape.to_vec()))?;
+    if count > isize::MAX as usize {
+        return Err(ViewError::Overflow(shape.to_vec()));
+    }
+    Ok(row_major_strides(shape))
+}
+
 /// Read-only strided view: element `(i0, .., i{n-1})` is
 /// `data[offset + sum(i_k * strides[k])]`, conjugated if `conj`. Strides may be negative,
 /// zero (broadcast) or arbitrary; construction checks every reachable offset is inside
@@ -195,14 +210,7 @@ impl<'a, T: Element> StridedView<'a, T> {
     /// [`ViewError::Overflow`] if the shape product overflows, [`ViewError::OutOfBounds`] if
     /// `data` is shorter than the product of `shape`.
     pub fn row_major(data: &'a [T], shape: &[usize]) -> Result<StridedView<'a, T>, ViewError> {
-        let count = shape
-            .iter()
-            .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-            .ok_or_else(|| ViewError::Overflow(shape.to_vec()))?;
-        if count > isize::MAX as usize {
-            return Err(ViewError::Overflow(shape.to_vec()));
-        }
-        StridedView::new(data, shape, &row_major_strides(shape), 0, false)
+        StridedView::new(data, shape, &checked_row_major_strides(shape)?, 0, false)
     }
 
     /// Number of elements (product of the shape; 1 for rank 0).
@@ -355,14 +363,7 @@ impl<'a, T: Element> StridedViewMut<'a, T> {
     /// # Errors
     /// [`ViewError::Overflow`], or [`ViewError::OutOfBounds`] if `data` is too short.
     pub fn row_major(data: &'a mut [T], shape: &[usize]) -> Result<StridedViewMut<'a, T>, ViewError> {
-        let count = shape
-            .iter()
-            .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-            .ok_or_else(|| ViewError::Overflow(shape.to_vec()))?;
-        if count > isize::MAX as usize {
-            return Err(ViewError::Overflow(shape.to_vec()));
-        }
-        StridedViewMut::new(data, shape, &row_major_strides(shape), 0)
+        StridedViewMut::new(data, shape, &checked_row_major_strides(shape)?, 0)
     }
 
     /// Extents.
