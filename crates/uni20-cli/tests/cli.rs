@@ -4,23 +4,11 @@
 
 mod cli_common;
 
-use cli_common::uni20;
+use cli_common::{npy, uni20};
 use std::path::{Path, PathBuf};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/contract")
-}
-fn npy(descr: &str, shape: &str, payload: &[u8]) -> Vec<u8> {
-    let mut dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
-    while (10 + dict.len() + 1) % 64 != 0 {
-        dict.push(' ');
-    }
-    dict.push('\n');
-    let mut v = b"\x93NUMPY\x01\x00".to_vec();
-    v.extend_from_slice(&(dict.len() as u16).to_le_bytes());
-    v.extend_from_slice(dict.as_bytes());
-    v.extend_from_slice(payload);
-    v
 }
 
 #[test]

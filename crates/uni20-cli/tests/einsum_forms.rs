@@ -6,7 +6,7 @@
 
 mod cli_common;
 
-use cli_common::uni20;
+use cli_common::{npy, uni20};
 use std::path::{Path, PathBuf};
 
 use uni20::prelude::*;
@@ -91,14 +91,7 @@ fn every_real_scalar_einsum_form_matches_numpy() {
 /// A header-only `.npy` file whose data part is a hole of `bytes` bytes
 /// (sparse: nothing is written to disk).
 fn header_only(path: &Path, shape: &str, bytes: u64) {
-    let mut dict = format!("{{'descr': '<f8', 'fortran_order': False, 'shape': {shape}, }}");
-    while (10 + dict.len() + 1) % 64 != 0 {
-        dict.push(' ');
-    }
-    dict.push('\n');
-    let mut v = b"\x93NUMPY\x01\x00".to_vec();
-    v.extend_from_slice(&(dict.len() as u16).to_le_bytes());
-    v.extend_from_slice(dict.as_bytes());
+    let v = npy("<f8", shape, &[]);
     let n = v.len() as u64;
     std::fs::write(path, v).unwrap();
     std::fs::OpenOptions::new()

@@ -9,7 +9,7 @@
 
 mod kernels_common;
 
-use kernels_common::{random_tensor, Rng};
+use kernels_common::{any_dtype, random_tensor, Rng};
 use proptest::prelude::*;
 use uni20_dispatch::*;
 /// One subscript: a label or the ellipsis.
@@ -213,18 +213,14 @@ fn numpy_einsum(f: &Form, ops: &[&LocalTensor]) -> (Vec<usize>, Vec<C64>) {
     (out_shape, out)
 }
 
-fn dtype() -> impl Strategy<Value = DType> {
-    prop::sample::select(DType::ALL.to_vec())
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
     #[test]
     fn backends_match_numpy_definition(
         seed in any::<u64>(),
-        dts in prop::array::uniform2(dtype()),
-        c_dt in prop::option::of(dtype()),
+        dts in prop::array::uniform2(any_dtype()),
+        c_dt in prop::option::of(any_dtype()),
         alpha_i in 0usize..3,
         beta_i in 0usize..3,
     ) {

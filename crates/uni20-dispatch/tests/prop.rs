@@ -4,7 +4,7 @@
 
 mod kernels_common;
 
-use kernels_common::{random_tensor, Rng};
+use kernels_common::{any_dtype, random_tensor, Rng};
 use proptest::prelude::*;
 use uni20_dispatch::backends::*;
 use uni20_dispatch::view::*;
@@ -14,10 +14,6 @@ fn labels() -> impl Strategy<Value = Vec<(usize, u8, bool)>> {
     prop::collection::vec((0usize..=5, 1u8..=3, any::<bool>()), 1..=6)
 }
 
-fn dtype() -> impl Strategy<Value = DType> {
-    prop::sample::select(DType::ALL.to_vec())
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 384, ..ProptestConfig::default() })]
 
@@ -25,9 +21,9 @@ proptest! {
     fn fast_backends_match_reference(
         labels in labels(),
         seed in any::<u64>(),
-        a_dt in dtype(),
-        b_dt in dtype(),
-        c_dt in prop::option::of(dtype()),
+        a_dt in any_dtype(),
+        b_dt in any_dtype(),
+        c_dt in prop::option::of(any_dtype()),
         alpha_i in 0usize..3,
         beta_i in 0usize..3,
         threads in prop::sample::select(vec![1usize, 3]),
@@ -105,7 +101,7 @@ proptest! {
     #[test]
     fn encode_decode_round_trip(
         shape in prop::collection::vec(0usize..4, 0..4),
-        dt in dtype(),
+        dt in any_dtype(),
         seed in any::<u64>(),
         cut in any::<prop::sample::Index>(),
     ) {

@@ -18,3 +18,18 @@ pub fn uni20(args: &[&str]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// A version-1.0 `.npy` file: the header dictionary (dtype `descr`, C order, `shape` as a
+/// Python tuple literal) padded to a multiple of 64 bytes, then `payload`.
+pub fn npy(descr: &str, shape: &str, payload: &[u8]) -> Vec<u8> {
+    let mut dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+    while (10 + dict.len() + 1) % 64 != 0 {
+        dict.push(' ');
+    }
+    dict.push('\n');
+    let mut v = b"\x93NUMPY\x01\x00".to_vec();
+    v.extend_from_slice(&(dict.len() as u16).to_le_bytes());
+    v.extend_from_slice(dict.as_bytes());
+    v.extend_from_slice(payload);
+    v
+}

@@ -183,3 +183,8 @@ macro_rules! each_dtype {
         $f::<uni20_dispatch::C64>();
     }};
 }
+
+/// A proptest strategy choosing any of the four dtypes.
+pub fn any_dtype() -> impl proptest::strategy::Strategy<Value = DType> {
+    proptest::sample::select(DType::ALL.to_vec())
+}
