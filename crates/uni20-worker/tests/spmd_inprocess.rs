@@ -182,18 +182,17 @@ fn a_failing_handler_stops_every_rank_with_its_diagnostic() {
 
 #[test]
 fn faults_an_spmd_universe_cannot_inject_are_refused() {
-    let e = UniverseBuilder::new()
-        .ranks(2)
-        .faults(FaultPlan::parse("exit@rank=1").unwrap())
-        .spmd(|_| ())
-        .unwrap_err();
-    assert!(e.to_string().contains("cannot be injected in an SPMD universe"), "{e}");
-    let e = UniverseBuilder::new()
-        .ranks(2)
-        .faults(FaultPlan::parse("error@rank=5").unwrap())
-        .spmd(|_| ())
-        .unwrap_err();
-    assert!(e.to_string().contains("rank 5 does not exist"), "{e}");
+    for (fault, expected) in [
+        ("exit@rank=1", "cannot be injected in an SPMD universe"),
+        ("error@rank=5", "rank 5 does not exist"),
+    ] {
+        let e = UniverseBuilder::new()
+            .ranks(2)
+            .faults(FaultPlan::parse(fault).unwrap())
+            .spmd(|_| ())
+            .unwrap_err();
+        assert!(e.to_string().contains(expected), "{fault}: {e}");
+    }
 }
 
 #[test]
