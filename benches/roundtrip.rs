@@ -15,7 +15,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-use uni20::worker::Noop;
+use uni20::worker::commands::Noop;
 
 /// Ranks of the in-process universe (root + 3 workers).
 const RANKS: usize = 4;

@@ -11,7 +11,7 @@
 use criterion::{BenchmarkId, Criterion, Throughput};
 use uni20::dist::{replicate, Placement};
 use uni20::prelude::*;
-use uni20::worker::{SendRecv, SendRecvDesc};
+use uni20::worker::commands::{SendRecv, SendRecvDesc};
 
 fn main() {
     let mut c = Criterion::default().configure_from_args().sample_size(10);

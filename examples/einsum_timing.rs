@@ -42,7 +42,9 @@ use faer::linalg::matmul::matmul;
 use faer::{Accum, Mat, Par};
 mod shared;
 use shared::fill;
-use uni20::dispatch::{contract_with_attempts, BackendList, EinsumSpec, FaerBackend, LocalTensor, TuneTable, C64};
+use uni20::dispatch::backends::FaerBackend;
+use uni20::dispatch::tune::TuneTable;
+use uni20::dispatch::{contract_with_attempts, BackendList, EinsumSpec, LocalTensor, C64};
 
 /// Largest total operand memory of one prepared case (8 GiB).
 const MAX_CASE_BYTES: usize = 8 << 30;
@@ -203,7 +205,7 @@ fn main() -> Result<()> {
         "faer" => BackendList::new(vec![std::sync::Arc::new(FaerBackend::new(threads))]).with_thread_budget(threads),
         #[cfg(feature = "blas")]
         "blas" => BackendList::new(vec![std::sync::Arc::new(
-            uni20::dispatch::BlasBackend::new(threads).copying(true),
+            uni20::dispatch::backends::BlasBackend::new(threads).copying(true),
         )])
         .with_thread_budget(threads),
         other => bail!(

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use uni20::dist::{replicate, Placement};
 use uni20::prelude::*;
-use uni20::worker::{SendRecv, SendRecvDesc};
+use uni20::worker::commands::{SendRecv, SendRecvDesc};
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();

@@ -6,7 +6,7 @@
 //! diagnostic naming the decomposition's command.
 
 use uni20::prelude::*;
-use uni20::worker::FaultPlan;
+use uni20::worker::fault::FaultPlan;
 use uni20::{DistError, JobError, SplitError};
 
 fn ramp(shape: &[usize]) -> LocalTensor {

@@ -32,10 +32,10 @@ fn tfi_exact(l: usize, g: f64) -> f64 {
         }
     }
     let t = uni20::dispatch::LocalTensor::from_f64(&[l, l], a).unwrap();
-    -uni20::dispatch::svd(
+    -uni20::dispatch::decomp::svd(
         &t,
         &Default::default(),
-        &uni20::dispatch::SvdBackendList::default_cpu(1),
+        &uni20::dispatch::decomp::SvdBackendList::default_cpu(1),
     )
     .unwrap()
     .s

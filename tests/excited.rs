@@ -4,7 +4,8 @@
 //! singlet; the next level is the threefold edge-state triplet, so the
 //! second and third states found by projection both have its energy.
 
-use uni20::dispatch::{eigh, EighBackendList, LocalTensor};
+use uni20::dispatch::decomp::{eigh, EighBackendList};
+use uni20::dispatch::LocalTensor;
 use uni20::tn::models::spin1;
 use uni20::tn::{Conserve, Dmrg, DmrgOptions, MpoOptions, Mps};
 

@@ -4,7 +4,7 @@
 
 use uni20::persist::{PersistentPtr, Store, StoreOptions};
 use uni20::prelude::*;
-use uni20::worker::FaultPlan;
+use uni20::worker::fault::FaultPlan;
 
 #[test]
 fn no_published_id_without_its_object_after_an_io_failure() {

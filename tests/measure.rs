@@ -10,7 +10,8 @@
 //!   the SVD of the reshaped exact vector), `<H>` and a vanishing variance;
 //! - the overlap of a state with itself and with an orthogonal product state.
 
-use uni20::dispatch::{eigh, svd, EighBackendList, LocalTensor, SvdBackendList};
+use uni20::dispatch::decomp::{eigh, svd, EighBackendList, SvdBackendList};
+use uni20::dispatch::LocalTensor;
 use uni20::tn::measure::{
     correlations, energy_variance, entanglement_entropy, expectation, local_expectations, overlap, schmidt_spectra,
     site_operator,

@@ -43,10 +43,10 @@ fn dmrg_energy(model: &Model, chi: usize, sweeps: usize) -> f64 {
 
 fn singular_values(a: Vec<f64>, n: usize) -> Vec<f64> {
     let t = uni20::dispatch::LocalTensor::from_f64(&[n, n], a).unwrap();
-    uni20::dispatch::svd(
+    uni20::dispatch::decomp::svd(
         &t,
         &Default::default(),
-        &uni20::dispatch::SvdBackendList::default_cpu(1),
+        &uni20::dispatch::decomp::SvdBackendList::default_cpu(1),
     )
     .unwrap()
     .s

@@ -14,7 +14,11 @@ fn main() {
     std::fs::create_dir_all(&dir).unwrap();
     let checked = uni20::universe()
         .run(|ctl| {
-            assert_eq!(ctl.transport_kind(), "mpi", "not launched by mpirun");
+            assert_eq!(
+                ctl.transport_kind(),
+                uni20::worker::transport::TransportKind::Mpi,
+                "not launched by mpirun"
+            );
             let mut checked = 0;
             for case in common::cases().into_iter().chain(common::einsum_cases()) {
                 for block in [1, 2, 3] {

@@ -19,7 +19,11 @@ fn main() {
     uni20::init_logging();
     let checked = uni20::universe()
         .run(|ctl| {
-            assert_eq!(ctl.transport_kind(), "mpi", "not launched by mpirun");
+            assert_eq!(
+                ctl.transport_kind(),
+                uni20::worker::transport::TransportKind::Mpi,
+                "not launched by mpirun"
+            );
             let mut checked = 0;
             for f in fixtures() {
                 for block in [1, 2, 3] {

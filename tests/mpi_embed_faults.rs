@@ -23,7 +23,7 @@ use uni20::mpi::collective::SystemOperation;
 use uni20::mpi::topology::Color;
 use uni20::mpi::traits::*;
 use uni20::prelude::*;
-use uni20::worker::FaultPlan;
+use uni20::worker::fault::FaultPlan;
 use uni20::{JobError, RankExit, WorkerExit};
 
 /// `A (4x3) . B (3x5)` with blocks of 2; returns the largest absolute error
@@ -70,7 +70,9 @@ fn check_clean<E: std::fmt::Debug>(out: Result<&RankExit<anyhow::Result<f64>>, E
 
 fn main() {
     use uni20::mpi::Threading;
-    let launched = uni20::worker::LauncherEnv::from_env().world_size.map_or(1, |(_, n)| n);
+    let launched = uni20::worker::config::LauncherEnv::from_env()
+        .world_size
+        .map_or(1, |(_, n)| n);
     let asked = if launched >= 6 {
         Threading::Multiple
     } else {

@@ -20,7 +20,7 @@ use std::rc::Rc;
 
 use uni20::persist::{StorageRequest, StorageResponse};
 use uni20::prelude::*;
-use uni20::worker::StorageCommand;
+use uni20::worker::commands::StorageCommand;
 
 /// Elements of the block whose encoding is exactly one chunk.
 const EXACT: usize = 5000;
@@ -133,7 +133,11 @@ fn main() {
     let size = uni20::universe()
         .chunk_bytes(chunk)
         .run(|ctl| {
-            assert_eq!(ctl.transport_kind(), "mpi", "not launched by mpirun");
+            assert_eq!(
+                ctl.transport_kind(),
+                uni20::worker::transport::TransportKind::Mpi,
+                "not launched by mpirun"
+            );
             long_dot(ctl, 20_000);
             crossing_frames(ctl, 2);
             chunked_blocks(ctl, chunk);

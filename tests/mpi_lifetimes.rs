@@ -17,7 +17,7 @@ fn orthogonal(n: usize) -> LocalTensor {
 fn main() {
     uni20::universe()
         .run(|ctl| {
-            assert_eq!(ctl.transport_kind(), "mpi", "not launched by mpirun");
+            assert_eq!(ctl.transport_kind(), uni20::worker::transport::TransportKind::Mpi, "not launched by mpirun");
             let n = 64;
             let eye = LocalTensor::from_f64(&[n, n], (0..n * n).map(|k| if k % (n + 1) == 0 { 1.0 } else { 0.0 }).collect())
                 .unwrap();

@@ -17,7 +17,11 @@ use uni20::prelude::*;
 fn main() {
     let checked = uni20::universe()
         .run(|ctl| {
-            assert_eq!(ctl.transport_kind(), "mpi", "not launched by mpirun");
+            assert_eq!(
+                ctl.transport_kind(),
+                uni20::worker::transport::TransportKind::Mpi,
+                "not launched by mpirun"
+            );
             let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ops");
             let mut dirs: Vec<_> = std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().path()).collect();
             dirs.sort();

@@ -20,7 +20,7 @@ use spmd_common::*;
 use uni20::mpi::collective::SystemOperation;
 use uni20::mpi::topology::Color;
 use uni20::mpi::traits::*;
-use uni20::worker::FaultPlan;
+use uni20::worker::fault::FaultPlan;
 
 fn builder() -> uni20::UniverseBuilder {
     uni20::universe().threads_per_rank(1)
@@ -28,7 +28,9 @@ fn builder() -> uni20::UniverseBuilder {
 
 fn main() {
     use uni20::mpi::Threading;
-    let launched = uni20::worker::LauncherEnv::from_env().world_size.map_or(1, |(_, n)| n);
+    let launched = uni20::worker::config::LauncherEnv::from_env()
+        .world_size
+        .map_or(1, |(_, n)| n);
     let asked = [
         Threading::Single,
         Threading::Funneled,
@@ -50,7 +52,11 @@ fn main() {
 
     // 1. Everything that must succeed.
     let out = builder().spmd_on(&world, |ctx| {
-        anyhow::ensure!(ctx.transport_kind() == "mpi", "transport {}", ctx.transport_kind());
+        anyhow::ensure!(
+            ctx.transport_kind() == uni20::worker::transport::TransportKind::Mpi,
+            "transport {}",
+            ctx.transport_kind()
+        );
         check_all(ctx)
     });
     check(

@@ -9,7 +9,11 @@ fn main() {
     let bytes = uni20::universe()
         .storage_ranks(1)
         .run(|ctl| {
-            assert_eq!(ctl.transport_kind(), "mpi", "not launched by mpirun");
+            assert_eq!(
+                ctl.transport_kind(),
+                uni20::worker::transport::TransportKind::Mpi,
+                "not launched by mpirun"
+            );
             storage_common::contraction_with_inputs_on_storage(ctl)
         })
         .unwrap();

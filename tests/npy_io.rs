@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use uni20::prelude::*;
-use uni20::worker::{FaultPlan, Noop};
+use uni20::worker::commands::Noop;
+use uni20::worker::fault::FaultPlan;
 use uni20::DistError;
 
 fn endian_cases() -> Vec<PathBuf> {

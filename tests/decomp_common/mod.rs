@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use uni20::dispatch::SvdBackendList;
+use uni20::dispatch::decomp::SvdBackendList;
 use uni20::dist::decomp::{EighOutput, LqOutput, QrOutput, SvdOutput};
 use uni20::prelude::*;
 use uni20::{PlanSummary, TensorData, C32};
@@ -327,7 +327,7 @@ pub fn check_svd(ctl: &Controller<'_>, a: &LocalTensor, da: &DistTensor, split: 
 
     // The oracle: the local faer SVD of the test's own matrix view, untruncated.
     let amat = view.matrix(a);
-    let full = uni20::dispatch::svd(
+    let full = uni20::dispatch::decomp::svd(
         &from_c64(&[m, n], &amat, dtype),
         &SvdTruncation::default(),
         &SvdBackendList::default_cpu(1),

@@ -5,7 +5,7 @@ use uni20::dispatch::{contract as local_contract, BackendList};
 use uni20::dist::Placement;
 use uni20::persist::{StorageRequest, StorageResponse};
 use uni20::prelude::*;
-use uni20::worker::StorageCommand;
+use uni20::worker::commands::StorageCommand;
 
 fn ramp(shape: &[usize], scale: f64) -> LocalTensor {
     let n = shape.iter().product();

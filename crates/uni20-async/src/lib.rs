@@ -125,6 +125,7 @@
 //! (Add `CARGO_TARGET_DIR=target/loom` to keep the loom build from invalidating the
 //! workspace's normal build artefacts.)
 #![warn(missing_docs)]
+#![deny(unreachable_pub)]
 
 mod blocking;
 mod buffer;

@@ -16,7 +16,7 @@ fn main() -> anyhow::Result<()> {
     uni20::universe().run(|ctl| -> anyhow::Result<()> {
         let local = LocalTensor::from_f64(&[3, 2], vec![1., 2., 3., 4., 5., 6.])?;
         let t = DistTensor::from_local(ctl, &local, 1)?;
-        ctl.submit_nowait::<uni20::worker::Noop>(&(), &ctl.compute_ranks(), |_, _| {
+        ctl.submit_nowait::<uni20::worker::commands::Noop>(&(), &ctl.compute_ranks(), |_, _| {
             panic!("deliberate root panic during write_npy")
         })?;
         write_npy(ctl, &t, &out)?;

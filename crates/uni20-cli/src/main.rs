@@ -192,7 +192,7 @@ fn info(ctl: &Controller<'_>) -> anyhow::Result<()> {
     }
     println!("registry digest: {:#018x}", ctl.registry().digest());
     println!("local contraction backends (available here; selection order is UNI20_BACKENDS: cpu or gpu-first):");
-    for (name, avail) in uni20::dispatch::available_backends(ctl.threads_per_rank()) {
+    for (name, avail) in uni20::dispatch::backends::available_backends(ctl.threads_per_rank()) {
         match avail {
             Ok(()) => println!("  {name:<12} available{}", backend_detail(&name)),
             Err(why) => println!("  {name:<12} unavailable: {why}"),
@@ -211,12 +211,12 @@ fn info(ctl: &Controller<'_>) -> anyhow::Result<()> {
             s.releases_queued_at_root
         );
     }
-    match uni20::dispatch::TuneTable::from_env()? {
+    match uni20::dispatch::tune::TuneTable::from_env()? {
         Some(table) => {
             let path = table.path().map(|p| p.display().to_string()).unwrap_or_default();
             println!(
                 "tuning table ({}={path}): {} shape class(es); classes without an entry are measured on first sight",
-                uni20::dispatch::TUNE_FILE_ENV,
+                uni20::dispatch::tune::TUNE_FILE_ENV,
                 table.len()
             );
             for line in table.to_string().lines() {
@@ -225,7 +225,7 @@ fn info(ctl: &Controller<'_>) -> anyhow::Result<()> {
         }
         None => println!(
             "tuning table: none (static backend order; set {} to a file, or run `uni20 tune -o FILE`)",
-            uni20::dispatch::TUNE_FILE_ENV
+            uni20::dispatch::tune::TUNE_FILE_ENV
         ),
     }
     Ok(())
@@ -235,7 +235,7 @@ fn info(ctl: &Controller<'_>) -> anyhow::Result<()> {
 fn backend_detail(name: &str) -> String {
     #[cfg(feature = "blas")]
     if name == "blas" {
-        return format!(" ({})", uni20::dispatch::BlasBackend::library());
+        return format!(" ({})", uni20::dispatch::backends::BlasBackend::library());
     }
     let _ = name;
     String::new()
@@ -272,13 +272,20 @@ fn tune(
     dtypes: &[String],
 ) -> anyhow::Result<()> {
     use std::sync::Arc;
-    use uni20::dispatch::{AnyView, ContractProblem, TuneTable};
+    use uni20::dispatch::backends::ContractProblem;
+    use uni20::dispatch::tune::TuneTable;
+    use uni20::dispatch::view::AnyView;
     let path = match output {
         Some(p) => p.to_path_buf(),
-        None => std::env::var_os(uni20::dispatch::TUNE_FILE_ENV)
+        None => std::env::var_os(uni20::dispatch::tune::TUNE_FILE_ENV)
             .filter(|p| !p.is_empty())
             .map(PathBuf::from)
-            .ok_or_else(|| anyhow::anyhow!("no tuning file: pass -o FILE or set {}", uni20::dispatch::TUNE_FILE_ENV))?,
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "no tuning file: pass -o FILE or set {}",
+                    uni20::dispatch::tune::TUNE_FILE_ENV
+                )
+            })?,
     };
     anyhow::ensure!(sizes.iter().all(|&n| n > 0), "--sizes must be positive");
     let dtypes = dtypes
@@ -299,7 +306,7 @@ fn tune(
                 let (a, b) = (operand(&sa, dtype, 7)?, operand(&sb, dtype, 5)?);
                 let ops = [AnyView::of_tensor(&a), AnyView::of_tensor(&b)];
                 let problem = ContractProblem::new(spec, one, &ops, C64::new(0.0, 0.0), None)?;
-                let class = uni20::dispatch::ShapeClass::of(&problem, list.thread_budget());
+                let class = uni20::dispatch::tune::ShapeClass::of(&problem, list.thread_budget());
                 match list.tune(&problem) {
                     Some(entry) => println!("  {spec} {sa:?} {sb:?}: {class} -> {entry}"),
                     None => println!(

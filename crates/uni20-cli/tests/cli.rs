@@ -2,37 +2,13 @@
 //! every kind of bad input exits non-zero with a one-line reason and writes
 //! no output file.
 
+mod cli_common;
+
+use cli_common::{npy, uni20};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/contract")
-}
-
-fn uni20(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_uni20"))
-        .args(args)
-        .env("UNI20_RANKS", "3")
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn npy(descr: &str, shape: &str, payload: &[u8]) -> Vec<u8> {
-    let mut dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
-    while (10 + dict.len() + 1) % 64 != 0 {
-        dict.push(' ');
-    }
-    dict.push('\n');
-    let mut v = b"\x93NUMPY\x01\x00".to_vec();
-    v.extend_from_slice(&(dict.len() as u16).to_le_bytes());
-    v.extend_from_slice(dict.as_bytes());
-    v.extend_from_slice(payload);
-    v
 }
 
 #[test]

@@ -4,27 +4,16 @@
 //! limits that refuse absurd plans with a one-line error instead of an
 //! allocation abort.
 
+mod cli_common;
+
+use cli_common::{npy, uni20};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use uni20::prelude::*;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/einsum")
 }
-
-fn uni20(args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_uni20"))
-        .args(args)
-        .env("UNI20_RANKS", "3")
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 /// Real scalars as the CLI takes them; `None` for a complex one (the CLI
 /// takes real `--alpha`/`--beta` only).
 fn real_scalar(dir: &Path, file: &str) -> Option<Option<String>> {
@@ -73,7 +62,7 @@ fn every_real_scalar_einsum_form_matches_numpy() {
             args.push(case.join("c.npy").to_string_lossy().into_owned());
         }
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-        let (code, err) = uni20(&refs);
+        let (code, _, err) = uni20(&refs);
         assert_eq!(code, 0, "{name}: {err}");
         ran.push((name, out, case.join("out.npy")));
     }
@@ -102,14 +91,7 @@ fn every_real_scalar_einsum_form_matches_numpy() {
 /// A header-only `.npy` file whose data part is a hole of `bytes` bytes
 /// (sparse: nothing is written to disk).
 fn header_only(path: &Path, shape: &str, bytes: u64) {
-    let mut dict = format!("{{'descr': '<f8', 'fortran_order': False, 'shape': {shape}, }}");
-    while (10 + dict.len() + 1) % 64 != 0 {
-        dict.push(' ');
-    }
-    dict.push('\n');
-    let mut v = b"\x93NUMPY\x01\x00".to_vec();
-    v.extend_from_slice(&(dict.len() as u16).to_le_bytes());
-    v.extend_from_slice(dict.as_bytes());
+    let v = npy("<f8", shape, &[]);
     let n = v.len() as u64;
     std::fs::write(path, v).unwrap();
     std::fs::OpenOptions::new()
@@ -130,7 +112,7 @@ fn absurd_plans_are_refused_before_allocating() {
     let e = empty.to_str().unwrap();
     let out = d.join("o.npy");
     let o = out.to_str().unwrap();
-    let (code, err) = uni20(&["contract", "abz,cdz->abcd", e, e, "-o", o, "--block", "1"]);
+    let (code, _, err) = uni20(&["contract", "abz,cdz->abcd", e, e, "-o", o, "--block", "1"]);
     assert_eq!(code, 1, "{err}");
     let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(lines.len(), 1, "{err}");
@@ -140,16 +122,16 @@ fn absurd_plans_are_refused_before_allocating() {
     let big = d.join("big.npy");
     header_only(&big, "(65536, 65536)", 65536 * 65536 * 8);
     let b = big.to_str().unwrap();
-    let (code, err) = uni20(&["contract", "ij,jk->ik", b, b, "-o", o, "--block", "1"]);
+    let (code, _, err) = uni20(&["contract", "ij,jk->ik", b, b, "-o", o, "--block", "1"]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("4294967296 blocks exceed the limit"), "{err}");
     assert!(err.contains("larger block size"), "{err}");
     // A zero-element tensor contracted to a zero-element result works and is
     // one empty block, not one block per empty tile.
-    let (code, err) = uni20(&["contract", "abz,abz->z", e, e, "-o", o, "--block", "1"]);
+    let (code, _, err) = uni20(&["contract", "abz,abz->z", e, e, "-o", o, "--block", "1"]);
     assert_eq!(code, 0, "{err}");
     // Operand count must match the spec.
-    let (code, err) = uni20(&["contract", "ii->", e, e, "-o", o]);
+    let (code, _, err) = uni20(&["contract", "ii->", e, e, "-o", o]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("1 input(s), but 2 operand file(s)"), "{err}");
 }

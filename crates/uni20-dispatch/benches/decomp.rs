@@ -16,52 +16,22 @@
 //! group prints a line such as `ratio svd_2000 dispatch/faer 1.01 (faer 2.91 s, median of 3)`
 //! from its own interleaved timing (median of N alternating calls).
 
-use std::hint::black_box;
-use std::time::{Duration, Instant};
+mod bench_common;
 
+use std::hint::black_box;
+use std::time::Duration;
+
+use bench_common::{interleaved, par, threads};
 use criterion::{BenchmarkId, Criterion, SamplingMode};
-use faer::{Mat, Par};
-use uni20_dispatch::{inner, permute, random_block, svd, DType, LocalTensor, SvdBackendList, SvdOptions, TensorData};
+use faer::Mat;
+use uni20_dispatch::decomp::{svd, SvdBackendList, SvdOptions};
+use uni20_dispatch::{inner, permute, random_block, DType, LocalTensor, TensorData};
 
 /// True unless a name filter was given on the command line that `group` does not contain
 /// (so the interleaved ratio runs only for the groups criterion runs).
 fn selected(group: &str) -> bool {
     let filters: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     filters.is_empty() || filters.iter().any(|f| group.contains(f.as_str()))
-}
-
-fn threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |c| c.get())
-}
-
-fn par(threads: usize) -> Par {
-    if threads <= 1 {
-        Par::Seq
-    } else {
-        Par::rayon(threads)
-    }
-}
-
-/// Median seconds of `reps` interleaved calls of each side (after one warm-up call each).
-fn interleaved(reps: usize, sides: &mut [&mut dyn FnMut()]) -> Vec<f64> {
-    let mut times = vec![Vec::with_capacity(reps); sides.len()];
-    for side in sides.iter_mut() {
-        side();
-    }
-    for _ in 0..reps {
-        for (k, side) in sides.iter_mut().enumerate() {
-            let t = Instant::now();
-            side();
-            times[k].push(t.elapsed().as_secs_f64());
-        }
-    }
-    times
-        .into_iter()
-        .map(|mut v| {
-            v.sort_by(f64::total_cmp);
-            v[v.len() / 2]
-        })
-        .collect()
 }
 
 fn matrix(seed: u64, n: usize) -> LocalTensor {

@@ -12,15 +12,17 @@
 //! `ratio ij,jk->ik n=1024 contract/faer 1.02 contract_into/faer 1.01 (faer 61.2 ms, median of 9)`
 //! from its own interleaved timing (median of N alternating calls).
 
-use std::hint::black_box;
-use std::time::{Duration, Instant};
+mod bench_common;
 
+use std::hint::black_box;
+use std::time::Duration;
+
+use bench_common::{interleaved, par, threads};
 use criterion::{BenchmarkId, Criterion, SamplingMode};
 use faer::linalg::matmul::matmul;
-use faer::{Accum, Mat, Par};
-use uni20_dispatch::{
-    contract, contract_into, BackendList, EinsumSpec, LocalTensor, StridedView, StridedViewMut, TensorData, C64,
-};
+use faer::{Accum, Mat};
+use uni20_dispatch::view::{StridedView, StridedViewMut};
+use uni20_dispatch::{contract, contract_into, BackendList, EinsumSpec, LocalTensor, TensorData, C64};
 
 /// Deterministic entries in [-1, 1).
 fn fill(len: usize, seed: u64) -> Vec<f64> {
@@ -31,40 +33,6 @@ fn fill(len: usize, seed: u64) -> Vec<f64> {
             s ^= s >> 7;
             s ^= s << 17;
             (s >> 11) as f64 / (1u64 << 52) as f64 - 1.0
-        })
-        .collect()
-}
-
-fn threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |c| c.get())
-}
-
-fn par(threads: usize) -> Par {
-    if threads <= 1 {
-        Par::Seq
-    } else {
-        Par::rayon(threads)
-    }
-}
-
-/// Median seconds of `reps` interleaved calls of each side.
-fn interleaved(reps: usize, sides: &mut [&mut dyn FnMut()]) -> Vec<f64> {
-    let mut times = vec![Vec::with_capacity(reps); sides.len()];
-    for side in sides.iter_mut() {
-        side();
-    }
-    for _ in 0..reps {
-        for (k, side) in sides.iter_mut().enumerate() {
-            let t = Instant::now();
-            side();
-            times[k].push(t.elapsed().as_secs_f64());
-        }
-    }
-    times
-        .into_iter()
-        .map(|mut v| {
-            v.sort_by(f64::total_cmp);
-            v[v.len() / 2]
         })
         .collect()
 }

@@ -6,7 +6,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use uni20_dispatch::{contract, BackendList, ContractBackend, CudaBackend, DType, EinsumSpec, LocalTensor, C64};
+use uni20_dispatch::backends::{ContractBackend, CudaBackend};
+use uni20_dispatch::{contract, BackendList, DType, EinsumSpec, LocalTensor, C64};
 
 fn main() {
     let cuda = CudaBackend::new();

@@ -117,8 +117,8 @@ pub trait ContractBackend: Send + Sync {
     fn accepts(&self, _problem: &ContractProblem<'_>) -> Result<(), String> {
         Ok(())
     }
-    /// Whether measured backend choice ([`crate::measure`], [`BackendList::tune`]) times this
-    /// backend. Default `true`; the naive [`crate::ReferenceBackend`] says `false` (it is the
+    /// Whether measured backend choice ([`crate::tune::measure`], [`BackendList::tune`]) times this
+    /// backend. Default `true`; the naive [`crate::backends::ReferenceBackend`] says `false` (it is the
     /// oracle and the fallback, never the fastest, and timing it on large shapes would take
     /// minutes).
     fn tune_candidate(&self) -> bool {
@@ -261,75 +261,111 @@ impl BackendList {
         &self,
         problem: &ContractProblem<'_>,
     ) -> Result<(LocalTensor, Vec<KernelAttempt>), KernelDispatchError> {
-        let mut attempts = Vec::new();
         let (order, mut done) = self.order_for(problem);
-        for backend in &order {
-            let name = backend.name().to_string();
-            if let Err(r) = backend.accepts_types(problem.dtype()) {
-                attempts.push(KernelAttempt {
-                    backend: name,
-                    outcome: AttemptOutcome::DeclinedTypes(r),
-                });
-                continue;
-            }
-            if let Err(r) = backend.accepts(problem) {
-                attempts.push(KernelAttempt {
-                    backend: name,
-                    outcome: AttemptOutcome::Declined(r),
-                });
-                continue;
-            }
-            tracing::debug!(
-                target: "uni20_dispatch",
-                backend = %name,
-                operation = %problem.source_spec(),
-                dtype = %problem.dtype(),
-                declined = attempts.len(),
-                "kernel backend selected"
-            );
-            // A measurement just ran the first backend of a tuned order on this problem.
-            let run = match done.take() {
-                Some(t) if attempts.is_empty() => Ok(t),
-                _ => backend.run(problem),
-            };
-            let result = run.map_err(|e| e.to_string()).and_then(|t| {
-                if t.dtype() != problem.dtype() || t.shape() != problem.out_shape() {
-                    Err(format!(
-                        "backend returned {} {:?}, expected {} {:?}",
-                        t.dtype(),
-                        t.shape(),
-                        problem.dtype(),
-                        problem.out_shape()
-                    ))
-                } else {
-                    Ok(t)
-                }
-            });
-            return match result {
-                Ok(t) => {
-                    attempts.push(KernelAttempt {
-                        backend: name,
-                        outcome: AttemptOutcome::Accepted,
-                    });
-                    Ok((t, attempts))
-                }
-                Err(reason) => {
-                    tracing::warn!(target: "uni20_dispatch", backend = %name, %reason, "committed kernel failed");
-                    attempts.push(KernelAttempt {
-                        backend: name,
-                        outcome: AttemptOutcome::Failed(reason),
-                    });
-                    Err(KernelDispatchError {
-                        operation: problem.describe(),
-                        attempts,
-                    })
-                }
-            };
+        first_accepting(
+            &order,
+            || problem.describe(),
+            |backend| backend.accepts_types(problem.dtype()),
+            |backend| backend.accepts(problem),
+            |backend, name, declined| {
+                tracing::debug!(
+                    target: "uni20_dispatch",
+                    backend = %name,
+                    operation = %problem.source_spec(),
+                    dtype = %problem.dtype(),
+                    declined,
+                    "kernel backend selected"
+                );
+                // A measurement just ran the first backend of a tuned order on this problem.
+                let run = match done.take() {
+                    Some(t) if declined == 0 => Ok(t),
+                    _ => backend.run(problem),
+                };
+                run.map_err(|e| e.to_string()).and_then(|t| {
+                    if t.dtype() != problem.dtype() || t.shape() != problem.out_shape() {
+                        Err(format!(
+                            "backend returned {} {:?}, expected {} {:?}",
+                            t.dtype(),
+                            t.shape(),
+                            problem.dtype(),
+                            problem.out_shape()
+                        ))
+                    } else {
+                        Ok(t)
+                    }
+                })
+            },
+        )
+    }
+}
+
+/// The one "first backend that accepts" loop, shared by contraction
+/// ([`BackendList::dispatch`]) and the decomposition families
+/// (`decomp::DecompBackendList::dispatch`).
+///
+/// Offers the problem to each of `backends` in order: `accepts_types`, then `accepts`;
+/// an `Err(reason)` of either is recorded as [`AttemptOutcome::DeclinedTypes`] or
+/// [`AttemptOutcome::Declined`] and the next backend is asked; the first backend both
+/// accept is committed to. The first committed backend runs `run(backend, name, declined)`
+/// (`declined`: how many backends declined before it; `run` also emits the "kernel backend
+/// selected" debug event with the fields of its operation and validates the result). Its
+/// answer is final: `Ok` ends the log with [`AttemptOutcome::Accepted`], `Err(reason)` with
+/// [`AttemptOutcome::Failed`] (logged as a `tracing` warning) and no further backend is tried.
+/// `operation` describes the problem in the [`KernelDispatchError`].
+pub(crate) fn first_accepting<B: ?Sized + Named, R>(
+    backends: &[Arc<B>],
+    operation: impl FnOnce() -> String,
+    accepts_types: impl Fn(&B) -> Result<(), String>,
+    accepts: impl Fn(&B) -> Result<(), String>,
+    mut run: impl FnMut(&B, &str, usize) -> Result<R, String>,
+) -> Result<(R, Vec<KernelAttempt>), KernelDispatchError> {
+    let mut attempts = Vec::new();
+    for backend in backends {
+        let name = backend.backend_name().to_string();
+        let declined = accepts_types(backend)
+            .map_err(AttemptOutcome::DeclinedTypes)
+            .and_then(|()| accepts(backend).map_err(AttemptOutcome::Declined));
+        if let Err(outcome) = declined {
+            attempts.push(KernelAttempt { backend: name, outcome });
+            continue;
         }
-        Err(KernelDispatchError {
-            operation: problem.describe(),
-            attempts,
-        })
+        return match run(backend, &name, attempts.len()) {
+            Ok(r) => {
+                attempts.push(KernelAttempt {
+                    backend: name,
+                    outcome: AttemptOutcome::Accepted,
+                });
+                Ok((r, attempts))
+            }
+            Err(reason) => {
+                tracing::warn!(target: "uni20_dispatch", backend = %name, %reason, "committed kernel failed");
+                attempts.push(KernelAttempt {
+                    backend: name,
+                    outcome: AttemptOutcome::Failed(reason),
+                });
+                Err(KernelDispatchError {
+                    operation: operation(),
+                    attempts,
+                })
+            }
+        };
+    }
+    Err(KernelDispatchError {
+        operation: operation(),
+        attempts,
+    })
+}
+
+/// The name a backend of any kind is logged under in [`KernelAttempt::backend`]
+/// (contraction and decomposition backends both have one).
+pub(crate) trait Named {
+    /// The backend's stable short name.
+    fn backend_name(&self) -> &str;
+}
+
+impl Named for dyn ContractBackend {
+    fn backend_name(&self) -> &str {
+        self.name()
     }
 }
 

@@ -9,11 +9,12 @@ use std::sync::{Mutex, Once};
 use cblas_sys::{CBLAS_LAYOUT, CBLAS_TRANSPOSE};
 
 use crate::backend::{ContractBackend, KernelError};
+use crate::dtype::with_dtype;
 use crate::dtype::{DType, C32, C64};
 use crate::lower::{plan_of, AnyStrides, GemmCall, GemmLowering, LayoutRules, MatLayout, Plan, Side};
 use crate::problem::ContractProblem;
 use crate::scalar::Element;
-use crate::tensor::{with_dtype, LocalTensor};
+use crate::tensor::LocalTensor;
 
 extern "C" {
     // OpenBLAS extensions (not CBLAS), present in every OpenBLAS build.
@@ -25,7 +26,7 @@ extern "C" {
 
 /// GEMM backend on the system OpenBLAS (cargo feature `blas`). Accepts every dtype.
 ///
-/// The problem is lowered by the shared GEMM lowering (as [`crate::FaerBackend`]) under the
+/// The problem is lowered by the shared GEMM lowering (as [`crate::backends::FaerBackend`]) under the
 /// CBLAS layout rules: a matrix is read in place when one of its strides is 1 and the other
 /// a leading dimension of at least its extent (the `NoTrans` and `Trans` cases), all
 /// dimensions fit in a C `int`, and a conjugated operand is one that BLAS reads transposed
@@ -336,7 +337,7 @@ real_gemm!(f64, cblas_dgemm);
 complex_gemm!(C32, f32, cblas_cgemm);
 complex_gemm!(C64, f64, cblas_zgemm);
 
-/// Smallest GEMM (multiply-adds) split across threads, as [`crate::FaerBackend`] does.
+/// Smallest GEMM (multiply-adds) split across threads, as [`crate::backends::FaerBackend`] does.
 const SPLIT_MIN_MACS: usize = 1 << 18;
 /// Block edges are multiples of this many rows or columns.
 const SPLIT_ALIGN: usize = 16;

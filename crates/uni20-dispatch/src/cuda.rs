@@ -14,11 +14,12 @@ use cudarc::cublas::CudaBlas;
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 
 use crate::backend::{ContractBackend, KernelError};
+use crate::dtype::with_dtype;
 use crate::dtype::{DType, C32, C64};
 use crate::lower::Packed;
 use crate::problem::ContractProblem;
 use crate::scalar::Element;
-use crate::tensor::{with_dtype, LocalTensor};
+use crate::tensor::LocalTensor;
 
 /// A probed, usable device.
 struct Gpu {

@@ -154,6 +154,32 @@ impl FromStr for DType {
     }
 }
 
+/// Calls `$body` with `$T` bound to the element type of a [`DType`]: the crate's one
+/// runtime-dtype dispatch macro (kernels, creation, reductions, decompositions).
+macro_rules! with_dtype {
+    ($dtype:expr, $T:ident => $body:expr) => {
+        match $dtype {
+            $crate::dtype::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::dtype::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            $crate::dtype::DType::C32 => {
+                type $T = $crate::dtype::C32;
+                $body
+            }
+            $crate::dtype::DType::C64 => {
+                type $T = $crate::dtype::C64;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use with_dtype;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,9 +14,10 @@ use std::borrow::Cow;
 
 use rayon::prelude::*;
 
+use crate::dtype::with_dtype;
 use crate::dtype::{DType, C64};
 use crate::tensor::{LocalTensor, TensorError};
-use crate::typed::{elems_of, for_dtype, tensor, Lane};
+use crate::typed::{elems_of, tensor, Lane};
 
 /// Outputs with at least this many elements are filled in parallel when `threads > 1`.
 pub(crate) const PAR_MIN: usize = 1 << 15;
@@ -139,7 +140,7 @@ pub fn axpby(
     }
     let a = widen(a, dtype)?;
     let b = b.map(|(t, p, c)| widen(t, dtype).map(|t| (t, p, c))).transpose()?;
-    for_dtype!(dtype, T => {
+    with_dtype!(dtype, T => {
         let op_a = Operand::new(elems_of::<T>(&a), a.shape(), perm_a, conj_a, T::scalar(alpha));
         let op_b = b.as_ref().map(|(t, p, c)| Operand::new(elems_of::<T>(t), t.shape(), p, *c, T::scalar(beta)));
         let out = fill_par(&out_shape, &op_a, op_b.as_ref(), threads);

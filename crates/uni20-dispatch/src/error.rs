@@ -1,6 +1,6 @@
 //! [`ContractError`], the error of every contraction entry point, and [`check_scalars`], the
 //! one place that refuses complex `alpha`/`beta` for a real output (called by the local front
-//! ends, [`crate::ContractProblem::new`], and the distributed layer).
+//! ends, [`crate::backends::ContractProblem::new`], and the distributed layer).
 
 use std::fmt;
 
@@ -30,7 +30,7 @@ impl fmt::Display for ScalarRole {
 }
 
 /// Error from a contraction entry point ([`crate::contract`] and friends) or from
-/// [`crate::ContractProblem::new`].
+/// [`crate::backends::ContractProblem::new`].
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ContractError {
@@ -55,7 +55,7 @@ pub enum ContractError {
         /// The (real) output dtype.
         dtype: DType,
     },
-    /// [`crate::ContractProblem::new`]: the views do not all have one dtype (operands in
+    /// [`crate::backends::ContractProblem::new`]: the views do not all have one dtype (operands in
     /// order, then C if given).
     #[error("operand dtypes {dtypes:?} differ (a contraction problem has one dtype)")]
     MixedDTypes {

@@ -6,10 +6,11 @@ use faer::linalg::matmul::matmul_with_conj;
 use faer::{Accum, Conj, MatMut, MatRef, Par};
 
 use crate::backend::{ContractBackend, KernelError};
+use crate::dtype::with_dtype;
 use crate::lower::{AnyStrides, GemmCall, GemmLowering};
 use crate::problem::ContractProblem;
 use crate::scalar::Element;
-use crate::tensor::{with_dtype, LocalTensor};
+use crate::tensor::LocalTensor;
 
 /// GEMM backend built on faer 0.24. Accepts every dtype and every problem.
 ///

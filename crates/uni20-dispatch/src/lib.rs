@@ -9,24 +9,34 @@
 //!   [`EinsumSpec::resolve`] turns it, for given operand shapes, into a [`ResolvedSpec`]
 //!   (ordinary labels only), the form kernels consume and command descriptors carry. Both
 //!   serialize as their canonical string and validate when deserialized.
-//! - [`ContractProblem`]: a contraction checked once by [`ContractProblem::new`] (spec, shapes,
-//!   dtypes, accumulator, [`check_scalars`]) and lowered to the two-operand form backends run.
-//! - [`BackendList`]: an ordered list of [`ContractBackend`]s, most specific first. Each
+//! - [`BackendList`]: an ordered list of contraction backends, most specific first. Each
 //!   backend accepts or declines (with a reason); the first acceptance commits, and a failure
 //!   after commitment is terminal. [`KernelDispatchError`] lists every attempt in order. The
 //!   default lists ([`BackendList::default_cpu`], [`BackendList::default_gpu_first`],
-//!   [`BackendList::reference_only`]) are defined together.
-//! - Backends: [`FaerBackend`] (batched GEMM via faer over the shared GEMM lowering),
-//!   `BlasBackend` (feature `blas`: the system OpenBLAS through `cblas-sys`, same lowering
-//!   under CBLAS's layout rules), [`ReferenceBackend`] (naive strided loops, the test
-//!   oracle), `CudaBackend` (feature `cuda`).
-//! - Measured backend choice: a [`TuneTable`] attached with [`BackendList::with_tuning`]
-//!   maps each [`ShapeClass`] (dtype; m, n, k, batch rounded to powers of two; thread budget)
-//!   to the backend measured fastest, which dispatch then tries first; tables are saved and
-//!   loaded as JSON per machine (`UNI20_TUNE_FILE`, [`TuneTable::from_env`]).
+//!   [`BackendList::reference_only`]) are defined together (`defaults.rs`); contraction and
+//!   the decompositions share one dispatch loop.
+//! - [`backends`]: the protocol ([`backends::ContractBackend`], [`backends::ContractProblem`]:
+//!   a contraction checked once by [`backends::ContractProblem::new`] (spec, shapes, dtypes,
+//!   accumulator, [`backends::check_scalars`]) and lowered to the two-operand form backends
+//!   run) and the backends: [`backends::FaerBackend`] (batched GEMM via faer over the shared
+//!   GEMM lowering), `BlasBackend` (feature `blas`: the system OpenBLAS through `cblas-sys`,
+//!   same lowering under CBLAS's layout rules), [`backends::ReferenceBackend`] (naive strided
+//!   loops, the test oracle), `CudaBackend` (feature `cuda`).
+//! - [`tune`]: measured backend choice. A [`tune::TuneTable`] attached with
+//!   [`BackendList::with_tuning`] maps each [`tune::ShapeClass`] (dtype; m, n, k, batch
+//!   rounded to powers of two; thread budget) to the backend measured fastest, which dispatch
+//!   then tries first; tables are saved and loaded as JSON per machine (`UNI20_TUNE_FILE`,
+//!   [`tune::TuneTable::from_env`]).
+//! - [`decomp`]: SVD, QR/LQ and Hermitian eigendecomposition of a matrix, each through its
+//!   own ordered backend list with the same accept/decline protocol (default lists in
+//!   `decomp/defaults.rs`).
+//! - [`view`]: strided views, the operands of [`contract_views`] and [`contract_into`].
 //! - Entry points: [`contract`] (`C = alpha * einsum(spec, A, B) + beta * C` with dtype
 //!   promotion), [`contract_unary`] (one operand), [`contract_operands`] (either),
-//!   [`contract_views`] and [`contract_into`] (strided views).
+//!   [`contract_views`] and [`contract_into`] (strided views); element-wise operations
+//!   ([`axpby`], [`scale`], [`conj`], [`permute`], [`reshape`]), creation ([`random_block`],
+//!   [`zeros_block`], [`identity_block`]) and reductions ([`inner`], [`norm_sqr`],
+//!   [`max_abs`]).
 //!
 //! The chosen backend, the tuning decision with its timings, and the GEMM plan are recorded as
 //! `tracing` debug events with target `uni20_dispatch` (`UNI20_LOG=debug`).
@@ -63,15 +73,17 @@
 //! ```
 
 #![deny(missing_docs)]
+#![deny(unreachable_pub)]
 
 mod alloc;
 mod backend;
+pub mod backends;
 #[cfg(feature = "blas")]
 mod blas_backend;
 mod contract;
 #[cfg(feature = "cuda")]
 mod cuda;
-mod decomp;
+pub mod decomp;
 mod defaults;
 mod dtype;
 mod elementwise;
@@ -87,42 +99,30 @@ mod reference;
 mod scalar;
 mod spec;
 mod tensor;
-mod tune;
+pub mod tune;
 mod typed;
-mod view;
+pub mod view;
 
-pub use backend::{AttemptOutcome, BackendList, ContractBackend, KernelAttempt, KernelDispatchError, KernelError};
-#[cfg(feature = "blas")]
-pub use blas_backend::BlasBackend;
+// Tensors and element types.
+pub use dtype::{DType, DTypeError, C32, C64};
+pub use scalar::Element;
+pub use tensor::{LocalTensor, TensorData, TensorError};
+
+// Einsum specs.
+pub use spec::{EinsumSpec, ResolveSpec, ResolvedSpec, SpecError};
+
+// Contraction: the entry points, their options and errors.
 pub use contract::{
     contract, contract_into, contract_operands, contract_unary, contract_views, contract_with_attempts, einsum,
 };
-#[cfg(feature = "cuda")]
-pub use cuda::CudaBackend;
-#[cfg(feature = "cuda")]
-pub use decomp::cuda_decline::CudaDecompBackend;
-pub use decomp::eigh::{eigh, eigh_with_attempts, EighBackend, EighBackendList, EighFactors, EighOptions, EighResult};
-pub use decomp::faer_decomp::FaerDecompBackend;
-pub use decomp::qr::{
-    lq, lq_with_attempts, qr, qr_with_attempts, LqResult, QrBackend, QrBackendList, QrFactors, QrResult,
-};
-pub use decomp::svd::{
-    svd, svd_with_attempts, truncation_rank, SvdBackend, SvdBackendList, SvdFactors, SvdOptions, SvdResult,
-    TruncationRank,
-};
-pub use decomp::{DecompBackend, DecompBackendList, DecompError, DecompKind, MatrixProblem};
-pub use defaults::{available_backends, GPU_MIN_MACS};
-pub use dtype::{DType, DTypeError, C32, C64};
-pub use elementwise::{axpby, conj, permute, reshape, reshape_owned, scale, ElementwiseError};
-pub use error::{check_scalars, ContractError, ScalarRole};
-pub use faer_backend::FaerBackend;
+pub use error::ContractError;
 pub use options::ContractOptions;
-pub use problem::{ContractProblem, IndexClasses};
+
+// Backend choice: the ordered list every entry point takes, and its attempt log. The
+// backend protocol and the concrete backends are in [`backends`].
+pub use backend::{AttemptOutcome, BackendList, KernelAttempt, KernelDispatchError};
+
+// Element-wise operations, creation, reductions.
+pub use elementwise::{axpby, conj, permute, reshape, reshape_owned, scale, ElementwiseError};
 pub use random::{identity_block, random_block, zeros_block, BlockError};
 pub use reduce::{inner, max_abs, norm_sqr};
-pub use reference::{reference_contract, ReferenceBackend};
-pub use scalar::Element;
-pub use spec::{EinsumSpec, ResolveSpec, ResolvedSpec, SpecError};
-pub use tensor::{LocalTensor, TensorData, TensorError};
-pub use tune::{measure, ShapeClass, TuneEntry, TuneError, TuneTable, TUNE_FILE_ENV, TUNE_FORMAT_VERSION};
-pub use view::{AnyView, StridedView, StridedViewMut, ViewError};

@@ -63,7 +63,7 @@ impl IndexClasses {
 ///
 /// Operands are strided views ([`AnyView`]) with arbitrary strides (negative, zero, size-1
 /// modes) and a conjugation flag each; backends must honour both (or decline in
-/// [`crate::ContractBackend::accepts`]). Views borrow host memory only: a backend that works
+/// [`crate::backends::ContractBackend::accepts`]). Views borrow host memory only: a backend that works
 /// on a device copies through its own API and never reinterprets a device buffer as host
 /// memory.
 #[derive(Clone, Debug)]

@@ -8,10 +8,11 @@
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use crate::dtype::with_dtype;
 use crate::dtype::{DType, C64};
 use crate::scalar::Element;
 use crate::tensor::{LocalTensor, TensorError};
-use crate::typed::{for_dtype, tensor};
+use crate::typed::tensor;
 
 /// Largest global element count [`random_block`] supports (`2^66`: four 32-bit ChaCha words
 /// per element within the generator's `2^68`-word period).
@@ -103,7 +104,7 @@ pub fn identity_block(
             ones.push(flat);
         }
     });
-    for_dtype!(dtype, T => {
+    with_dtype!(dtype, T => {
         let mut data = vec![T::zero(); block_shape.iter().product()];
         let one = T::from_c64(C64::new(1.0, 0.0));
         for i in ones {
@@ -158,7 +159,7 @@ pub fn random_block(
     let mut rng = ChaCha8Rng::from_seed(key);
     let single = matches!(dtype, DType::F32 | DType::C32);
     let run = block_shape.last().copied().unwrap_or(1);
-    for_dtype!(dtype, T => {
+    with_dtype!(dtype, T => {
         let mut data: Vec<T> = Vec::new();
         data.try_reserve_exact(n).map_err(|_| TensorError::Overflow { shape: block_shape.to_vec() })?;
         // Huge-page advice before the first write, as for the kernels' result buffers:

@@ -17,10 +17,11 @@ use std::borrow::Cow;
 
 use rayon::prelude::*;
 
+use crate::dtype::with_dtype;
 use crate::dtype::{DType, C64};
 use crate::elementwise::{ElementwiseError, PAR_MIN};
 use crate::tensor::{LocalTensor, TensorError};
-use crate::typed::{elems_of, for_dtype, Lane, Neumaier};
+use crate::typed::{elems_of, Lane, Neumaier};
 
 /// Elements per block of the summation scheme.
 pub(crate) const BLOCK: usize = 1024;
@@ -64,7 +65,7 @@ fn prefetch_ahead<X>(xs: &[X], at: usize) {
 /// `0.0` for an empty tensor; NaN or infinity propagate. `threads` bounds the parallelism;
 /// the result is identical for every `threads`.
 pub fn norm_sqr(a: &LocalTensor, threads: usize) -> f64 {
-    for_dtype!(a.dtype(), T => {
+    with_dtype!(a.dtype(), T => {
         let x = elems_of::<T>(a);
         let sums = block_map(x.len(), threads, |r| lane_sum(&x[r], |v: &T| Lane::abs2(*v), 0.0, |p, q| p + q));
         compensate(sums.into_iter().map(|s| C64::new(s, 0.0))).re
@@ -88,7 +89,7 @@ pub fn inner(a: &LocalTensor, b: &LocalTensor, threads: usize) -> Result<C64, El
     }
     let dtype = a.dtype().promote(b.dtype());
     let (a, b) = (widen(a, dtype)?, widen(b, dtype)?);
-    Ok(for_dtype!(dtype, T => {
+    Ok(with_dtype!(dtype, T => {
         let (x, y) = (elems_of::<T>(&a), elems_of::<T>(&b));
         let n = x.len().min(y.len());
         let sums = block_map(n, threads, |r| dot_block::<T>(&x[r.clone()], &y[r]));
@@ -99,7 +100,7 @@ pub fn inner(a: &LocalTensor, b: &LocalTensor, threads: usize) -> Result<C64, El
 /// `max |x|` over every element of `a` (complex: the modulus), as `f64`. `0.0` for an
 /// empty tensor; NaN if any element has a NaN component. `threads` bounds the parallelism.
 pub fn max_abs(a: &LocalTensor, threads: usize) -> f64 {
-    for_dtype!(a.dtype(), T => {
+    with_dtype!(a.dtype(), T => {
         let x = elems_of::<T>(a);
         let maxima = block_map(x.len(), threads, |r| {
             x[r].iter().fold(0.0f64, |m, v| {

@@ -2,12 +2,13 @@
 //! repeated labels, accumulating in `C64` (the test oracle).
 
 use crate::backend::{ContractBackend, KernelError};
+use crate::dtype::with_dtype;
 use crate::dtype::C64;
 use crate::error::ContractError;
 use crate::problem::ContractProblem;
 use crate::scalar::Element;
 use crate::spec::ResolvedSpec;
-use crate::tensor::{checked_len, with_dtype, LocalTensor};
+use crate::tensor::{checked_len, LocalTensor};
 use crate::view::{AnyView, StridedView};
 
 /// Naive loop backend; accepts every problem. Accumulates in `C64` and rounds once to the

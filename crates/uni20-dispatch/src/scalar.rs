@@ -48,138 +48,77 @@ mod sealed {
     impl Sealed for super::C64 {}
 }
 
-impl Element for f32 {
-    const DTYPE: DType = DType::F32;
-    fn zero() -> Self {
-        0.0
-    }
-    fn to_c64(self) -> C64 {
-        C64::new(self as f64, 0.0)
-    }
-    fn from_c64(v: C64) -> Self {
-        v.re as f32
-    }
-    fn slice(data: &TensorData) -> Option<&[Self]> {
-        match data {
-            TensorData::F32(v) => Some(v),
-            _ => None,
+/// The [`Element`] impl of each element type `$T` with [`DType`], [`TensorData`] and
+/// [`AnyView`] variant `$V`; the four per-type operations are given as expressions of a
+/// bound name (`zero`, widening, narrowing, conjugation).
+macro_rules! element_impls {
+    ($($T:ty => $V:ident {
+        zero: $zero:expr,
+        to_c64: |$s:ident| $to:expr,
+        from_c64: |$v:ident| $from:expr,
+        conj: |$c:ident| $conj:expr $(,)?
+    }),* $(,)?) => {$(
+        impl Element for $T {
+            const DTYPE: DType = DType::$V;
+            fn zero() -> Self {
+                $zero
+            }
+            fn to_c64(self) -> C64 {
+                let $s = self;
+                $to
+            }
+            fn from_c64($v: C64) -> Self {
+                $from
+            }
+            fn slice(data: &TensorData) -> Option<&[Self]> {
+                match data {
+                    TensorData::$V(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn wrap(v: Vec<Self>) -> TensorData {
+                TensorData::$V(v)
+            }
+            fn conj(self) -> Self {
+                let $c = self;
+                $conj
+            }
+            fn wrap_view(v: StridedView<'_, Self>) -> AnyView<'_> {
+                AnyView::$V(v)
+            }
+            fn unwrap_view<'v, 'a>(v: &'v AnyView<'a>) -> Option<&'v StridedView<'a, Self>> {
+                match v {
+                    AnyView::$V(x) => Some(x),
+                    _ => None,
+                }
+            }
         }
-    }
-    fn wrap(v: Vec<Self>) -> TensorData {
-        TensorData::F32(v)
-    }
-    fn conj(self) -> Self {
-        self
-    }
-    fn wrap_view(v: StridedView<'_, Self>) -> AnyView<'_> {
-        AnyView::F32(v)
-    }
-    fn unwrap_view<'v, 'a>(v: &'v AnyView<'a>) -> Option<&'v StridedView<'a, Self>> {
-        match v {
-            AnyView::F32(x) => Some(x),
-            _ => None,
-        }
-    }
+    )*};
 }
 
-impl Element for f64 {
-    const DTYPE: DType = DType::F64;
-    fn zero() -> Self {
-        0.0
-    }
-    fn to_c64(self) -> C64 {
-        C64::new(self, 0.0)
-    }
-    fn from_c64(v: C64) -> Self {
-        v.re
-    }
-    fn slice(data: &TensorData) -> Option<&[Self]> {
-        match data {
-            TensorData::F64(v) => Some(v),
-            _ => None,
-        }
-    }
-    fn wrap(v: Vec<Self>) -> TensorData {
-        TensorData::F64(v)
-    }
-    fn conj(self) -> Self {
-        self
-    }
-    fn wrap_view(v: StridedView<'_, Self>) -> AnyView<'_> {
-        AnyView::F64(v)
-    }
-    fn unwrap_view<'v, 'a>(v: &'v AnyView<'a>) -> Option<&'v StridedView<'a, Self>> {
-        match v {
-            AnyView::F64(x) => Some(x),
-            _ => None,
-        }
-    }
-}
-
-impl Element for C32 {
-    const DTYPE: DType = DType::C32;
-    fn zero() -> Self {
-        C32::new(0.0, 0.0)
-    }
-    fn to_c64(self) -> C64 {
-        C64::new(self.re as f64, self.im as f64)
-    }
-    fn from_c64(v: C64) -> Self {
-        C32::new(v.re as f32, v.im as f32)
-    }
-    fn slice(data: &TensorData) -> Option<&[Self]> {
-        match data {
-            TensorData::C32(v) => Some(v),
-            _ => None,
-        }
-    }
-    fn wrap(v: Vec<Self>) -> TensorData {
-        TensorData::C32(v)
-    }
-    fn conj(self) -> Self {
-        num_complex::Complex::conj(&self)
-    }
-    fn wrap_view(v: StridedView<'_, Self>) -> AnyView<'_> {
-        AnyView::C32(v)
-    }
-    fn unwrap_view<'v, 'a>(v: &'v AnyView<'a>) -> Option<&'v StridedView<'a, Self>> {
-        match v {
-            AnyView::C32(x) => Some(x),
-            _ => None,
-        }
-    }
-}
-
-impl Element for C64 {
-    const DTYPE: DType = DType::C64;
-    fn zero() -> Self {
-        C64::new(0.0, 0.0)
-    }
-    fn to_c64(self) -> C64 {
-        self
-    }
-    fn from_c64(v: C64) -> Self {
-        v
-    }
-    fn slice(data: &TensorData) -> Option<&[Self]> {
-        match data {
-            TensorData::C64(v) => Some(v),
-            _ => None,
-        }
-    }
-    fn wrap(v: Vec<Self>) -> TensorData {
-        TensorData::C64(v)
-    }
-    fn conj(self) -> Self {
-        num_complex::Complex::conj(&self)
-    }
-    fn wrap_view(v: StridedView<'_, Self>) -> AnyView<'_> {
-        AnyView::C64(v)
-    }
-    fn unwrap_view<'v, 'a>(v: &'v AnyView<'a>) -> Option<&'v StridedView<'a, Self>> {
-        match v {
-            AnyView::C64(x) => Some(x),
-            _ => None,
-        }
-    }
+element_impls! {
+    f32 => F32 {
+        zero: 0.0,
+        to_c64: |x| C64::new(x as f64, 0.0),
+        from_c64: |v| v.re as f32,
+        conj: |x| x,
+    },
+    f64 => F64 {
+        zero: 0.0,
+        to_c64: |x| C64::new(x, 0.0),
+        from_c64: |v| v.re,
+        conj: |x| x,
+    },
+    C32 => C32 {
+        zero: C32::new(0.0, 0.0),
+        to_c64: |x| C64::new(x.re as f64, x.im as f64),
+        from_c64: |v| C32::new(v.re as f32, v.im as f32),
+        conj: |x| num_complex::Complex::conj(&x),
+    },
+    C64 => C64 {
+        zero: C64::new(0.0, 0.0),
+        to_c64: |x| x,
+        from_c64: |v| v,
+        conj: |x| num_complex::Complex::conj(&x),
+    },
 }

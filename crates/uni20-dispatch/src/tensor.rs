@@ -1,5 +1,6 @@
 //! Dense, owned, row-major local tensors with a runtime dtype.
 
+use crate::dtype::with_dtype;
 use crate::dtype::{DType, C32, C64};
 use crate::scalar::Element;
 
@@ -109,31 +110,6 @@ macro_rules! with_data {
         }
     };
 }
-
-/// Calls `$body` with `$T` bound to the element type of a [`DType`].
-macro_rules! with_dtype {
-    ($dtype:expr, $T:ident => $body:expr) => {
-        match $dtype {
-            $crate::dtype::DType::F32 => {
-                type $T = f32;
-                $body
-            }
-            $crate::dtype::DType::F64 => {
-                type $T = f64;
-                $body
-            }
-            $crate::dtype::DType::C32 => {
-                type $T = $crate::dtype::C32;
-                $body
-            }
-            $crate::dtype::DType::C64 => {
-                type $T = $crate::dtype::C64;
-                $body
-            }
-        }
-    };
-}
-pub(crate) use with_dtype;
 
 impl TensorData {
     /// The dtype of the stored elements.

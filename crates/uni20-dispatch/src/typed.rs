@@ -13,31 +13,6 @@ use crate::dtype::{C32, C64};
 use crate::scalar::Element;
 use crate::tensor::{LocalTensor, TensorError};
 
-/// Runs `$body` with `$T` bound to the element type of the [`crate::DType`] `$dtype`.
-macro_rules! for_dtype {
-    ($dtype:expr, $T:ident => $body:expr) => {
-        match $dtype {
-            $crate::dtype::DType::F32 => {
-                type $T = f32;
-                $body
-            }
-            $crate::dtype::DType::F64 => {
-                type $T = f64;
-                $body
-            }
-            $crate::dtype::DType::C32 => {
-                type $T = $crate::dtype::C32;
-                $body
-            }
-            $crate::dtype::DType::C64 => {
-                type $T = $crate::dtype::C64;
-                $body
-            }
-        }
-    };
-}
-pub(crate) use for_dtype;
-
 /// The elements of `t` as a `T` slice, or `None` if `T` is not `t`'s element type.
 pub(crate) fn elems<T: Element>(t: &LocalTensor) -> Option<&[T]> {
     T::slice(t.data())

@@ -1,6 +1,7 @@
 //! Strided views over element slices: read-only (with a conjugation flag), writable, and
 //! runtime-typed ([`AnyView`]).
 
+use crate::dtype::with_dtype;
 use crate::scalar::Element;
 use crate::tensor::LocalTensor;
 
@@ -89,6 +90,21 @@ pub(crate) fn row_major_strides(shape: &[usize]) -> Vec<isize> {
         acc = acc.saturating_mul(shape[k] as isize);
     }
     strides
+}
+
+/// Row-major strides of `shape`, after checking that its element count fits in `isize`.
+///
+/// # Errors
+/// [`ViewError::Overflow`] if the product of `shape` overflows or exceeds `isize::MAX`.
+fn checked_row_major_strides(shape: &[usize]) -> Result<Vec<isize>, ViewError> {
+    let count = shape
+        .iter()
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| ViewError::Overflow(shape.to_vec()))?;
+    if count > isize::MAX as usize {
+        return Err(ViewError::Overflow(shape.to_vec()));
+    }
+    Ok(row_major_strides(shape))
 }
 
 /// Read-only strided view: element `(i0, .., i{n-1})` is
@@ -194,14 +210,7 @@ impl<'a, T: Element> StridedView<'a, T> {
     /// [`ViewError::Overflow`] if the shape product overflows, [`ViewError::OutOfBounds`] if
     /// `data` is shorter than the product of `shape`.
     pub fn row_major(data: &'a [T], shape: &[usize]) -> Result<StridedView<'a, T>, ViewError> {
-        let count = shape
-            .iter()
-            .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-            .ok_or_else(|| ViewError::Overflow(shape.to_vec()))?;
-        if count > isize::MAX as usize {
-            return Err(ViewError::Overflow(shape.to_vec()));
-        }
-        StridedView::new(data, shape, &row_major_strides(shape), 0, false)
+        StridedView::new(data, shape, &checked_row_major_strides(shape)?, 0, false)
     }
 
     /// Number of elements (product of the shape; 1 for rank 0).
@@ -354,14 +363,7 @@ impl<'a, T: Element> StridedViewMut<'a, T> {
     /// # Errors
     /// [`ViewError::Overflow`], or [`ViewError::OutOfBounds`] if `data` is too short.
     pub fn row_major(data: &'a mut [T], shape: &[usize]) -> Result<StridedViewMut<'a, T>, ViewError> {
-        let count = shape
-            .iter()
-            .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-            .ok_or_else(|| ViewError::Overflow(shape.to_vec()))?;
-        if count > isize::MAX as usize {
-            return Err(ViewError::Overflow(shape.to_vec()));
-        }
-        StridedViewMut::new(data, shape, &row_major_strides(shape), 0)
+        StridedViewMut::new(data, shape, &checked_row_major_strides(shape)?, 0)
     }
 
     /// Extents.
@@ -455,7 +457,7 @@ impl<'a> AnyView<'a> {
     /// A row-major, unconjugated view of a whole tensor.
     pub fn of_tensor(t: &'a LocalTensor) -> AnyView<'a> {
         let strides = row_major_strides(t.shape());
-        crate::tensor::with_dtype!(t.dtype(), T => {
+        with_dtype!(t.dtype(), T => {
             let data: &[T] = t.typed::<T>().unwrap_or(&[]);
             T::wrap_view(StridedView { data, shape: t.shape().to_vec(), strides, offset: 0, conj: false })
         })

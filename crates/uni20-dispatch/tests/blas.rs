@@ -4,8 +4,12 @@
 //! `BlasBackend::copying(true)`; results match the reference backend for all four dtypes.
 #![cfg(feature = "blas")]
 
+mod kernels_common;
+
 use std::sync::Arc;
 
+use uni20_dispatch::backends::*;
+use uni20_dispatch::view::*;
 use uni20_dispatch::*;
 
 fn vals<T: Element>(n: usize, seed: f64) -> Vec<T> {
@@ -88,10 +92,7 @@ fn layouts<T: Element>() {
 
 #[test]
 fn accept_and_decline_rules_all_dtypes() {
-    layouts::<f32>();
-    layouts::<f64>();
-    layouts::<C32>();
-    layouts::<C64>();
+    each_dtype!(layouts);
 }
 
 #[test]

@@ -2,16 +2,14 @@
 //! printing why, when no usable GPU is present.
 #![cfg(feature = "cuda")]
 
+mod kernels_common;
+
 use std::sync::Arc;
 
+use kernels_common::mats;
+use uni20_dispatch::backends::*;
+use uni20_dispatch::view::*;
 use uni20_dispatch::*;
-
-fn mats() -> (EinsumSpec, LocalTensor, LocalTensor) {
-    let spec = EinsumSpec::parse("ij,jk->ik").unwrap();
-    let a = LocalTensor::from_f64(&[2, 3], vec![1., 2., 3., 4., 5., 6.]).unwrap();
-    let b = LocalTensor::from_f64(&[3, 2], vec![1., 0., 0., 1., 1., 1.]).unwrap();
-    (spec, a, b)
-}
 
 #[test]
 fn cuda_declines_cleanly_without_gpu() {

@@ -4,6 +4,8 @@
 
 use std::sync::Arc;
 
+use uni20_dispatch::backends::*;
+use uni20_dispatch::decomp::*;
 use uni20_dispatch::*;
 
 /// Declines every dtype, or every problem, with a fixed reason.

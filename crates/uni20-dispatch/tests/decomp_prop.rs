@@ -10,6 +10,7 @@ mod kernels_common;
 
 use kernels_common::*;
 use proptest::prelude::*;
+use uni20_dispatch::decomp::*;
 use uni20_dispatch::*;
 
 fn tol(dtype: DType) -> f64 {

@@ -8,6 +8,7 @@
 mod kernels_common;
 
 use kernels_common::*;
+use uni20_dispatch::decomp::*;
 use uni20_dispatch::*;
 
 fn list() -> SvdBackendList {

@@ -1,8 +1,13 @@
 //! Dispatch-protocol tests with test-only backends, plus basic contract semantics.
 
+mod kernels_common;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use kernels_common::mats;
+use uni20_dispatch::backends::*;
+use uni20_dispatch::view::*;
 use uni20_dispatch::*;
 
 fn c(re: f64, im: f64) -> C64 {
@@ -55,14 +60,6 @@ impl ContractBackend for Scripted {
         }
     }
 }
-
-fn mats() -> (EinsumSpec, LocalTensor, LocalTensor) {
-    let spec = EinsumSpec::parse("ij,jk->ik").unwrap();
-    let a = LocalTensor::from_f64(&[2, 3], vec![1., 2., 3., 4., 5., 6.]).unwrap();
-    let b = LocalTensor::from_f64(&[3, 2], vec![1., 0., 0., 1., 1., 1.]).unwrap();
-    (spec, a, b)
-}
-
 #[test]
 fn first_acceptance_commits() {
     let (spec, a, b) = mats();

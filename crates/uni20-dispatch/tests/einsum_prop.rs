@@ -7,45 +7,11 @@
 //! strings to the parser and resolver: errors, never panics, and a canonical form that
 //! round-trips.
 
+mod kernels_common;
+
+use kernels_common::{any_dtype, random_tensor, Rng};
 use proptest::prelude::*;
 use uni20_dispatch::*;
-
-/// SplitMix64: deterministic values from a proptest-chosen seed.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    /// Uniform in [-2, 2).
-    fn val(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64 * 4.0 - 2.0
-    }
-    fn shuffle<T>(&mut self, v: &mut [T]) {
-        for i in (1..v.len()).rev() {
-            let j = self.below(i + 1);
-            v.swap(i, j);
-        }
-    }
-}
-
-fn random_tensor(rng: &mut Rng, dtype: DType, shape: &[usize]) -> LocalTensor {
-    let n: usize = shape.iter().product();
-    let data = match dtype {
-        DType::F32 => TensorData::F32((0..n).map(|_| rng.val() as f32).collect()),
-        DType::F64 => TensorData::F64((0..n).map(|_| rng.val()).collect()),
-        DType::C32 => TensorData::C32((0..n).map(|_| C32::new(rng.val() as f32, rng.val() as f32)).collect()),
-        DType::C64 => TensorData::C64((0..n).map(|_| C64::new(rng.val(), rng.val())).collect()),
-    };
-    LocalTensor::from_data(shape, data).unwrap()
-}
-
 /// One subscript: a label or the ellipsis.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Sym {
@@ -247,18 +213,14 @@ fn numpy_einsum(f: &Form, ops: &[&LocalTensor]) -> (Vec<usize>, Vec<C64>) {
     (out_shape, out)
 }
 
-fn dtype() -> impl Strategy<Value = DType> {
-    prop::sample::select(DType::ALL.to_vec())
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
     #[test]
     fn backends_match_numpy_definition(
         seed in any::<u64>(),
-        dts in prop::array::uniform2(dtype()),
-        c_dt in prop::option::of(dtype()),
+        dts in prop::array::uniform2(any_dtype()),
+        c_dt in prop::option::of(any_dtype()),
         alpha_i in 0usize..3,
         beta_i in 0usize..3,
     ) {

@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use uni20_dispatch::backends::*;
 use uni20_dispatch::*;
 
 fn fixture_root(set: &str) -> PathBuf {

@@ -7,6 +7,7 @@
 mod kernels_common;
 
 use kernels_common::*;
+use uni20_dispatch::decomp::*;
 use uni20_dispatch::*;
 
 fn close(x: f64, y: f64, rtol: f64, scale: f64) -> bool {

@@ -2,49 +2,16 @@
 //! einsum problems, plus
 //! encode/decode and spec display round trips.
 
+mod kernels_common;
+
+use kernels_common::{any_dtype, random_tensor, Rng};
 use proptest::prelude::*;
+use uni20_dispatch::backends::*;
+use uni20_dispatch::view::*;
 use uni20_dispatch::*;
-
-/// SplitMix64: deterministic values from a proptest-chosen seed.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// Uniform in [-2, 2).
-    fn val(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64 * 4.0 - 2.0
-    }
-    fn shuffle<T>(&mut self, v: &mut [T]) {
-        for i in (1..v.len()).rev() {
-            let j = (self.next() % (i as u64 + 1)) as usize;
-            v.swap(i, j);
-        }
-    }
-}
-
-fn random_tensor(rng: &mut Rng, dtype: DType, shape: &[usize]) -> LocalTensor {
-    let n: usize = shape.iter().product();
-    let data = match dtype {
-        DType::F32 => TensorData::F32((0..n).map(|_| rng.val() as f32).collect()),
-        DType::F64 => TensorData::F64((0..n).map(|_| rng.val()).collect()),
-        DType::C32 => TensorData::C32((0..n).map(|_| C32::new(rng.val() as f32, rng.val() as f32)).collect()),
-        DType::C64 => TensorData::C64((0..n).map(|_| C64::new(rng.val(), rng.val())).collect()),
-    };
-    LocalTensor::from_data(shape, data).unwrap()
-}
-
 /// Per label: (extent 0..=5, membership 1=A only, 2=B only, 3=both, in output).
 fn labels() -> impl Strategy<Value = Vec<(usize, u8, bool)>> {
     prop::collection::vec((0usize..=5, 1u8..=3, any::<bool>()), 1..=6)
-}
-
-fn dtype() -> impl Strategy<Value = DType> {
-    prop::sample::select(DType::ALL.to_vec())
 }
 
 proptest! {
@@ -54,9 +21,9 @@ proptest! {
     fn fast_backends_match_reference(
         labels in labels(),
         seed in any::<u64>(),
-        a_dt in dtype(),
-        b_dt in dtype(),
-        c_dt in prop::option::of(dtype()),
+        a_dt in any_dtype(),
+        b_dt in any_dtype(),
+        c_dt in prop::option::of(any_dtype()),
         alpha_i in 0usize..3,
         beta_i in 0usize..3,
         threads in prop::sample::select(vec![1usize, 3]),
@@ -134,7 +101,7 @@ proptest! {
     #[test]
     fn encode_decode_round_trip(
         shape in prop::collection::vec(0usize..4, 0..4),
-        dt in dtype(),
+        dt in any_dtype(),
         seed in any::<u64>(),
         cut in any::<prop::sample::Index>(),
     ) {

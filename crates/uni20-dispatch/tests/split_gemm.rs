@@ -6,21 +6,12 @@
 //! for the parallel permutation, conjugation, alpha and beta, for all four dtypes and 2, 3
 //! and 4 threads, each compared with the reference backend.
 
+mod kernels_common;
+
+use kernels_common::{random_values, Rng};
+use uni20_dispatch::backends::*;
+use uni20_dispatch::view::*;
 use uni20_dispatch::*;
-
-/// SplitMix64 values in [-2, 2).
-struct Rng(u64);
-impl Rng {
-    fn val(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        (z >> 11) as f64 / (1u64 << 53) as f64 * 4.0 - 2.0
-    }
-}
-
 /// One case: spec, extents of A and B (row-major storage), the macs of one batch element.
 struct Case {
     spec: &'static str,
@@ -53,11 +44,6 @@ fn cases() -> Vec<Case> {
         c("abk,kcd->acbd", &[16, 20, 12], &[12, 15, 14]),
     ]
 }
-
-fn random<T: Element>(rng: &mut Rng, n: usize) -> Vec<T> {
-    (0..n).map(|_| T::from_c64(C64::new(rng.val(), rng.val()))).collect()
-}
-
 /// Every case, with operands read (a) as stored, (b) A reversed along its first mode and
 /// conjugated, through `contract_views` on faer with 2, 3 and 4 threads, against the
 /// reference backend (computed once per case and layout).
@@ -78,9 +64,9 @@ fn check<T: Element>() {
     for case in cases() {
         let spec = ResolvedSpec::parse(case.spec).unwrap();
         let out_shape = spec.output_shape(&[&case.a, &case.b]).unwrap();
-        let a_data = random::<T>(&mut rng, case.a.iter().product());
-        let b_data = random::<T>(&mut rng, case.b.iter().product());
-        let c_data = random::<T>(&mut rng, out_shape.iter().product());
+        let a_data = random_values::<T>(&mut rng, case.a.iter().product());
+        let b_data = random_values::<T>(&mut rng, case.b.iter().product());
+        let c_data = random_values::<T>(&mut rng, out_shape.iter().product());
         let inner: usize = spec.inputs()[0]
             .iter()
             .zip(&case.a)
@@ -128,10 +114,7 @@ fn check<T: Element>() {
 
 #[test]
 fn split_gemm_matches_reference_all_dtypes() {
-    check::<f32>();
-    check::<f64>();
-    check::<C32>();
-    check::<C64>();
+    each_dtype!(check);
 }
 
 /// A thread budget far beyond the matrix (e.g. `UNI20_THREADS_PER_RANK` set absurdly high)

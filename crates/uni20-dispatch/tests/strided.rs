@@ -4,36 +4,15 @@
 //! zero and size-1 strides), conjugation flags, alpha in {0, 1, 2.5-0.5i}, beta in
 //! {0, 1, -0.75}, all four dtypes; both `contract_views` and `contract_into`.
 
+mod kernels_common;
+
 use std::sync::Arc;
 
+use kernels_common::{random_values, Rng};
 use proptest::prelude::*;
+use uni20_dispatch::backends::*;
+use uni20_dispatch::view::*;
 use uni20_dispatch::*;
-
-/// SplitMix64: deterministic values from a proptest-chosen seed.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    /// Uniform in [-2, 2).
-    fn val(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64 * 4.0 - 2.0
-    }
-    fn shuffle<T>(&mut self, v: &mut [T]) {
-        for i in (1..v.len()).rev() {
-            let j = self.below(i as u64 + 1) as usize;
-            v.swap(i, j);
-        }
-    }
-}
-
 /// A random layout for `shape`: returns (storage length, strides, offset). Storage order is
 /// a random permutation with random padding; each mode may be reversed (negative stride) and,
 /// if `broadcast` is allowed, may get stride 0.
@@ -56,7 +35,7 @@ fn layout(rng: &mut Rng, shape: &[usize], broadcast: bool) -> (usize, Vec<isize>
         }
     }
     if shape.contains(&0) {
-        return (rng.below(3) as usize, strides, 0);
+        return (rng.below(3), strides, 0);
     }
     let (mut min, mut max) = (0isize, 0isize);
     for (&n, &s) in shape.iter().zip(&strides) {
@@ -69,11 +48,6 @@ fn layout(rng: &mut Rng, shape: &[usize], broadcast: bool) -> (usize, Vec<isize>
     }
     ((max - min + 1) as usize, strides, (-min) as usize)
 }
-
-fn values<T: Element>(rng: &mut Rng, n: usize) -> Vec<T> {
-    (0..n).map(|_| T::from_c64(C64::new(rng.val(), rng.val()))).collect()
-}
-
 /// Backends under test. Each list but one holds one backend, so acceptance is that
 /// backend's; with the `blas` feature, BLAS copying odd strides (accepts everything) and
 /// `[blas, faer]` with BLAS declining odd strides (either may run).
@@ -159,7 +133,7 @@ fn case() -> impl Strategy<Value = Case> {
             // Now and then a label repeated within an operand (a diagonal of the strided view).
             for ops in [&mut a, &mut b] {
                 if !ops.is_empty() && rng.below(3) == 0 {
-                    let l = ops[rng.below(ops.len() as u64) as usize];
+                    let l = ops[rng.below(ops.len())];
                     ops.push(l);
                 }
             }
@@ -190,9 +164,9 @@ fn check<T: Element>(case: &Case) -> Result<(), TestCaseError> {
     let (na, sa, oa) = layout(&mut rng, &a_shape, true);
     let (nb, sb, ob) = layout(&mut rng, &b_shape, true);
     let (nc, sc, oc) = layout(&mut rng, &out_shape, false);
-    let ad: Vec<T> = values(&mut rng, na);
-    let bd: Vec<T> = values(&mut rng, nb);
-    let cd: Vec<T> = values(&mut rng, nc);
+    let ad: Vec<T> = random_values(&mut rng, na);
+    let bd: Vec<T> = random_values(&mut rng, nb);
+    let cd: Vec<T> = random_values(&mut rng, nc);
     let a = StridedView::new(&ad, &a_shape, &sa, oa, case.conj[0]).unwrap();
     let b = StridedView::new(&bd, &b_shape, &sb, ob, case.conj[1]).unwrap();
     let c = StridedView::new(&cd, &out_shape, &sc, oc, case.conj[2]).unwrap();

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use uni20_dispatch::backends::*;
 use uni20_dispatch::*;
 
 /// Declines every problem (types are fine).

@@ -6,6 +6,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use uni20_dispatch::backends::*;
+use uni20_dispatch::tune::*;
+use uni20_dispatch::view::*;
 use uni20_dispatch::*;
 
 /// A backend that computes through the reference backend after sleeping `delay`, counting

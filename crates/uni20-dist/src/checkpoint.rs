@@ -1,6 +1,7 @@
 //! Checkpoints: a small manifest object naming the block objects of some
 //! distributed tensors, committed like any persistent object (design note
-//! `persistent_dispatch.md`, "Wavefunction structural sharing": checkpoints
+//! `persistent_dispatch.md`, not in this repository, "Wavefunction
+//! structural sharing": checkpoints
 //! become small manifests of object IDs).
 //!
 //! [`checkpoint`] makes every rank's store durable ([`flush_all`]), then
@@ -14,7 +15,9 @@ use serde::{Deserialize, Serialize};
 use uni20_persist::{
     decode_postcard, encode_postcard, ObjectId, Persist, PersistError, PersistentPtr, StorageRequest, StorageResponse,
 };
-use uni20_worker::{Controller, Flush, HeldBlock, StorageCommand};
+use uni20_worker::commands::{Flush, StorageCommand};
+use uni20_worker::ledger::HeldBlock;
+use uni20_worker::Controller;
 
 use crate::error::{DistError, Missing};
 use crate::tensor::{DistTensor, Manifest};

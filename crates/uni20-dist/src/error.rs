@@ -5,10 +5,8 @@
 
 use std::path::PathBuf;
 
-use uni20_dispatch::{
-    BlockError, ContractError, DType, DTypeError, DecompError, DecompKind, ElementwiseError, SpecError, TensorError,
-    C64,
-};
+use uni20_dispatch::decomp::{DecompError, DecompKind};
+use uni20_dispatch::{BlockError, ContractError, DType, DTypeError, ElementwiseError, SpecError, TensorError, C64};
 use uni20_persist::ObjectId;
 use uni20_worker::JobError;
 

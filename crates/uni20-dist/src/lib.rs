@@ -132,7 +132,7 @@ pub mod fuzz {
 
     /// The postcard bytes of `plan`'s `uni20.contract.v1` descriptor.
     pub fn contract_descriptor_bytes(plan: &ContractPlan) -> Vec<u8> {
-        uni20_worker::encode(&plan.descriptor)
+        uni20_worker::envelope::encode(&plan.descriptor)
     }
 
     /// Decodes `bytes` as a `uni20.contract.v1` descriptor exactly as a
@@ -141,7 +141,7 @@ pub mod fuzz {
     /// # Errors
     /// The decode error's text.
     pub fn decode_contract_descriptor(bytes: &[u8]) -> Result<(), String> {
-        uni20_worker::decode_exact::<crate::ops::contract::ContractDescriptorV1>(bytes, "descriptor")
+        uni20_worker::envelope::decode_exact::<crate::ops::contract::ContractDescriptorV1>(bytes, "descriptor")
             .map(drop)
             .map_err(|e| e.to_string())
     }

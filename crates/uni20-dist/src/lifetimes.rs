@@ -4,13 +4,14 @@
 //! `checkpoint` root), tells each rank which of its objects to keep
 //! (`uni20.gc.v1`), and each rank removes every other object from memory
 //! and disk. Day-to-day freeing does not need it: dropping the last handle
-//! of a tensor releases its blocks (see `uni20_worker::ReleaseLedger`); gc
+//! of a tensor releases its blocks (see `uni20_worker::ledger::ReleaseLedger`); gc
 //! is for stores reopened after a crash or a run that did not clean up.
 
 use std::collections::BTreeMap;
 
 use uni20_persist::{ObjectId, PersistentPtr};
-use uni20_worker::{Controller, GcDesc, GcV1};
+use uni20_worker::commands::{GcDesc, GcV1};
+use uni20_worker::Controller;
 
 use crate::checkpoint::Checkpoint;
 use crate::error::DistError;

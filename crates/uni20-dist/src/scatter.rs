@@ -8,7 +8,8 @@
 use serde::{Deserialize, Serialize};
 use uni20_dispatch::LocalTensor;
 use uni20_persist::{ObjectId, PersistentPtr};
-use uni20_worker::{command, Controller, HandlerError, WorkerContext, TAG_ROOT_DATA};
+use uni20_worker::transport::TAG_ROOT_DATA;
+use uni20_worker::{command, Controller, HandlerError, WorkerContext};
 
 use crate::error::DistError;
 use crate::layout::{extract_block, Blocking};

@@ -1,5 +1,6 @@
 //! Distributed operations called collectively in the expert SPMD mode
-//! (design note `persistent_dispatch.md`, "Expert SPMD mode"): every rank
+//! (design note `persistent_dispatch.md`, not in this repository, "Expert
+//! SPMD mode"): every rank
 //! calls the same function with the same arguments; each rank computes the
 //! plan itself, the ranks agree on its digest before any payload moves
 //! ([`SpmdContext::agree`]), and each rank then runs its own part with the
@@ -22,7 +23,8 @@
 use serde_bytes::ByteBuf;
 use uni20_dispatch::{ContractOptions, LocalTensor, ResolveSpec};
 use uni20_persist::{ObjectId, PersistentPtr};
-use uni20_worker::{digest_bytes, plan_digest, CommandSpec, SpmdContext};
+use uni20_worker::spmd::{digest_bytes, plan_digest};
+use uni20_worker::{CommandSpec, SpmdContext};
 
 use crate::error::DistError;
 use crate::layout::{extract_block, Blocking};

@@ -14,7 +14,8 @@ use serde::{Deserialize, Serialize};
 use uni20_async::{Async, ReadBuffer, WriteBuffer};
 use uni20_dispatch::{DType, LocalTensor};
 use uni20_persist::{ObjectId, Persist, PersistError};
-use uni20_worker::{CollectReport, Controller, HeldBlock, ReleaseLedger};
+use uni20_worker::ledger::{HeldBlock, ReleaseLedger};
+use uni20_worker::{CollectReport, Controller};
 
 use crate::error::{DistError, ManifestError};
 use crate::layout::{c_strides, copy_box, Blocking};

@@ -81,7 +81,7 @@ impl Disk {
     /// [`PersistError::Io`] if the directory cannot be created or locked;
     /// [`PersistError::AlreadyOpen`] if a live store of this process holds it;
     /// [`PersistError::Locked`] if another process holds it.
-    pub fn create(root: &Path, rank: u32) -> Result<Disk, PersistError> {
+    pub(crate) fn create(root: &Path, rank: u32) -> Result<Disk, PersistError> {
         let dir = root.join(format!("rank-{rank}"));
         let existed = dir.is_dir();
         fs::create_dir_all(&dir).map_err(io("create store directory", &dir))?;
@@ -101,7 +101,7 @@ impl Disk {
     /// Filesystem operations performed through this handle since it was created: one
     /// per object-file read, header read, write, fsync or deletion, per directory
     /// fsync or listing, and per read or write of the nonce, counter or roots file.
-    pub fn io_ops(&self) -> u64 {
+    pub(crate) fn io_ops(&self) -> u64 {
         self.ops.load(Ordering::Relaxed)
     }
 
@@ -109,11 +109,11 @@ impl Disk {
         self.ops.fetch_add(1, Ordering::Relaxed);
     }
 
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }
 
-    pub fn object_path(&self, id: ObjectId) -> PathBuf {
+    pub(crate) fn object_path(&self, id: ObjectId) -> PathBuf {
         self.dir.join(format!("{}.obj", file_stem(id)))
     }
 
@@ -123,7 +123,7 @@ impl Disk {
     }
 
     /// Writes an object file (temp file + rename). Does not fsync.
-    pub fn write_object(
+    pub(crate) fn write_object(
         &self,
         meta: &ObjectMeta,
         refs: Option<&[ObjectId]>,
@@ -237,14 +237,14 @@ impl Disk {
     }
 
     /// Reads only the header of object file `path` (used when scanning at open).
-    pub fn read_header(&self, path: &Path, id: ObjectId) -> Result<FileHeader, PersistError> {
+    pub(crate) fn read_header(&self, path: &Path, id: ObjectId) -> Result<FileHeader, PersistError> {
         self.op();
         let mut f = File::open(path).map_err(io("open object file", path))?;
         Self::read_header_from(&mut f, path, Some(id))
     }
 
     /// Reads and fully verifies object `id`: header, size and payload CRC.
-    pub fn read_object(&self, id: ObjectId) -> Result<(FileHeader, Vec<u8>), PersistError> {
+    pub(crate) fn read_object(&self, id: ObjectId) -> Result<(FileHeader, Vec<u8>), PersistError> {
         self.op();
         let path = self.object_path(id);
         let mut f = File::open(&path).map_err(io(format!("open object {id}"), &path))?;
@@ -269,7 +269,7 @@ impl Disk {
     }
 
     /// fsyncs one object file.
-    pub fn sync_object(&self, id: ObjectId) -> Result<(), PersistError> {
+    pub(crate) fn sync_object(&self, id: ObjectId) -> Result<(), PersistError> {
         self.op();
         let path = self.object_path(id);
         let f = File::open(&path).map_err(io(format!("open object {id} for fsync"), &path))?;
@@ -277,13 +277,13 @@ impl Disk {
     }
 
     /// fsyncs the store directory (makes renames and removals durable).
-    pub fn sync_dir(&self) -> Result<(), PersistError> {
+    pub(crate) fn sync_dir(&self) -> Result<(), PersistError> {
         self.op();
         sync_dir(&self.dir)
     }
 
     /// Deletes an object file; a missing file is not an error.
-    pub fn remove_object(&self, id: ObjectId) -> Result<(), PersistError> {
+    pub(crate) fn remove_object(&self, id: ObjectId) -> Result<(), PersistError> {
         self.op();
         let path = self.object_path(id);
         match fs::remove_file(&path) {
@@ -295,7 +295,7 @@ impl Disk {
 
     /// Lists the object files, deleting leftover temporaries. Returns each object's
     /// ID (from its file name) and its header or the error reading it.
-    pub fn scan(&self) -> Result<Vec<ScanItem>, PersistError> {
+    pub(crate) fn scan(&self) -> Result<Vec<ScanItem>, PersistError> {
         self.op();
         let mut out = Vec::new();
         let mut legacy = 0usize;
@@ -340,24 +340,39 @@ impl Disk {
     }
 
     /// Reads the reserved counter high-water mark; `None` if there is no counter file.
-    pub fn read_counter(&self) -> Result<Option<u64>, PersistError> {
+    pub(crate) fn read_counter(&self) -> Result<Option<u64>, PersistError> {
+        self.read_u64_file(&self.counter_path(), "counter", CNT_MAGIC)
+    }
+
+    /// Durably records a new counter high-water mark (temp file, fsync, rename, fsync dir).
+    pub(crate) fn write_counter(&self, value: u64) -> Result<(), PersistError> {
+        self.write_u64_file(&self.counter_path(), "counter", CNT_MAGIC, value)
+    }
+
+    /// Reads a 20-byte file holding one `u64` (`magic`, the value little-endian, CRC-32 of
+    /// the first 16 bytes); `None` if the file does not exist. `what` names it in errors.
+    fn read_u64_file(&self, path: &Path, what: &str, magic: &[u8; 8]) -> Result<Option<u64>, PersistError> {
         self.op();
-        let path = self.counter_path();
-        let bytes = match fs::read(&path) {
+        let bytes = match fs::read(path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(PersistError::io("read counter", path, e)),
+            Err(e) => return Err(PersistError::io(format!("read {what}"), path.to_path_buf(), e)),
         };
-        if bytes.len() != 20 || &bytes[..8] != CNT_MAGIC {
-            return Err(Self::corrupt(None, &path, FailedCheck::Format, "bad counter file"));
+        if bytes.len() != 20 || &bytes[..8] != magic {
+            return Err(Self::corrupt(
+                None,
+                path,
+                FailedCheck::Format,
+                format!("bad {what} file"),
+            ));
         }
         let crc = u32::from_le_bytes([bytes[16], bytes[17], bytes[18], bytes[19]]);
         if crc32fast::hash(&bytes[..16]) != crc {
             return Err(Self::corrupt(
                 None,
-                &path,
+                path,
                 FailedCheck::Checksum,
-                "counter checksum mismatch",
+                format!("{what} checksum mismatch"),
             ));
         }
         let mut v = [0u8; 8];
@@ -365,15 +380,15 @@ impl Disk {
         Ok(Some(u64::from_le_bytes(v)))
     }
 
-    /// Durably records a new counter high-water mark (temp file, fsync, rename, fsync dir).
-    pub fn write_counter(&self, value: u64) -> Result<(), PersistError> {
-        let path = self.counter_path();
+    /// Durably writes the file [`Disk::read_u64_file`] reads (temp file, fsync, rename,
+    /// fsync dir).
+    fn write_u64_file(&self, path: &Path, what: &str, magic: &[u8; 8], value: u64) -> Result<(), PersistError> {
         let mut buf = Vec::with_capacity(20);
-        buf.extend_from_slice(CNT_MAGIC);
+        buf.extend_from_slice(magic);
         buf.extend_from_slice(&value.to_le_bytes());
         let crc = crc32fast::hash(&buf);
         buf.extend_from_slice(&crc.to_le_bytes());
-        self.write_small_durable(&path, "counter", &buf)
+        self.write_small_durable(path, what, &buf)
     }
 }
 
@@ -383,29 +398,11 @@ impl Disk {
     }
 
     /// Reads the directory's store nonce; `None` if there is no nonce file yet.
-    pub fn read_nonce(&self) -> Result<Option<u64>, PersistError> {
-        self.op();
+    pub(crate) fn read_nonce(&self) -> Result<Option<u64>, PersistError> {
         let path = self.nonce_path();
-        let bytes = match fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(PersistError::io("read nonce", path, e)),
+        let Some(nonce) = self.read_u64_file(&path, "nonce", NONCE_MAGIC)? else {
+            return Ok(None);
         };
-        if bytes.len() != 20 || &bytes[..8] != NONCE_MAGIC {
-            return Err(Self::corrupt(None, &path, FailedCheck::Format, "bad nonce file"));
-        }
-        let crc = u32::from_le_bytes([bytes[16], bytes[17], bytes[18], bytes[19]]);
-        if crc32fast::hash(&bytes[..16]) != crc {
-            return Err(Self::corrupt(
-                None,
-                &path,
-                FailedCheck::Checksum,
-                "nonce checksum mismatch",
-            ));
-        }
-        let mut v = [0u8; 8];
-        v.copy_from_slice(&bytes[8..16]);
-        let nonce = u64::from_le_bytes(v);
         if nonce == ObjectId::NIL_NONCE {
             return Err(Self::corrupt(None, &path, FailedCheck::Format, "nil nonce"));
         }
@@ -413,13 +410,8 @@ impl Disk {
     }
 
     /// Durably records the directory's store nonce (temp file, fsync, rename, fsync dir).
-    pub fn write_nonce(&self, nonce: u64) -> Result<(), PersistError> {
-        let mut buf = Vec::with_capacity(20);
-        buf.extend_from_slice(NONCE_MAGIC);
-        buf.extend_from_slice(&nonce.to_le_bytes());
-        let crc = crc32fast::hash(&buf);
-        buf.extend_from_slice(&crc.to_le_bytes());
-        self.write_small_durable(&self.nonce_path(), "nonce", &buf)
+    pub(crate) fn write_nonce(&self, nonce: u64) -> Result<(), PersistError> {
+        self.write_u64_file(&self.nonce_path(), "nonce", NONCE_MAGIC, nonce)
     }
 
     fn roots_path(&self) -> PathBuf {
@@ -427,7 +419,7 @@ impl Disk {
     }
 
     /// Reads the named roots; empty if there is no roots file.
-    pub fn read_roots(&self) -> Result<BTreeMap<String, ObjectId>, PersistError> {
+    pub(crate) fn read_roots(&self) -> Result<BTreeMap<String, ObjectId>, PersistError> {
         self.op();
         let path = self.roots_path();
         let bytes = match fs::read(&path) {
@@ -460,7 +452,7 @@ impl Disk {
     }
 
     /// Durably replaces the named roots (temp file, fsync, rename, fsync dir).
-    pub fn write_roots(&self, roots: &BTreeMap<String, ObjectId>) -> Result<(), PersistError> {
+    pub(crate) fn write_roots(&self, roots: &BTreeMap<String, ObjectId>) -> Result<(), PersistError> {
         let body = postcard::to_allocvec(roots).map_err(|e| PersistError::Decode(format!("encoding roots: {e}")))?;
         let mut buf = Vec::with_capacity(12 + body.len());
         buf.extend_from_slice(ROOTS_MAGIC);

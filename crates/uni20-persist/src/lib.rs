@@ -43,6 +43,7 @@
 //! [`WriteBuffer`](uni20_async::WriteBuffer)'s epoch (blocking forms: `*_wait`).
 
 #![warn(missing_docs)]
+#![deny(unreachable_pub)]
 
 mod bridge;
 mod dir_lock;

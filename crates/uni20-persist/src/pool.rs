@@ -19,7 +19,7 @@ pub(crate) struct LoadPool {
 }
 
 impl LoadPool {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         LoadPool { tx: Mutex::new(None) }
     }
 

@@ -3,7 +3,8 @@
 //! what the algorithm needs, and the errors of the distributed operations
 //! underneath (passed through unchanged).
 
-use uni20_dispatch::{DecompError, TensorError};
+use uni20_dispatch::decomp::DecompError;
+use uni20_dispatch::TensorError;
 use uni20_dist::DistError;
 
 /// Error of an MPS/MPO construction, an eigensolver or a DMRG sweep.

@@ -13,7 +13,8 @@
 //! the residual estimate `||A x - theta x|| = beta_j |y_j|` is eq. (13.2.2)
 //! of B. N. Parlett, *The Symmetric Eigenvalue Problem* (SIAM, 1998).
 
-use uni20_dispatch::{eigh, DType, EighBackendList, EighOptions, LocalTensor};
+use uni20_dispatch::decomp::{eigh, EighBackendList, EighOptions};
+use uni20_dispatch::{DType, LocalTensor};
 use uni20_dist::{axpby, inner, norm, scale, DistTensor};
 use uni20_worker::Controller;
 
@@ -228,7 +229,7 @@ fn identity_spec(rank: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::lowest_of_tridiagonal;
-    use uni20_dispatch::EighBackendList;
+    use uni20_dispatch::decomp::EighBackendList;
 
     /// The path graph's Laplacian-like tridiagonal (2 on the diagonal, -1
     /// off it) has eigenvalues 2 - 2 cos(k pi / (n + 1)).

@@ -190,10 +190,10 @@ mod tests {
         let re: Vec<f64> = h.iter().map(|z| z.re).collect();
         assert!(h.iter().all(|z| z.im.abs() < 1e-12));
         let t = uni20_dispatch::LocalTensor::from_f64(&[n, n], re).unwrap();
-        let r = uni20_dispatch::eigh(
+        let r = uni20_dispatch::decomp::eigh(
             &t,
             &Default::default(),
-            &uni20_dispatch::EighBackendList::default_cpu(1),
+            &uni20_dispatch::decomp::EighBackendList::default_cpu(1),
         )
         .unwrap();
         r.values[0]
@@ -210,9 +210,13 @@ mod tests {
             }
         }
         let t = uni20_dispatch::LocalTensor::from_f64(&[l, l], a).unwrap();
-        let s = uni20_dispatch::svd(&t, &Default::default(), &uni20_dispatch::SvdBackendList::default_cpu(1))
-            .unwrap()
-            .s;
+        let s = uni20_dispatch::decomp::svd(
+            &t,
+            &Default::default(),
+            &uni20_dispatch::decomp::SvdBackendList::default_cpu(1),
+        )
+        .unwrap()
+        .s;
         -s.iter().sum::<f64>()
     }
 

@@ -25,7 +25,8 @@
 
 use std::collections::HashMap;
 
-use uni20_dispatch::{svd, DType, LocalTensor, SvdBackendList, SvdOptions, C64};
+use uni20_dispatch::decomp::{svd, SvdBackendList, SvdOptions};
+use uni20_dispatch::{DType, LocalTensor, C64};
 use uni20_dist::symmetry::{Charge, Symmetry};
 use uni20_dist::DistTensor;
 use uni20_worker::Controller;

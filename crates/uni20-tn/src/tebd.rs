@@ -16,7 +16,8 @@
 //! [`Mps::random`], [`Mps::product`] and a DMRG after a full sweep leave it);
 //! a step leaves it so again.
 
-use uni20_dispatch::{eigh, EighBackendList, LocalTensor, C64};
+use uni20_dispatch::decomp::{eigh, EighBackendList};
+use uni20_dispatch::{LocalTensor, C64};
 use uni20_dist::{contract, DistTensor};
 use uni20_worker::Controller;
 

@@ -1,6 +1,6 @@
 //! Splitting large payloads into bounded messages and putting them back
 //! together, so no single message exceeds the chunk size
-//! ([`RankConfig::chunk_bytes`](crate::RankConfig::chunk_bytes)). MPI counts a
+//! ([`RankConfig::chunk_bytes`](crate::config::RankConfig::chunk_bytes)). MPI counts a
 //! message in `i32` elements: a block of 2 GiB or more cannot be one message.
 //!
 //! Wire rule: a payload of `len` bytes travels as `len / chunk + 1` messages

@@ -46,7 +46,7 @@ pub fn decode_descriptor<C: CommandSpec>(envelope: &Envelope) -> Result<C::Descr
     decode_exact(&envelope.descriptor, "descriptor")
 }
 
-/// Encodes a reply of `C` (the bytes a [`HandlerFn`](crate::HandlerFn) returns).
+/// Encodes a reply of `C` (the bytes a [`HandlerFn`](crate::registry::HandlerFn) returns).
 ///
 /// # Errors
 /// A [`HandlerError`] if postcard cannot encode the value (for example a

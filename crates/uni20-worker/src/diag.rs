@@ -1,6 +1,7 @@
 //! Failure reporting: handler errors on workers and the diagnostics the root
-//! prints (design note `persistent_dispatch.md`, "Error handling" and
-//! "Failure policy": fail-stop).
+//! prints (design note `persistent_dispatch.md`, not in this repository,
+//! "Error handling" and "Failure policy": fail-stop; docs/architecture.md,
+//! "Fail-stop as implemented").
 
 use std::fmt;
 
@@ -94,6 +95,29 @@ pub struct Diagnostic {
     pub error: HandlerError,
 }
 
+impl Diagnostic {
+    /// The diagnostic of the command `env` on `rank`: the envelope's op id,
+    /// names, id and schema version, with the handler `location` and the
+    /// `error`.
+    pub(crate) fn of(
+        rank: usize,
+        env: &crate::envelope::Envelope,
+        location: String,
+        error: HandlerError,
+    ) -> Diagnostic {
+        Diagnostic {
+            rank,
+            op_id: env.op_id,
+            debug_name: env.debug_name.clone(),
+            wire_name: env.wire_name.clone(),
+            command_id: env.command_id,
+            schema_version: env.schema_version,
+            location,
+            error,
+        }
+    }
+}
+
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
@@ -120,8 +144,8 @@ impl fmt::Display for Diagnostic {
 }
 
 /// The ranks of an SPMD universe computed different plans for one
-/// collective operation (design note `distributed_kernel_dispatch.md`,
-/// "Collective acceptance": a disagreement is a terminal plan-construction
+/// collective operation (design note `distributed_kernel_dispatch.md`, not
+/// in this repository, "Collective acceptance": a disagreement is a terminal plan-construction
 /// error, never a fallback). Every rank computes the same value from the
 /// plan digests all ranks exchanged, so every rank reports the same text.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -204,7 +228,7 @@ pub enum JobError {
     #[error("start-up: {0}")]
     Startup(String),
     /// A runtime variable has a malformed value
-    /// ([`RankConfig`](crate::RankConfig)); nothing was started.
+    /// ([`RankConfig`](crate::config::RankConfig)); nothing was started.
     #[error("{variable}={value:?} is not valid: expected {expected}")]
     Config {
         /// The variable, e.g. `UNI20_RANKS`.

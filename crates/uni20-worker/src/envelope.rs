@@ -1,5 +1,5 @@
 //! Command envelopes: the versioned frame around every descriptor the root
-//! submits (ARCHITECTURE.md, "Envelopes").
+//! submits (docs/architecture.md, "The protocol").
 //!
 //! Wire layout: one format-version byte ([`ENVELOPE_FORMAT_VERSION`]) followed
 //! by the postcard encoding of [`Envelope`]. Decoding rejects an unknown
@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 pub const ENVELOPE_FORMAT_VERSION: u8 = 1;
 
 /// Default largest envelope a rank accepts, in bytes (256 MiB); a universe
-/// uses [`RankConfig::max_envelope_bytes`](crate::RankConfig::max_envelope_bytes)
+/// uses [`RankConfig::max_envelope_bytes`](crate::config::RankConfig::max_envelope_bytes)
 /// (`UNI20_MAX_ENVELOPE_BYTES`). Decoding allocates at most about the input
 /// length, so this bounds the memory a malformed message can claim.
 pub const DEFAULT_MAX_ENVELOPE_BYTES: usize = 256 << 20;

@@ -14,6 +14,7 @@ use crate::envelope::Envelope;
 use crate::fault::{FaultKind, FaultPlan};
 use crate::panics::{panic_message, take_helper_panics, HandlerRunning};
 use crate::registry::Registry;
+use crate::transport::TransportKind;
 
 /// What running one command on a worker produced.
 pub(crate) enum Executed {
@@ -53,7 +54,7 @@ pub(crate) fn execute(
             env.op_id, env.wire_name
         );
         match f.kind {
-            FaultKind::Exit | FaultKind::Kill if ctx.transport.kind() == "mpi" => {
+            FaultKind::Exit | FaultKind::Kill if ctx.transport.kind() == TransportKind::Mpi => {
                 eprintln!("uni20: {why}");
                 if f.kind == FaultKind::Kill {
                     // SAFETY: raising a signal on our own process has no memory-safety preconditions.
@@ -96,7 +97,7 @@ pub(crate) fn checkpoint_kill(
     faults: &FaultPlan,
     flushes: &mut u64,
 ) -> Option<String> {
-    if env.wire_name != <crate::Flush as crate::CommandSpec>::WIRE_NAME {
+    if env.wire_name != <crate::commands::Flush as crate::CommandSpec>::WIRE_NAME {
         return None;
     }
     *flushes += 1;
@@ -121,7 +122,7 @@ pub(crate) fn checkpoint_kill(
         part.len(),
         pending.len(),
     );
-    if ctx.transport.kind() == "mpi" {
+    if ctx.transport.kind() == crate::transport::TransportKind::Mpi {
         eprintln!("uni20: {why}");
         // SAFETY: raising a signal on our own process has no memory-safety preconditions.
         unsafe {
@@ -146,18 +147,7 @@ pub(crate) fn run_handler(
     injected: Option<(FaultKind, String)>,
 ) -> Result<Vec<u8>, Box<Diagnostic>> {
     let rank = ctx.rank();
-    let diag = |location: String, error: HandlerError| {
-        Box::new(Diagnostic {
-            rank,
-            op_id: env.op_id,
-            debug_name: env.debug_name.clone(),
-            wire_name: env.wire_name.clone(),
-            command_id: env.command_id,
-            schema_version: env.schema_version,
-            location,
-            error,
-        })
-    };
+    let diag = |location: String, error: HandlerError| Box::new(Diagnostic::of(rank, env, location, error));
     let Some(entry) = registry.get(env.command_id) else {
         return Err(diag(
             "unknown".into(),
@@ -224,16 +214,7 @@ pub(crate) fn undecodable(rank: usize, why: String) -> Diagnostic {
 /// the root queued, or side work that failed in the background), reported
 /// as that command's diagnostic.
 pub(crate) fn store_failure(rank: usize, env: &Envelope, why: String) -> Diagnostic {
-    Diagnostic {
-        rank,
-        op_id: env.op_id,
-        debug_name: env.debug_name.clone(),
-        wire_name: env.wire_name.clone(),
-        command_id: env.command_id,
-        schema_version: env.schema_version,
-        location: "worker loop (rank store)".into(),
-        error: HandlerError::msg(why),
-    }
+    Diagnostic::of(rank, env, "worker loop (rank store)".into(), HandlerError::msg(why))
 }
 
 #[cfg(test)]
@@ -265,7 +246,7 @@ mod tests {
         Ok(vec![a + b])
     }
 
-    fn entry(wire: &'static str, handler: crate::HandlerFn) -> CommandEntry {
+    fn entry(wire: &'static str, handler: crate::registry::HandlerFn) -> CommandEntry {
         CommandEntry {
             wire_name: wire,
             debug_name: wire,

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::transport::{Tag, Transport, TransportError};
+use crate::transport::{Tag, Transport, TransportError, TransportKind};
 
 struct Message {
     src: usize,
@@ -46,7 +46,7 @@ impl Shared {
 }
 
 /// One rank's endpoint of an in-process universe.
-pub struct InProcessTransport {
+pub(crate) struct InProcessTransport {
     rank: usize,
     shared: Arc<Shared>,
 }
@@ -113,8 +113,8 @@ impl Transport for InProcessTransport {
     fn size(&self) -> usize {
         self.shared.mailboxes.len()
     }
-    fn kind(&self) -> &'static str {
-        "in-process"
+    fn kind(&self) -> TransportKind {
+        TransportKind::InProcess
     }
     fn send(&self, dest: usize, tag: Tag, bytes: &[u8]) -> Result<(), TransportError> {
         self.check_abort()?;

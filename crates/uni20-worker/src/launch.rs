@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use uni20_persist::Store;
 
-use crate::config::{RankConfig, MAX_IN_PROCESS_RANKS};
+use crate::config::{RankConfig, DEFAULT_RANKS, MAX_IN_PROCESS_RANKS};
 use crate::controller::Controller;
 use crate::diag::JobError;
 use crate::envelope::encode;
@@ -34,9 +34,6 @@ pub(crate) struct Launch {
     /// Per-rank registries replacing the link-time one (tests, plugins).
     pub(crate) registry_overrides: BTreeMap<usize, Vec<CommandEntry>>,
 }
-
-/// Default number of ranks of the in-process universe.
-pub const DEFAULT_RANKS: usize = 4;
 
 impl Launch {
     /// A launch with every default and no environment: what carries a rank
@@ -244,11 +241,11 @@ mod tests {
     use std::cell::Cell;
 
     use super::*;
+    use crate::commands::Flush;
     use crate::envelope::decode_exact;
     use crate::protocol::{Arrival, Hello, Start};
     use crate::scripted::Scripted;
     use crate::transport::{TAG_HELLO, TAG_START};
-    use crate::Flush;
 
     fn arrive(t: &Scripted, registry: &Registry, ranks: std::ops::Range<usize>) {
         for rank in ranks {

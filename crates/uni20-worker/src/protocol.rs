@@ -5,7 +5,7 @@
 //! [`Start`] verdict (`TAG_START`). Commands: the root sends a [`Control`]
 //! frame (`TAG_CMD`) and each participant answers a [`Reply`] (`TAG_REPLY`).
 //! Every type is postcard-encoded and decoded with
-//! [`decode_exact`](crate::decode_exact); byte payloads are serialised as
+//! [`decode_exact`](crate::envelope::decode_exact); byte payloads are serialised as
 //! byte strings (`serde_bytes`: on the wire identical to a `u8` sequence, but
 //! one copy instead of a serde call per byte, which matters for frames of
 //! megabytes). This module depends on nothing but
@@ -29,7 +29,7 @@ pub(crate) struct Hello {
     pub(crate) digest: u64,
     /// Its sorted registry signatures.
     pub(crate) signatures: Vec<CommandSignature>,
-    /// Its chunk size ([`RankConfig::chunk_bytes`](crate::RankConfig::chunk_bytes)),
+    /// Its chunk size ([`RankConfig::chunk_bytes`](crate::config::RankConfig::chunk_bytes)),
     /// which must equal the root's.
     pub(crate) chunk_bytes: u64,
 }
@@ -77,7 +77,7 @@ pub(crate) enum Start {
 pub(crate) enum Control {
     /// Run the encoded [`Envelope`](crate::Envelope), after releasing the
     /// objects of `releases` (queued by the root's
-    /// [`ReleaseLedger`](crate::ReleaseLedger) for this rank; usually empty).
+    /// [`ReleaseLedger`](crate::ledger::ReleaseLedger) for this rank; usually empty).
     Run {
         /// The encoded envelope.
         #[serde(with = "serde_bytes")]

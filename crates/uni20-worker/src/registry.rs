@@ -5,11 +5,12 @@
 //! linker gathers them before `main` runs, so every rank of a job owns the same
 //! registry without any start-up registration step. This replaces the C++
 //! design's `dladdr`/`dlsym` locator (design note `persistent_dispatch.md`,
-//! "Command registration"; ARCHITECTURE.md "Registry at link time").
+//! not in this repository, "Command registration"; docs/architecture.md,
+//! "The registry").
 //!
 //! At start-up each rank hashes its sorted `(wire name, schema version)` list
 //! ([`Registry::digest`]); the root compares every rank's list and refuses to
-//! run on any difference ([`Registry::diff`]).
+//! run on any difference ([`diff_signatures`]).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -34,8 +35,9 @@ use crate::envelope::Envelope;
 pub type HandlerFn = fn(&mut WorkerContext<'_>, &Envelope) -> Result<Vec<u8>, HandlerError>;
 
 /// Source location of a handler registration: our analogue of the C++
-/// registration symbol, used only in diagnostics (invariant 11 of the design:
-/// locators are not part of the ABI).
+/// registration symbol, used only in diagnostics (invariant 11 of the design
+/// note `persistent_dispatch.md`, not in this repository: locators are not
+/// part of the ABI).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HandlerLocation {
     /// `module_path!()` of the registration.

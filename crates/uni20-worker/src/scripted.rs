@@ -13,7 +13,7 @@ use std::time::Duration;
 use crate::diag::{Diagnostic, HandlerError};
 use crate::envelope::{decode_exact, encode, Envelope};
 use crate::protocol::{Control, Reply};
-use crate::transport::{Tag, Transport, TransportError};
+use crate::transport::{Tag, Transport, TransportError, TransportKind};
 
 /// One message the root sent.
 #[derive(Clone, Debug)]
@@ -76,7 +76,7 @@ impl Scripted {
             op_id,
             outcome: Ok(encode(reply).into()),
         };
-        self.deliver(src, crate::TAG_REPLY, encode(&r));
+        self.deliver(src, crate::transport::TAG_REPLY, encode(&r));
     }
 
     /// Queues `src`'s failure reply to `op_id` of `wire_name`.
@@ -95,7 +95,7 @@ impl Scripted {
             op_id,
             outcome: Err(Box::new(d)),
         };
-        self.deliver(src, crate::TAG_REPLY, encode(&r));
+        self.deliver(src, crate::transport::TAG_REPLY, encode(&r));
     }
 
     /// Every message the root sent, in order.
@@ -144,8 +144,9 @@ impl Transport for Scripted {
     fn size(&self) -> usize {
         self.size
     }
-    fn kind(&self) -> &'static str {
-        "scripted"
+    fn kind(&self) -> TransportKind {
+        // A scripted transport stands in for the in-process one in unit tests.
+        TransportKind::InProcess
     }
     fn send(&self, dest: usize, tag: Tag, bytes: &[u8]) -> Result<(), TransportError> {
         self.check()?;

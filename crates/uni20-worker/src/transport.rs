@@ -3,16 +3,17 @@
 //! [`Transport`] is the only thing the runtime needs from a communicator:
 //! tagged byte messages of any size between ranks, sends that never wait on
 //! the peer ([`Transport::post`]), and a deadlock-free pairwise exchange.
-//! [`InProcess`](crate::inproc::InProcessTransport) runs ranks as threads of
-//! one process; the MPI transport (feature `mpi`) runs one rank per process.
+//! The in-process transport ([`TransportKind::InProcess`]) runs ranks as
+//! threads of one process; the MPI transport (feature `mpi`) runs one rank per process.
 //!
 //! No send may depend on the transport buffering it: a rank that waits in any
 //! transport call (a blocking send, a receive, an exchange, a flush) keeps
 //! accepting incoming messages meanwhile, so two ranks that send each other
 //! large messages at the same time both complete. Payloads larger than the
 //! chunk size travel as several messages and are reassembled
-//! ([`crate::RankConfig::chunk_bytes`]); callers always see whole messages.
+//! ([`crate::config::RankConfig::chunk_bytes`]); callers always see whole messages.
 
+use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -83,6 +84,33 @@ pub enum TransportError {
     Protocol(String),
 }
 
+/// Which transport carries a universe's messages, as [`Transport::kind`] reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TransportKind {
+    /// Ranks are threads of one process (the in-process transport, the default).
+    InProcess,
+    /// Ranks are MPI processes (`MpiTransport`, feature `mpi`).
+    Mpi,
+}
+
+impl TransportKind {
+    /// `"in-process"` or `"mpi"`: the name `uni20 info` and the examples print.
+    pub fn name(self) -> &'static str {
+        match self {
+            TransportKind::InProcess => "in-process",
+            TransportKind::Mpi => "mpi",
+        }
+    }
+}
+
+impl fmt::Display for TransportKind {
+    /// Writes [`TransportKind::name`].
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// Tagged point-to-point messaging between the ranks of one universe.
 ///
 /// Messages from one source with one tag arrive in send order; messages are
@@ -94,8 +122,8 @@ pub trait Transport {
     fn rank(&self) -> usize;
     /// Number of ranks.
     fn size(&self) -> usize;
-    /// Transport name for `uni20 info`: `in-process` or `mpi`.
-    fn kind(&self) -> &'static str;
+    /// Which transport this is ([`TransportKind::name`] is what `uni20 info` prints).
+    fn kind(&self) -> TransportKind;
     /// Sends `bytes` to `dest` with `tag` and returns once `bytes` may be
     /// reused: in-process at once, under MPI when `dest` has received the
     /// message. While it waits, this rank keeps receiving, so a peer that

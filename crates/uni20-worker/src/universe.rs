@@ -1,5 +1,5 @@
 //! Configuring a universe: [`UniverseBuilder`], the transport choice, and
-//! the three ways to run one (ARCHITECTURE.md, "Three ways in"):
+//! the three ways to run one (docs/architecture.md, "Three ways in"):
 //!
 //! - [`UniverseBuilder::run`]: standalone. The root runs the closure on a
 //!   [`Controller`]; under `mpirun` uni20 owns the process (MPI init and
@@ -109,7 +109,7 @@ impl<R> RankExit<R> {
 }
 
 /// True when this process was started by an MPI launcher (one of
-/// [`LAUNCHER_VARIABLES`](crate::LAUNCHER_VARIABLES) is set).
+/// [`LAUNCHER_VARIABLES`](crate::config::LAUNCHER_VARIABLES) is set).
 pub fn launched_by_mpi() -> bool {
     LauncherEnv::from_env().detected.is_some()
 }
@@ -179,8 +179,8 @@ impl UniverseBuilder {
 
     /// Number of ranks of the in-process universe (ignored under MPI, where
     /// `mpirun -n` decides; default `UNI20_RANKS`, else
-    /// [`DEFAULT_RANKS`](crate::DEFAULT_RANKS)). Zero and more than
-    /// [`MAX_IN_PROCESS_RANKS`](crate::MAX_IN_PROCESS_RANKS) are rejected at `run`.
+    /// [`DEFAULT_RANKS`](crate::config::DEFAULT_RANKS)). Zero and more than
+    /// [`MAX_IN_PROCESS_RANKS`](crate::config::MAX_IN_PROCESS_RANKS) are rejected at `run`.
     pub fn ranks(mut self, n: usize) -> Self {
         self.ranks = Some(n);
         self
@@ -200,17 +200,17 @@ impl UniverseBuilder {
     }
 
     /// Largest single MPI message in bytes (default `UNI20_CHUNK_BYTES`,
-    /// else [`DEFAULT_CHUNK_BYTES`](crate::DEFAULT_CHUNK_BYTES)); larger
+    /// else [`DEFAULT_CHUNK_BYTES`](crate::config::DEFAULT_CHUNK_BYTES)); larger
     /// payloads travel as several messages. Must be the same on every rank
-    /// and within [`MIN_CHUNK_BYTES`](crate::MIN_CHUNK_BYTES)..=
-    /// [`MAX_CHUNK_BYTES`](crate::MAX_CHUNK_BYTES) (checked at `run`).
+    /// and within [`MIN_CHUNK_BYTES`](crate::config::MIN_CHUNK_BYTES)..=
+    /// [`MAX_CHUNK_BYTES`](crate::config::MAX_CHUNK_BYTES) (checked at `run`).
     pub fn chunk_bytes(mut self, bytes: usize) -> Self {
         self.chunk_bytes = Some(bytes);
         self
     }
 
     /// Largest envelope a worker decodes (default `UNI20_MAX_ENVELOPE_BYTES`,
-    /// else [`DEFAULT_MAX_ENVELOPE_BYTES`](crate::DEFAULT_MAX_ENVELOPE_BYTES)).
+    /// else [`DEFAULT_MAX_ENVELOPE_BYTES`](crate::envelope::DEFAULT_MAX_ENVELOPE_BYTES)).
     pub fn max_envelope_bytes(mut self, bytes: usize) -> Self {
         self.max_envelope_bytes = Some(bytes);
         self

@@ -39,7 +39,7 @@ pub enum WorkerExit {
 ///
 /// `threads` is the rank's kernel thread budget; `config` gives the injected
 /// faults and the envelope size limit.
-pub fn worker_loop(
+pub(crate) fn worker_loop(
     t: &dyn Transport,
     registry: &Registry,
     store: &Store,

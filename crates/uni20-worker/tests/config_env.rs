@@ -79,7 +79,7 @@ fn tune_file_is_read_once_and_a_bad_one_refused() {
     let bad = dir.join("bad.json");
     std::fs::write(&bad, b"this is not a tuning table").unwrap();
     let bad_text = bad.to_str().unwrap();
-    let c = uni20_worker::RankConfig::from_vars([("UNI20_TUNE_FILE", bad_text)]).unwrap();
+    let c = uni20_worker::config::RankConfig::from_vars([("UNI20_TUNE_FILE", bad_text)]).unwrap();
     let e = c.tuning().unwrap_err();
     match &e {
         uni20_worker::JobError::Config { variable, .. } => assert_eq!(variable, "UNI20_TUNE_FILE"),
@@ -87,13 +87,13 @@ fn tune_file_is_read_once_and_a_bad_one_refused() {
     }
     assert!(e.to_string().contains("UNI20_TUNE_FILE"), "{e}");
     let fresh = dir.join("machine.json");
-    let c = uni20_worker::RankConfig::from_vars([("UNI20_TUNE_FILE", fresh.to_str().unwrap())]).unwrap();
+    let c = uni20_worker::config::RankConfig::from_vars([("UNI20_TUNE_FILE", fresh.to_str().unwrap())]).unwrap();
     let table = c.tuning().unwrap().expect("a table for a new path");
     assert!(table.is_empty());
     let again = c.tuning().unwrap().unwrap();
     assert!(std::sync::Arc::ptr_eq(&table, &again), "opened once per process");
     assert!(c.rank_backends(1).tuning().is_some());
-    let none = uni20_worker::RankConfig::from_vars([]).unwrap();
+    let none = uni20_worker::config::RankConfig::from_vars([]).unwrap();
     assert!(none.tuning().unwrap().is_none());
     assert!(none.rank_backends(1).tuning().is_none());
     std::fs::remove_dir_all(&dir).ok();

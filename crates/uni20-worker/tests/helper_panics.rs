@@ -5,8 +5,9 @@
 use std::cell::RefCell;
 use std::sync::Mutex;
 
+use uni20_worker::registry::HandlerFn;
 use uni20_worker::{
-    command_id, CommandEntry, CommandSpec, Envelope, HandlerError, HandlerFn, HandlerLocation, JobError, Registry,
+    command_id, CommandEntry, CommandSpec, Envelope, HandlerError, HandlerLocation, JobError, Registry,
     TransportChoice, UniverseBuilder, WorkerContext,
 };
 

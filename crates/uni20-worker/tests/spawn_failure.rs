@@ -5,7 +5,9 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
-use uni20_worker::{FaultPlan, JobError, TransportChoice, UniverseBuilder, MAX_IN_PROCESS_RANKS};
+use uni20_worker::config::MAX_IN_PROCESS_RANKS;
+use uni20_worker::fault::FaultPlan;
+use uni20_worker::{JobError, TransportChoice, UniverseBuilder};
 
 /// Runs `b` on another thread; `None` if it has not returned within 20 s.
 fn run_bounded(b: UniverseBuilder) -> Option<Result<usize, JobError>> {

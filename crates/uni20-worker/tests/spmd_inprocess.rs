@@ -6,9 +6,10 @@
 
 use std::time::{Duration, Instant};
 
-use uni20_worker::{
-    plan_digest, CollectiveOp, FaultPlan, JobError, Noop, SendRecv, SendRecvDesc, SpmdContext, UniverseBuilder,
-};
+use uni20_worker::commands::{Noop, SendRecv, SendRecvDesc};
+use uni20_worker::fault::FaultPlan;
+use uni20_worker::spmd::plan_digest;
+use uni20_worker::{CollectiveOp, JobError, SpmdContext, UniverseBuilder};
 
 fn spmd<R: Send>(ranks: usize, f: impl Fn(&SpmdContext<'_>) -> R + Sync) -> Vec<Result<R, JobError>> {
     let out = UniverseBuilder::new().ranks(ranks).threads_per_rank(1).spmd(f).unwrap();
@@ -24,7 +25,7 @@ fn collectives_give_the_right_values_on_one_to_four_ranks() {
     for n in 1..=4usize {
         let out = spmd(n, |ctx| -> Result<(), JobError> {
             let (me, n) = (ctx.rank(), ctx.size());
-            assert_eq!(ctx.transport_kind(), "in-process");
+            assert_eq!(ctx.transport_kind(), uni20_worker::transport::TransportKind::InProcess);
             ctx.barrier()?;
             for root in 0..n {
                 let mut v = if ctx.rank() == root {
@@ -181,18 +182,17 @@ fn a_failing_handler_stops_every_rank_with_its_diagnostic() {
 
 #[test]
 fn faults_an_spmd_universe_cannot_inject_are_refused() {
-    let e = UniverseBuilder::new()
-        .ranks(2)
-        .faults(FaultPlan::parse("exit@rank=1").unwrap())
-        .spmd(|_| ())
-        .unwrap_err();
-    assert!(e.to_string().contains("cannot be injected in an SPMD universe"), "{e}");
-    let e = UniverseBuilder::new()
-        .ranks(2)
-        .faults(FaultPlan::parse("error@rank=5").unwrap())
-        .spmd(|_| ())
-        .unwrap_err();
-    assert!(e.to_string().contains("rank 5 does not exist"), "{e}");
+    for (fault, expected) in [
+        ("exit@rank=1", "cannot be injected in an SPMD universe"),
+        ("error@rank=5", "rank 5 does not exist"),
+    ] {
+        let e = UniverseBuilder::new()
+            .ranks(2)
+            .faults(FaultPlan::parse(fault).unwrap())
+            .spmd(|_| ())
+            .unwrap_err();
+        assert!(e.to_string().contains(expected), "{fault}: {e}");
+    }
 }
 
 #[test]

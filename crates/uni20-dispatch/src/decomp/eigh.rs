@@ -2,16 +2,15 @@
 //! [`eigh`] front end, which checks that the input is Hermitian within a relative tolerance
 //! and hands backends its exact Hermitian part.
 
-use std::sync::Arc;
-
 use super::{
     check_factor, check_matrix, check_tol, default_rtol, scale, DecompBackend, DecompBackendList, DecompError,
     DecompKind, MatrixProblem,
 };
 use crate::backend::{KernelAttempt, KernelError};
+use crate::dtype::with_dtype;
 use crate::dtype::DType;
 use crate::tensor::LocalTensor;
-use crate::typed::{elems_of, for_dtype, tensor, Lane};
+use crate::typed::{elems_of, tensor, Lane};
 
 /// The eigendecomposition `A = V diag(values) V^H` a backend returns for an `n x n`
 /// Hermitian matrix.
@@ -35,30 +34,6 @@ pub trait EighBackend: DecompBackend {
 
 /// Ordered list of Hermitian eigendecomposition backends.
 pub type EighBackendList = DecompBackendList<dyn EighBackend>;
-
-impl DecompBackendList<dyn EighBackend> {
-    /// `[faer(threads)]`; see [`crate::FaerDecompBackend::new`] for `threads`.
-    pub fn default_cpu(threads: usize) -> Self {
-        Self::new(vec![Arc::new(super::faer_decomp::FaerDecompBackend::new(threads))])
-    }
-
-    /// With the `cuda` feature `[cuda, faer(threads)]`, where cuda declines every
-    /// eigendecomposition ("not implemented for eigh"); without it, the same as
-    /// [`Self::default_cpu`].
-    pub fn default_gpu_first(threads: usize) -> Self {
-        #[cfg(feature = "cuda")]
-        {
-            Self::new(vec![
-                Arc::new(super::cuda_decline::CudaDecompBackend),
-                Arc::new(super::faer_decomp::FaerDecompBackend::new(threads)),
-            ])
-        }
-        #[cfg(not(feature = "cuda"))]
-        {
-            Self::default_cpu(threads)
-        }
-    }
-}
 
 /// Options of [`eigh`].
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -120,10 +95,10 @@ pub fn eigh_with_attempts(
     let tol = opts.hermitian_rtol.unwrap_or(default_rtol(dtype));
     check_tol(op, "hermitian_rtol", tol)?;
     let n = rows;
-    for_dtype!(dtype, T => check_hermitian(elems_of::<T>(matrix), n, tol)?);
+    with_dtype!(dtype, T => check_hermitian(elems_of::<T>(matrix), n, tol)?);
     // The Hermitian part is taken after scaling, so that `A + A^H` cannot overflow.
     let scaled = scale::to_safe_range(matrix)?;
-    let herm = for_dtype!(dtype, T => tensor(&[n, n], hermitian_part(elems_of::<T>(scaled.matrix()), n))?);
+    let herm = with_dtype!(dtype, T => tensor(&[n, n], hermitian_part(elems_of::<T>(scaled.matrix()), n))?);
     let problem = MatrixProblem {
         kind: op,
         matrix: &herm,

@@ -20,10 +20,11 @@ use super::qr::{QrBackend, QrFactors};
 use super::svd::{SvdBackend, SvdFactors};
 use super::{DecompBackend, MatrixProblem};
 use crate::backend::KernelError;
+use crate::dtype::with_dtype;
 use crate::dtype::C64;
 use crate::scalar::Element;
 use crate::tensor::LocalTensor;
-use crate::typed::{elems_of, for_dtype, tensor, Lane};
+use crate::typed::{elems_of, tensor, Lane};
 
 /// Decomposition backend built on faer 0.24, named `"faer"`. Accepts every family
 /// ([`SvdBackend`], [`QrBackend`], [`EighBackend`]), every dtype and every problem,
@@ -67,19 +68,19 @@ impl DecompBackend for FaerDecompBackend {
 
 impl SvdBackend for FaerDecompBackend {
     fn svd(&self, p: &MatrixProblem<'_>) -> Result<SvdFactors, KernelError> {
-        for_dtype!(p.dtype(), T => svd_typed::<T>(p, self.par()))
+        with_dtype!(p.dtype(), T => svd_typed::<T>(p, self.par()))
     }
 }
 
 impl QrBackend for FaerDecompBackend {
     fn qr(&self, p: &MatrixProblem<'_>) -> Result<QrFactors, KernelError> {
-        for_dtype!(p.dtype(), T => qr_typed::<T>(p, self.par()))
+        with_dtype!(p.dtype(), T => qr_typed::<T>(p, self.par()))
     }
 }
 
 impl EighBackend for FaerDecompBackend {
     fn eigh(&self, p: &MatrixProblem<'_>) -> Result<EighFactors, KernelError> {
-        for_dtype!(p.dtype(), T => eigh_typed::<T>(p, self.par()))
+        with_dtype!(p.dtype(), T => eigh_typed::<T>(p, self.par()))
     }
 }
 

@@ -1,7 +1,6 @@
 //! Matrix decompositions of a rank-2 [`LocalTensor`]: the shared backend protocol.
 //!
-//! Each family ([`svd`](crate::svd), [`qr`](crate::qr)/[`lq`](crate::lq),
-//! [`eigh`](crate::eigh)) is selected through an ordered [`DecompBackendList`] with the same
+//! Each family ([`svd`](fn@svd), [`qr`](fn@qr)/[`lq`], [`eigh`](fn@eigh)) is selected through an ordered [`DecompBackendList`] with the same
 //! accept/decline protocol and the same attempt log ([`KernelAttempt`]) and error
 //! ([`KernelDispatchError`]) as contraction: each backend may decline the element type
 //! ([`DecompBackend::accepts_types`]) or the problem ([`DecompBackend::accepts`]) with a
@@ -9,7 +8,8 @@
 //! final. This module owns that protocol (the [`DecompBackend`] trait common to every
 //! family, [`MatrixProblem`], the generic list and its dispatch loop), the typed error
 //! [`DecompError`] and the input validation shared by the families (rank 2, finite
-//! entries). The family front ends live in `svd.rs`, `qr.rs` and `eigh.rs`; the faer
+//! entries). The family front ends live in `svd.rs`, `qr.rs` and `eigh.rs` (which name no
+//! concrete backend); the default lists in `defaults.rs`; the faer
 //! backend in `faer_decomp.rs`; the CUDA decliner (feature `cuda`) in `cuda_decline.rs`.
 //! Every front end passes its input through `scale.rs` before dispatch: a matrix whose
 //! largest entry lies outside a safe range (LAPACK's `sqrt(MIN_POSITIVE) / EPSILON` and its
@@ -17,34 +17,46 @@
 //! triangular factors are unscaled after the backend returns, so no backend sees an input
 //! that can overflow or underflow its sums of squares.
 
-pub(crate) mod eigh;
-pub(crate) mod faer_decomp;
-pub(crate) mod qr;
-pub(crate) mod scale;
-pub(crate) mod svd;
+mod defaults;
+mod eigh;
+mod faer_decomp;
+mod qr;
+mod scale;
+mod svd;
 
 #[cfg(feature = "cuda")]
-pub(crate) mod cuda_decline;
+mod cuda_decline;
+
+#[cfg(feature = "cuda")]
+pub use cuda_decline::CudaDecompBackend;
+pub use eigh::{eigh, eigh_with_attempts, EighBackend, EighBackendList, EighFactors, EighOptions, EighResult};
+pub use faer_decomp::FaerDecompBackend;
+pub use qr::{lq, lq_with_attempts, qr, qr_with_attempts, LqResult, QrBackend, QrBackendList, QrFactors, QrResult};
+pub use svd::{
+    svd, svd_with_attempts, truncation_rank, SvdBackend, SvdBackendList, SvdFactors, SvdOptions, SvdResult,
+    TruncationRank,
+};
 
 use std::fmt;
 use std::sync::Arc;
 
-use crate::backend::{AttemptOutcome, KernelAttempt, KernelDispatchError, KernelError};
+use crate::backend::{first_accepting, KernelAttempt, KernelDispatchError, KernelError, Named};
+use crate::dtype::with_dtype;
 use crate::dtype::{DType, C64};
 use crate::tensor::{LocalTensor, TensorError};
-use crate::typed::{elems_of, first_non_finite, for_dtype, row_col};
+use crate::typed::{elems_of, first_non_finite, row_col};
 
 /// The decomposition families, as named in attempt logs, errors and decline reasons.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum DecompKind {
-    /// Thin singular value decomposition ([`crate::svd`]).
+    /// Thin singular value decomposition ([`crate::decomp::svd`]).
     Svd,
-    /// Thin QR decomposition ([`crate::qr`]).
+    /// Thin QR decomposition ([`crate::decomp::qr`]).
     Qr,
-    /// Thin LQ decomposition ([`crate::lq`]), computed as the QR of the adjoint.
+    /// Thin LQ decomposition ([`crate::decomp::lq`]), computed as the QR of the adjoint.
     Lq,
-    /// Hermitian eigendecomposition ([`crate::eigh`]).
+    /// Hermitian eigendecomposition ([`crate::decomp::eigh`]).
     Eigh,
 }
 
@@ -106,7 +118,7 @@ impl MatrixProblem<'_> {
 
 /// What every decomposition backend answers, whatever its family: its name, whether it is
 /// usable here, and whether it accepts an element type and a problem. The family traits
-/// ([`crate::SvdBackend`], [`crate::QrBackend`], [`crate::EighBackend`]) add the method
+/// ([`crate::decomp::SvdBackend`], [`crate::decomp::QrBackend`], [`crate::decomp::EighBackend`]) add the method
 /// that computes.
 pub trait DecompBackend: Send + Sync {
     /// Stable short name, e.g. `"faer"`, `"cuda"`.
@@ -130,8 +142,8 @@ pub trait DecompBackend: Send + Sync {
 }
 
 /// Ordered list of decomposition backends of one family (`B` is `dyn SvdBackend`,
-/// `dyn QrBackend` or `dyn EighBackend`; see the aliases [`crate::SvdBackendList`],
-/// [`crate::QrBackendList`], [`crate::EighBackendList`], which add the `default_cpu` and
+/// `dyn QrBackend` or `dyn EighBackend`; see the aliases [`crate::decomp::SvdBackendList`],
+/// [`crate::decomp::QrBackendList`], [`crate::decomp::EighBackendList`], which add the `default_cpu` and
 /// `default_gpu_first` constructors).
 pub struct DecompBackendList<B: ?Sized> {
     backends: Vec<Arc<B>>,
@@ -178,66 +190,38 @@ impl<B: ?Sized + DecompBackend> DecompBackendList<B> {
         run: impl Fn(&B, &MatrixProblem<'_>) -> Result<R, KernelError>,
         check: impl Fn(&R) -> Result<(), String>,
     ) -> Result<(R, Vec<KernelAttempt>), KernelDispatchError> {
-        let mut attempts = Vec::new();
-        for backend in &self.backends {
-            let name = backend.name().to_string();
-            if let Err(r) = backend.accepts_types(problem.kind, problem.dtype()) {
-                attempts.push(KernelAttempt {
-                    backend: name,
-                    outcome: AttemptOutcome::DeclinedTypes(r),
-                });
-                continue;
-            }
-            if let Err(r) = backend.accepts(problem) {
-                attempts.push(KernelAttempt {
-                    backend: name,
-                    outcome: AttemptOutcome::Declined(r),
-                });
-                continue;
-            }
-            tracing::debug!(
-                target: "uni20_dispatch",
-                backend = %name,
-                operation = %problem.kind,
-                dtype = %problem.dtype(),
-                rows = problem.rows,
-                cols = problem.cols,
-                declined = attempts.len(),
-                "kernel backend selected"
-            );
-            let result = run(backend, problem)
-                .map_err(|e| e.to_string())
-                .and_then(|r| check(&r).map(|()| r));
-            return match result {
-                Ok(r) => {
-                    attempts.push(KernelAttempt {
-                        backend: name,
-                        outcome: AttemptOutcome::Accepted,
-                    });
-                    Ok((r, attempts))
-                }
-                Err(reason) => {
-                    tracing::warn!(target: "uni20_dispatch", backend = %name, %reason, "committed kernel failed");
-                    attempts.push(KernelAttempt {
-                        backend: name,
-                        outcome: AttemptOutcome::Failed(reason),
-                    });
-                    Err(KernelDispatchError {
-                        operation: problem.describe(),
-                        attempts,
-                    })
-                }
-            };
-        }
-        Err(KernelDispatchError {
-            operation: problem.describe(),
-            attempts,
-        })
+        first_accepting(
+            &self.backends,
+            || problem.describe(),
+            |backend| backend.accepts_types(problem.kind, problem.dtype()),
+            |backend| backend.accepts(problem),
+            |backend, name, declined| {
+                tracing::debug!(
+                    target: "uni20_dispatch",
+                    backend = %name,
+                    operation = %problem.kind,
+                    dtype = %problem.dtype(),
+                    rows = problem.rows,
+                    cols = problem.cols,
+                    declined,
+                    "kernel backend selected"
+                );
+                run(backend, problem)
+                    .map_err(|e| e.to_string())
+                    .and_then(|r| check(&r).map(|()| r))
+            },
+        )
     }
 }
 
-/// Error from a decomposition front end ([`crate::svd`], [`crate::qr`], [`crate::lq`],
-/// [`crate::eigh`]).
+impl<B: ?Sized + DecompBackend> Named for B {
+    fn backend_name(&self) -> &str {
+        self.name()
+    }
+}
+
+/// Error from a decomposition front end ([`crate::decomp::svd`], [`crate::decomp::qr`], [`crate::decomp::lq`],
+/// [`crate::decomp::eigh`]).
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum DecompError {
@@ -328,7 +312,7 @@ pub(crate) fn check_matrix(op: DecompKind, t: &LocalTensor) -> Result<(usize, us
             shape: t.shape().to_vec(),
         });
     };
-    let bad = for_dtype!(t.dtype(), T => first_non_finite(elems_of::<T>(t)));
+    let bad = with_dtype!(t.dtype(), T => first_non_finite(elems_of::<T>(t)));
     if let Some((i, value)) = bad {
         let (row, col) = row_col(i, cols);
         return Err(DecompError::NonFinite { op, row, col, value });

@@ -3,15 +3,14 @@
 //! normalize the factors so that the triangular factor has a real, non-negative diagonal,
 //! which makes the result unique for a full-rank matrix whatever the backend.
 
-use std::sync::Arc;
-
 use super::{
     check_factor, check_matrix, scale, DecompBackend, DecompBackendList, DecompError, DecompKind, MatrixProblem,
 };
 use crate::backend::{KernelAttempt, KernelError};
+use crate::dtype::with_dtype;
 use crate::dtype::{DType, C64};
 use crate::tensor::LocalTensor;
-use crate::typed::{adjoint, elems_of, for_dtype, tensor, Lane};
+use crate::typed::{adjoint, elems_of, tensor, Lane};
 
 /// The thin QR `A = Q R` a backend returns for an `m x n` matrix, `k = min(m, n)`.
 #[derive(Clone, Debug, PartialEq)]
@@ -35,30 +34,6 @@ pub trait QrBackend: DecompBackend {
 
 /// Ordered list of QR backends (used by both [`qr`] and [`lq`]).
 pub type QrBackendList = DecompBackendList<dyn QrBackend>;
-
-impl DecompBackendList<dyn QrBackend> {
-    /// `[faer(threads)]`; see [`crate::FaerDecompBackend::new`] for `threads`.
-    pub fn default_cpu(threads: usize) -> Self {
-        Self::new(vec![Arc::new(super::faer_decomp::FaerDecompBackend::new(threads))])
-    }
-
-    /// With the `cuda` feature `[cuda, faer(threads)]`, where cuda declines every QR and
-    /// LQ ("not implemented for qr" / "... lq"); without it, the same as
-    /// [`Self::default_cpu`].
-    pub fn default_gpu_first(threads: usize) -> Self {
-        #[cfg(feature = "cuda")]
-        {
-            Self::new(vec![
-                Arc::new(super::cuda_decline::CudaDecompBackend),
-                Arc::new(super::faer_decomp::FaerDecompBackend::new(threads)),
-            ])
-        }
-        #[cfg(not(feature = "cuda"))]
-        {
-            Self::default_cpu(threads)
-        }
-    }
-}
 
 /// The thin QR `matrix = q r` from [`qr`].
 #[derive(Clone, Debug, PartialEq)]
@@ -133,11 +108,11 @@ pub fn lq_with_attempts(
     backends: &QrBackendList,
 ) -> Result<(LqResult, Vec<KernelAttempt>), DecompError> {
     let (rows, cols) = check_matrix(DecompKind::Lq, matrix)?;
-    let adj = for_dtype!(matrix.dtype(), T => tensor(&[cols, rows], adjoint(elems_of::<T>(matrix), rows, cols))?);
+    let adj = with_dtype!(matrix.dtype(), T => tensor(&[cols, rows], adjoint(elems_of::<T>(matrix), rows, cols))?);
     let (f, attempts) = dispatch_qr(DecompKind::Lq, &adj, cols, rows, backends)?;
     let k = rows.min(cols);
     // f.q is cols x k, f.r is k x rows.
-    let (l, q) = for_dtype!(matrix.dtype(), T => (
+    let (l, q) = with_dtype!(matrix.dtype(), T => (
         tensor(&[rows, k], adjoint(elems_of::<T>(&f.r), k, rows))?,
         tensor(&[k, cols], adjoint(elems_of::<T>(&f.q), cols, k))?,
     ));
@@ -180,7 +155,7 @@ fn dispatch_qr(
 /// non-negative (`Q R` is unchanged up to rounding).
 fn normalize(f: QrFactors, dtype: DType, rows: usize, cols: usize) -> Result<QrFactors, DecompError> {
     let k = rows.min(cols);
-    Ok(for_dtype!(dtype, T => {
+    Ok(with_dtype!(dtype, T => {
         let mut q = elems_of::<T>(&f.q).to_vec();
         let mut r = elems_of::<T>(&f.r).to_vec();
         normalize_typed::<T>(&mut q, &mut r, rows, cols, k);

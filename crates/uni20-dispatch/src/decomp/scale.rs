@@ -25,9 +25,10 @@
 use std::borrow::Cow;
 
 use super::{DecompError, DecompKind};
+use crate::dtype::with_dtype;
 use crate::dtype::{DType, C64};
 use crate::tensor::{LocalTensor, TensorError};
-use crate::typed::{elems_of, for_dtype, tensor, Lane};
+use crate::typed::{elems_of, tensor, Lane};
 
 /// The power of two `2^exp` an input was multiplied by before it was factorized (`exp == 0`:
 /// not scaled).
@@ -117,7 +118,7 @@ fn max_part<T: Lane>(data: &[T]) -> f64 {
 /// [`TensorError`] if the copy cannot be built.
 pub(crate) fn to_safe_range(matrix: &LocalTensor) -> Result<Scaled<'_>, TensorError> {
     let dtype = matrix.dtype();
-    let max = for_dtype!(dtype, T => max_part(elems_of::<T>(matrix)));
+    let max = with_dtype!(dtype, T => max_part(elems_of::<T>(matrix)));
     let (small, big) = safe_range(dtype);
     if max == 0.0 || !max.is_finite() || (small..=big).contains(&max) {
         return Ok(Scaled {
@@ -126,7 +127,7 @@ pub(crate) fn to_safe_range(matrix: &LocalTensor) -> Result<Scaled<'_>, TensorEr
         });
     }
     let exp = -exponent(max);
-    let scaled = for_dtype!(dtype, T => {
+    let scaled = with_dtype!(dtype, T => {
         let data = elems_of::<T>(matrix).iter().map(|&x| scale_elem(x, exp)).collect();
         tensor(matrix.shape(), data)?
     });
@@ -180,7 +181,7 @@ impl Scaling {
             return Ok(factor);
         }
         let dtype = factor.dtype();
-        let out = for_dtype!(dtype, T => {
+        let out = with_dtype!(dtype, T => {
             let data: Vec<T> = elems_of::<T>(&factor).iter().map(|&x| scale_elem(x, -self.exp)).collect();
             if let Some(i) = data.iter().position(|x| !x.is_finite()) {
                 let cols = factor.shape().get(1).copied().unwrap_or(1).max(1);
@@ -236,7 +237,7 @@ mod tests {
                 (big * 4.0, true),
             ] {
                 let v = [C64::new(max, -max / 3.0), C64::new(-max / 7.0, 0.0)];
-                let m = for_dtype!(dtype, T => tensor::<T>(&[1, 2], v.iter().map(|&z| T::narrow(T::scalar(z))).collect()).unwrap());
+                let m = with_dtype!(dtype, T => tensor::<T>(&[1, 2], v.iter().map(|&z| T::narrow(T::scalar(z))).collect()).unwrap());
                 let s = to_safe_range(&m).unwrap();
                 assert_eq!(s.scaling().exp() != 0, scaled, "{dtype} {max:e}");
                 let back = s
@@ -245,7 +246,7 @@ mod tests {
                     .unwrap();
                 assert_eq!(back, m, "{dtype} {max:e}");
                 if scaled {
-                    let top = for_dtype!(dtype, T => max_part(elems_of::<T>(s.matrix())));
+                    let top = with_dtype!(dtype, T => max_part(elems_of::<T>(s.matrix())));
                     assert!((0.5..1.0).contains(&top), "{dtype} {max:e}: {top}");
                 }
             }

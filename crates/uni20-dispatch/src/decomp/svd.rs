@@ -3,16 +3,15 @@
 //! multiplets), which is applied by the front end to every backend's full thin SVD so that
 //! all backends truncate identically.
 
-use std::sync::Arc;
-
 use super::{
     check_factor, check_matrix, check_tol, default_rtol, scale, DecompBackend, DecompBackendList, DecompError,
     DecompKind, MatrixProblem,
 };
 use crate::backend::{KernelAttempt, KernelError};
+use crate::dtype::with_dtype;
 use crate::dtype::DType;
 use crate::tensor::LocalTensor;
-use crate::typed::{elems_of, for_dtype, tensor, Neumaier};
+use crate::typed::{elems_of, tensor, Neumaier};
 
 /// The full thin SVD `A = U diag(s) Vh` a backend returns for an `m x n` matrix, with
 /// `r = min(m, n)`.
@@ -38,29 +37,6 @@ pub trait SvdBackend: DecompBackend {
 
 /// Ordered list of SVD backends.
 pub type SvdBackendList = DecompBackendList<dyn SvdBackend>;
-
-impl DecompBackendList<dyn SvdBackend> {
-    /// `[faer(threads)]`; see [`crate::FaerDecompBackend::new`] for `threads`.
-    pub fn default_cpu(threads: usize) -> Self {
-        Self::new(vec![Arc::new(super::faer_decomp::FaerDecompBackend::new(threads))])
-    }
-
-    /// With the `cuda` feature `[cuda, faer(threads)]`, where cuda declines every SVD
-    /// ("not implemented for svd"); without it, the same as [`Self::default_cpu`].
-    pub fn default_gpu_first(threads: usize) -> Self {
-        #[cfg(feature = "cuda")]
-        {
-            Self::new(vec![
-                Arc::new(super::cuda_decline::CudaDecompBackend),
-                Arc::new(super::faer_decomp::FaerDecompBackend::new(threads)),
-            ])
-        }
-        #[cfg(not(feature = "cuda"))]
-        {
-            Self::default_cpu(threads)
-        }
-    }
-}
 
 /// Truncation options of [`svd`]. The default keeps every singular value.
 ///
@@ -174,7 +150,7 @@ pub fn svd_with_attempts(
     let u = if k == r {
         f.u
     } else {
-        for_dtype!(dtype, T => {
+        with_dtype!(dtype, T => {
             let src = elems_of::<T>(&f.u);
             let data: Vec<T> = src.chunks_exact(r.max(1)).take(rows).flat_map(|row| row[..k].iter().copied()).collect();
             tensor(&[rows, k], data)?
@@ -183,7 +159,7 @@ pub fn svd_with_attempts(
     let vh = if k == r {
         f.vh
     } else {
-        for_dtype!(dtype, T => tensor(&[k, cols], elems_of::<T>(&f.vh)[..k * cols].to_vec())?)
+        with_dtype!(dtype, T => tensor(&[k, cols], elems_of::<T>(&f.vh)[..k * cols].to_vec())?)
     };
     let mut s = f.s;
     let discarded = s.split_off(k);

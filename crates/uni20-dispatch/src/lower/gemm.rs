@@ -9,9 +9,8 @@ use crate::permute::gather_par;
 use crate::problem::ContractProblem;
 use crate::scalar::Element;
 use crate::tensor::{checked_len, LocalTensor};
-use crate::view::StridedView;
 
-use super::operand::{concat, for_each_batch, for_each_batch_range, reduce, typed, Operand};
+use super::operand::{concat, for_each_batch, for_each_batch_range, reduce, typed, work_view, Operand};
 use super::plan::{choose, Groups, LayoutRules, Plan};
 
 /// One GEMM of a lowered contraction: `dst (+)= alpha * op(A) * op(B)` where `A` is `m x k`,
@@ -376,13 +375,7 @@ impl<'p, T: Element> GemmLowering<'p, T> {
         let out = if self.direct || self.buf.is_empty() {
             self.buf
         } else {
-            let work = StridedView::row_major(&self.buf, &self.work_shape)
-                .map_err(|e| KernelError::Failed(format!("internal layout error: {e}")))?;
-            let order: Vec<usize> = p
-                .out_labels()
-                .iter()
-                .filter_map(|&l| self.work_labels.iter().position(|&x| x == l))
-                .collect();
+            let (work, order) = work_view(p, &self.buf, &self.work_shape, &self.work_labels)?;
             gather_par(&work, &order, threads)
         };
         Ok(LocalTensor::from_data(p.out_shape(), T::wrap(out))?)

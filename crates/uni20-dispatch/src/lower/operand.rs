@@ -7,6 +7,7 @@ use std::borrow::Cow;
 
 use crate::backend::KernelError;
 use crate::permute::gather_par;
+use crate::problem::ContractProblem;
 use crate::scalar::Element;
 use crate::tensor::checked_len;
 use crate::view::{row_major_strides, AnyView, StridedView};
@@ -174,6 +175,28 @@ pub(crate) struct MatLayout {
     pub(crate) conj: bool,
 }
 
+/// The row-major work buffer `work` (shape `work_shape`, modes `work_labels`) as a view, and
+/// for each output label of `p` the position of its mode in the buffer: what the gather into
+/// the output's order reads.
+///
+/// # Errors
+/// [`KernelError::Failed`] if `work` is shorter than `work_shape` (an internal layout error).
+pub(crate) fn work_view<'w, T: Element>(
+    p: &ContractProblem<'_>,
+    work: &'w [T],
+    work_shape: &[usize],
+    work_labels: &[char],
+) -> Result<(StridedView<'w, T>, Vec<usize>), KernelError> {
+    let view = StridedView::row_major(work, work_shape)
+        .map_err(|e| KernelError::Failed(format!("internal layout error: {e}")))?;
+    let order = p
+        .out_labels()
+        .iter()
+        .filter_map(|&l| work_labels.iter().position(|&x| x == l))
+        .collect();
+    Ok((view, order))
+}
+
 /// Calls `f(offsets)` for each multi-index over `dims`, where `offsets[j]` is the offset of
 /// that index under `strides[j]`. Nothing is called if some extent is 0.
 pub(crate) fn for_each_batch<const N: usize>(dims: &[usize], strides: [&[isize]; N], mut f: impl FnMut([isize; N])) {
@@ -184,25 +207,30 @@ pub(crate) fn for_each_batch<const N: usize>(dims: &[usize], strides: [&[isize];
     let mut off = [0isize; N];
     loop {
         f(off);
-        let mut k = dims.len();
-        loop {
-            if k == 0 {
-                return;
-            }
-            k -= 1;
-            idx[k] += 1;
-            for j in 0..N {
-                off[j] += strides[j][k];
-            }
-            if idx[k] < dims[k] {
-                break;
-            }
-            for j in 0..N {
-                off[j] -= strides[j][k] * dims[k] as isize;
-            }
-            idx[k] = 0;
+        if !advance(dims, &strides, &mut idx, &mut off) {
+            return;
         }
     }
+}
+
+/// Steps the multi-index `idx` over `dims` to the next one in row-major order, keeping
+/// `off[j]` its offset under `strides[j]`. Returns false when `idx` wrapped past the last
+/// index (it is then all zeros again).
+fn advance<const N: usize>(dims: &[usize], strides: &[&[isize]; N], idx: &mut [usize], off: &mut [isize; N]) -> bool {
+    for k in (0..dims.len()).rev() {
+        idx[k] += 1;
+        for j in 0..N {
+            off[j] += strides[j][k];
+        }
+        if idx[k] < dims[k] {
+            return true;
+        }
+        for j in 0..N {
+            off[j] -= strides[j][k] * dims[k] as isize;
+        }
+        idx[k] = 0;
+    }
+    false
 }
 
 /// Like [`for_each_batch`], over the multi-indices `start..end` (row-major numbering) only.
@@ -228,19 +256,7 @@ pub(crate) fn for_each_batch_range<const N: usize>(
     }
     for _ in start..end {
         f(off);
-        for k in (0..dims.len()).rev() {
-            idx[k] += 1;
-            for j in 0..N {
-                off[j] += strides[j][k];
-            }
-            if idx[k] < dims[k] {
-                break;
-            }
-            for j in 0..N {
-                off[j] -= strides[j][k] * dims[k] as isize;
-            }
-            idx[k] = 0;
-        }
+        advance(dims, &strides, &mut idx, &mut off);
     }
 }
 

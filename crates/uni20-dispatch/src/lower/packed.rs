@@ -7,9 +7,8 @@ use crate::permute::gather;
 use crate::problem::ContractProblem;
 use crate::scalar::Element;
 use crate::tensor::{checked_len, LocalTensor};
-use crate::view::StridedView;
 
-use super::operand::{concat, reduce, typed, Operand};
+use super::operand::{concat, reduce, typed, work_view, Operand};
 
 /// A problem packed into contiguous row-major buffers for a device GEMM: `a` is
 /// `[batch][m][k]`, `b` is `[batch][k][n]`, `c` is `[batch][m][n]` holding `beta * C` (or
@@ -79,13 +78,7 @@ impl<T: Element> Packed<T> {
     /// # Errors
     /// [`KernelError`] if `work` is shorter than `batch * m * n`.
     pub(crate) fn unpack(&self, p: &ContractProblem<'_>, work: &[T]) -> Result<LocalTensor, KernelError> {
-        let v = StridedView::row_major(work, &self.work_shape)
-            .map_err(|e| KernelError::Failed(format!("internal layout error: {e}")))?;
-        let order: Vec<usize> = p
-            .out_labels()
-            .iter()
-            .filter_map(|&l| self.work_labels.iter().position(|&x| x == l))
-            .collect();
+        let (v, order) = work_view(p, work, &self.work_shape, &self.work_labels)?;
         Ok(LocalTensor::from_data(p.out_shape(), T::wrap(gather(&v, &order)))?)
     }
 }
@@ -93,7 +86,8 @@ impl<T: Element> Packed<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{AnyView, BackendList, TensorData, C64};
+    use crate::view::AnyView;
+    use crate::{BackendList, TensorData, C64};
 
     #[test]
     fn packed_round_trip_matches_reference() {

@@ -92,7 +92,7 @@ fn distinct(orders: [Vec<char>; 2]) -> Vec<Vec<char>> {
     }
 }
 
-/// The labels of one two-operand contraction, by class (see [`crate::IndexClasses`]).
+/// The labels of one two-operand contraction, by class (see [`crate::backends::IndexClasses`]).
 pub(crate) struct Groups<'g> {
     pub(crate) batch: &'g [char],
     pub(crate) free_a: &'g [char],

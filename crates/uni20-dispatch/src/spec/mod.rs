@@ -17,6 +17,49 @@ pub use error::SpecError;
 pub use parse::EinsumSpec;
 pub use resolved::ResolvedSpec;
 
+/// The string conversions of each spec type `$T` (which has `parse(&str)` and a canonical
+/// `Display`): `FromStr`, `TryFrom<&str>`, `TryFrom<String>` (serde's validating
+/// deserialization) and `From<$T> for String` (serde's serialization).
+macro_rules! string_forms {
+    ($($T:ident),*) => {$(
+        impl std::str::FromStr for $T {
+            type Err = SpecError;
+
+            #[doc = concat!("Same as [`", stringify!($T), "::parse`].")]
+            fn from_str(s: &str) -> Result<$T, SpecError> {
+                $T::parse(s)
+            }
+        }
+
+        impl TryFrom<&str> for $T {
+            type Error = SpecError;
+
+            #[doc = concat!("Same as [`", stringify!($T), "::parse`].")]
+            fn try_from(s: &str) -> Result<$T, SpecError> {
+                $T::parse(s)
+            }
+        }
+
+        impl TryFrom<String> for $T {
+            type Error = SpecError;
+
+            #[doc = concat!("Same as [`", stringify!($T), "::parse`] (also serde's validating deserialization).")]
+            fn try_from(s: String) -> Result<$T, SpecError> {
+                $T::parse(&s)
+            }
+        }
+
+        impl From<$T> for String {
+            /// The canonical form (serde's serialization).
+            fn from(s: $T) -> String {
+                s.to_string()
+            }
+        }
+    )*};
+}
+
+string_forms!(EinsumSpec, ResolvedSpec);
+
 /// Anything a contraction entry point accepts as its spec: an [`EinsumSpec`], a
 /// [`ResolvedSpec`], a `&str` or `String` (parsed as an [`EinsumSpec`]), or a reference to any
 /// of these.

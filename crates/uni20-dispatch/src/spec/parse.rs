@@ -4,7 +4,6 @@
 //! `resolve.rs`.
 
 use std::fmt;
-use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
@@ -187,40 +186,6 @@ impl fmt::Display for EinsumSpec {
             out.write(f)?;
         }
         Ok(())
-    }
-}
-
-impl FromStr for EinsumSpec {
-    type Err = SpecError;
-
-    /// Same as [`EinsumSpec::parse`].
-    fn from_str(s: &str) -> Result<EinsumSpec, SpecError> {
-        EinsumSpec::parse(s)
-    }
-}
-
-impl TryFrom<&str> for EinsumSpec {
-    type Error = SpecError;
-
-    /// Same as [`EinsumSpec::parse`].
-    fn try_from(s: &str) -> Result<EinsumSpec, SpecError> {
-        EinsumSpec::parse(s)
-    }
-}
-
-impl TryFrom<String> for EinsumSpec {
-    type Error = SpecError;
-
-    /// Same as [`EinsumSpec::parse`] (also serde's validating deserialization).
-    fn try_from(s: String) -> Result<EinsumSpec, SpecError> {
-        EinsumSpec::parse(&s)
-    }
-}
-
-impl From<EinsumSpec> for String {
-    /// The canonical form (serde's serialization).
-    fn from(s: EinsumSpec) -> String {
-        s.to_string()
     }
 }
 

@@ -3,7 +3,6 @@
 //! literally (no broadcasting). Owns its strict shape check ([`ResolvedSpec::label_extents`]).
 
 use std::fmt;
-use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
@@ -186,39 +185,5 @@ impl fmt::Display for ResolvedSpec {
             f.write_str(&labels.iter().collect::<String>())?;
         }
         write!(f, "->{}", self.output.iter().collect::<String>())
-    }
-}
-
-impl FromStr for ResolvedSpec {
-    type Err = SpecError;
-
-    /// Same as [`ResolvedSpec::parse`].
-    fn from_str(s: &str) -> Result<ResolvedSpec, SpecError> {
-        ResolvedSpec::parse(s)
-    }
-}
-
-impl TryFrom<&str> for ResolvedSpec {
-    type Error = SpecError;
-
-    /// Same as [`ResolvedSpec::parse`].
-    fn try_from(s: &str) -> Result<ResolvedSpec, SpecError> {
-        ResolvedSpec::parse(s)
-    }
-}
-
-impl TryFrom<String> for ResolvedSpec {
-    type Error = SpecError;
-
-    /// Same as [`ResolvedSpec::parse`] (also serde's validating deserialization).
-    fn try_from(s: String) -> Result<ResolvedSpec, SpecError> {
-        ResolvedSpec::parse(&s)
-    }
-}
-
-impl From<ResolvedSpec> for String {
-    /// The canonical form (serde's serialization).
-    fn from(s: ResolvedSpec) -> String {
-        s.to_string()
     }
 }

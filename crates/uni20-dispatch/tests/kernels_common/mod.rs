@@ -136,3 +136,77 @@ pub fn extreme_scales(dtype: DType) -> Vec<f64> {
     };
     exps.into_iter().map(|k| format!("1e{k}").parse().unwrap()).collect()
 }
+
+/// SplitMix64: deterministic values from a seed (a proptest-chosen one in the property
+/// tests), shared so that every test file draws the same sequence from the same seed.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// The next 64 random bits.
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    /// Uniform in [-2, 2).
+    pub fn val(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64 * 4.0 - 2.0
+    }
+    /// Fisher-Yates shuffle of `v`.
+    pub fn shuffle<T>(&mut self, v: &mut [T]) {
+        for i in (1..v.len()).rev() {
+            let j = self.below(i + 1);
+            v.swap(i, j);
+        }
+    }
+}
+
+/// A tensor of `dtype` and `shape` with entries (real and imaginary parts) uniform in
+/// [-2, 2).
+pub fn random_tensor(rng: &mut Rng, dtype: DType, shape: &[usize]) -> LocalTensor {
+    let n: usize = shape.iter().product();
+    let data = match dtype {
+        DType::F32 => TensorData::F32((0..n).map(|_| rng.val() as f32).collect()),
+        DType::F64 => TensorData::F64((0..n).map(|_| rng.val()).collect()),
+        DType::C32 => TensorData::C32((0..n).map(|_| C32::new(rng.val() as f32, rng.val() as f32)).collect()),
+        DType::C64 => TensorData::C64((0..n).map(|_| C64::new(rng.val(), rng.val())).collect()),
+    };
+    LocalTensor::from_data(shape, data).unwrap()
+}
+
+/// `n` values of element type `T`, each `T::from_c64` of a complex number with parts uniform
+/// in [-2, 2) (the imaginary part is dropped for real `T`).
+pub fn random_values<T: uni20_dispatch::Element>(rng: &mut Rng, n: usize) -> Vec<T> {
+    (0..n).map(|_| T::from_c64(C64::new(rng.val(), rng.val()))).collect()
+}
+
+/// The `ij,jk->ik` spec and a `2x3` times `3x2` pair of `f64` matrices.
+pub fn mats() -> (uni20_dispatch::EinsumSpec, LocalTensor, LocalTensor) {
+    let spec = uni20_dispatch::EinsumSpec::parse("ij,jk->ik").unwrap();
+    let a = LocalTensor::from_f64(&[2, 3], vec![1., 2., 3., 4., 5., 6.]).unwrap();
+    let b = LocalTensor::from_f64(&[3, 2], vec![1., 0., 0., 1., 1., 1.]).unwrap();
+    (spec, a, b)
+}
+
+/// Runs the generic function `$f` once for each element type: `$f::<f32>()`, `$f::<f64>()`,
+/// `$f::<C32>()`, `$f::<C64>()`.
+#[macro_export]
+macro_rules! each_dtype {
+    ($f:ident) => {{
+        $f::<f32>();
+        $f::<f64>();
+        $f::<uni20_dispatch::C32>();
+        $f::<uni20_dispatch::C64>();
+    }};
+}
+
+/// A proptest strategy choosing any of the four dtypes.
+pub fn any_dtype() -> impl proptest::strategy::Strategy<Value = DType> {
+    proptest::sample::select(DType::ALL.to_vec())
+}

@@ -12,7 +12,8 @@
 //! root's job in the design: a global, non-reproducible-by-one-worker
 //! decision made from small records, never from payloads.
 
-use uni20_dispatch::{truncation_rank, DType, DecompError, SvdOptions};
+use uni20_dispatch::decomp::{truncation_rank, DecompError, DecompKind, SvdOptions};
+use uni20_dispatch::DType;
 
 /// How many singular values each sector keeps ([`truncate_sectors`]).
 #[derive(Clone, Debug, PartialEq)]
@@ -39,7 +40,7 @@ pub fn truncate_sectors(values: &[Vec<f64>], opts: &SvdOptions, dtype: DType) ->
     for (s, v) in values.iter().enumerate() {
         if let Some(i) = v.windows(2).position(|w| w[0] < w[1]) {
             return Err(DecompError::InvalidOption {
-                op: uni20_dispatch::DecompKind::Svd,
+                op: DecompKind::Svd,
                 option: "singular values",
                 reason: format!("sector {s}: not sorted at position {i} ({} < {})", v[i], v[i + 1]),
             });
@@ -65,7 +66,8 @@ pub fn truncate_sectors(values: &[Vec<f64>], opts: &SvdOptions, dtype: DType) ->
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use uni20_dispatch::{svd, LocalTensor, SvdBackendList};
+    use uni20_dispatch::decomp::{svd, SvdBackendList};
+    use uni20_dispatch::LocalTensor;
 
     fn matrix(rows: usize, cols: usize, data: Vec<f64>) -> LocalTensor {
         LocalTensor::from_f64(&[rows, cols], data).unwrap()

@@ -8,7 +8,8 @@
 use std::collections::BTreeSet;
 
 use uni20_persist::{ObjectId, ObjectMeta};
-use uni20_worker::{data_tag, HandlerError, Tag, WorkerContext};
+use uni20_worker::transport::{data_tag, Tag};
+use uni20_worker::{HandlerError, WorkerContext};
 
 use crate::tensor::BlockRef;
 
@@ -91,7 +92,7 @@ pub(crate) fn exchange_blocks(ctx: &WorkerContext<'_>, transfers: &[Transfer]) -
     drop(outgoing_data);
     let mut replicas = Vec::new();
     while let (Some(meta), Some(bytes)) = (received.next(), received.next()) {
-        let meta: ObjectMeta = uni20_worker::decode_exact(&meta, "object metadata")?;
+        let meta: ObjectMeta = uni20_worker::envelope::decode_exact(&meta, "object metadata")?;
         let id = meta.id;
         if !store.contains(id) {
             store

@@ -9,7 +9,7 @@
 //!
 //! | variable | accepted form | default |
 //! |---|---|---|
-//! | `UNI20_RANKS` | integer 1 to [`MAX_IN_PROCESS_RANKS`] | [`DEFAULT_RANKS`](crate::DEFAULT_RANKS) (in-process only) |
+//! | `UNI20_RANKS` | integer 1 to [`MAX_IN_PROCESS_RANKS`] | [`DEFAULT_RANKS`] (in-process only) |
 //! | `UNI20_THREADS_PER_RANK` | positive integer | cores / ranks on the node |
 //! | `UNI20_STARTUP_TIMEOUT` | positive seconds (`60`, `2.5`) | 60 |
 //! | `UNI20_ABORT_TIMEOUT` | positive seconds | 30 (library mode on MPI: how long a rank waits for its peers after an abort before `MPI_Abort`) |
@@ -18,7 +18,7 @@
 //! | `UNI20_STORAGE_RANKS` | integer >= 0 | 0 |
 //! | `UNI20_INJECT_FAULT` | `KIND@rank=R[,op=N]`, `;`-separated ([`crate::fault`]) | none |
 //! | `UNI20_BACKENDS` | `cpu` or `gpu-first` | `cpu` |
-//! | `UNI20_MAX_ENVELOPE_BYTES` | size | [`DEFAULT_MAX_ENVELOPE_BYTES`](crate::DEFAULT_MAX_ENVELOPE_BYTES) (256 MiB) |
+//! | `UNI20_MAX_ENVELOPE_BYTES` | size | [`DEFAULT_MAX_ENVELOPE_BYTES`] (256 MiB) |
 //! | `UNI20_CHUNK_BYTES` | size, [`MIN_CHUNK_BYTES`] to [`MAX_CHUNK_BYTES`] | [`DEFAULT_CHUNK_BYTES`] (1 GiB) |
 //! | `UNI20_ALLOW_NO_MPI` | `1`/`0`, `true`/`false`, `yes`/`no`, `on`/`off` | `0` |
 //!
@@ -41,7 +41,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use uni20_dispatch::{BackendList, TuneTable};
+use uni20_dispatch::tune::TuneTable;
+use uni20_dispatch::BackendList;
 
 use crate::diag::JobError;
 use crate::envelope::DEFAULT_MAX_ENVELOPE_BYTES;
@@ -51,6 +52,9 @@ use crate::fault::FaultPlan;
 /// with its own mailbox and store; more ranks than this on one machine is a
 /// configuration mistake (use MPI).
 pub const MAX_IN_PROCESS_RANKS: usize = 1024;
+
+/// Default number of ranks of the in-process universe (`UNI20_RANKS` unset).
+pub const DEFAULT_RANKS: usize = 4;
 
 /// Default start-up timeout: how long the root waits for every worker.
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
@@ -137,7 +141,7 @@ impl RankConfig {
         }
         let table = TuneTable::open(path).map_err(|e| {
             config_error(
-                uni20_dispatch::TUNE_FILE_ENV,
+                uni20_dispatch::tune::TUNE_FILE_ENV,
                 &path.display().to_string(),
                 format!("a tuning table written by `uni20 tune`, or a new path ({e})"),
             )
@@ -204,7 +208,7 @@ pub struct LauncherEnv {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RankConfig {
-    /// In-process ranks (`UNI20_RANKS`); `None`: [`DEFAULT_RANKS`](crate::DEFAULT_RANKS).
+    /// In-process ranks (`UNI20_RANKS`); `None`: [`DEFAULT_RANKS`].
     /// Ignored under MPI, where the launcher decides.
     pub ranks: Option<usize>,
     /// Thread budget of each rank's kernels (`UNI20_THREADS_PER_RANK`);
@@ -240,7 +244,7 @@ pub struct RankConfig {
     /// The MPI launcher's variables.
     pub launcher: LauncherEnv,
     /// The per-machine table of measured backend choices
-    /// (`UNI20_TUNE_FILE`, see [`uni20_dispatch::TuneTable`]): loaded if it
+    /// (`UNI20_TUNE_FILE`, see [`uni20_dispatch::tune::TuneTable`]): loaded if it
     /// exists, extended by measurement on first sight, saved after each
     /// measurement. `None`: the static backend order.
     pub tune_file: Option<PathBuf>,
@@ -389,7 +393,7 @@ impl RankConfig {
             c.allow_no_mpi = parse::boolean(&v)
                 .ok_or_else(|| config_error("UNI20_ALLOW_NO_MPI", &v, "1 or 0 (also true/false, yes/no, on/off)"))?;
         }
-        c.tune_file = get(uni20_dispatch::TUNE_FILE_ENV)
+        c.tune_file = get(uni20_dispatch::tune::TUNE_FILE_ENV)
             .filter(|v| !v.to_string_lossy().trim().is_empty())
             .map(PathBuf::from);
         c.launcher = LauncherEnv::from_lookup(get);

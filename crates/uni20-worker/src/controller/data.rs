@@ -10,7 +10,7 @@ use super::Controller;
 
 impl<'a> Controller<'a> {
     /// Sends a payload to `dest` in a root-involving data phase (tag
-    /// [`TAG_ROOT_DATA`](crate::TAG_ROOT_DATA)), while watching for a failure
+    /// [`TAG_ROOT_DATA`](crate::transport::TAG_ROOT_DATA)), while watching for a failure
     /// reply from any participant: a failed peer that will never receive
     /// must not leave the root blocked.
     ///
@@ -23,13 +23,15 @@ impl<'a> Controller<'a> {
             return Err(e);
         }
         let mut failure = None;
-        let sent = self.transport.send_polling(dest, crate::TAG_ROOT_DATA, bytes, &mut || {
-            self.pump_replies().map_err(|e| {
-                let text = e.to_string();
-                failure = Some(e);
-                text
-            })
-        });
+        let sent = self
+            .transport
+            .send_polling(dest, crate::transport::TAG_ROOT_DATA, bytes, &mut || {
+                self.pump_replies().map_err(|e| {
+                    let text = e.to_string();
+                    failure = Some(e);
+                    text
+                })
+            });
         if let Some(e) = failure {
             return Err(e);
         }
@@ -49,7 +51,7 @@ impl<'a> Controller<'a> {
         }
         let mut spins = 0u32;
         loop {
-            match self.transport.try_recv(Some(src), crate::TAG_ROOT_DATA) {
+            match self.transport.try_recv(Some(src), crate::transport::TAG_ROOT_DATA) {
                 Ok(Some((_, bytes))) => return Ok(bytes),
                 Ok(None) => {}
                 Err(e) => return Err(self.fail_transport(e)),

@@ -10,7 +10,7 @@ use super::Controller;
 /// Most operations queued or in flight before [`Controller::defer`] waits
 /// for replies (back-pressure on a root that submits faster than the ranks
 /// compute).
-pub const MAX_OUTSTANDING: usize = 256;
+pub(crate) const MAX_OUTSTANDING: usize = 256;
 
 /// Work deferred until its inputs are ready (see the module docs).
 pub trait DeferredJob<'c> {
@@ -98,7 +98,7 @@ impl<'a> Controller<'a> {
     /// Queues a job that runs (in submission order) once its inputs are
     /// ready; runs it at once if it already is and nothing is queued before it.
     ///
-    /// Back-pressure: while [`MAX_OUTSTANDING`] or more operations are
+    /// Back-pressure: while `MAX_OUTSTANDING` (256) or more operations are
     /// queued or in flight, this first collects replies (and runs the jobs
     /// they make ready), so a program that submits faster than the ranks
     /// compute keeps a bounded window of work on the root instead of an

@@ -29,7 +29,7 @@ mod releases;
 #[cfg(test)]
 mod tests;
 
-pub use deferred::{DeferredJob, MAX_OUTSTANDING};
+pub use deferred::DeferredJob;
 pub use releases::CollectReport;
 
 use std::cell::{Cell, RefCell};
@@ -49,7 +49,7 @@ use crate::handler::run_handler;
 use crate::ledger::ReleaseLedger;
 use crate::protocol::{Control, Reply};
 use crate::registry::{command_id, Registry};
-use crate::transport::{Transport, TAG_CMD};
+use crate::transport::{Transport, TransportKind, TAG_CMD};
 
 /// Raw replies of one operation: `(rank, reply bytes)` in rank order.
 pub type RawReplies = Vec<(usize, Vec<u8>)>;
@@ -198,8 +198,9 @@ impl<'a> Controller<'a> {
     pub fn threads_per_rank(&self) -> usize {
         self.threads
     }
-    /// Transport name: `in-process` or `mpi`.
-    pub fn transport_kind(&self) -> &'static str {
+    /// Which transport this universe runs on (its [`TransportKind::name`] is `in-process`
+    /// or `mpi`).
+    pub fn transport_kind(&self) -> TransportKind {
         self.transport.kind()
     }
     /// True once an operation has failed and the job was stopped.

@@ -9,10 +9,10 @@ use uni20_dispatch::BackendList;
 use uni20_persist::Store;
 
 use super::*;
+use crate::commands::{Flush, Noop};
 use crate::context::CommandSpec;
 use crate::scripted::Scripted;
 use crate::transport::{TAG_CMD, TAG_REPLY, TAG_ROOT_DATA};
-use crate::{Flush, Noop};
 
 fn controller(t: &Scripted) -> Controller<'_> {
     Controller::new(

@@ -41,7 +41,7 @@ use mpi::topology::{Communicator, SimpleCommunicator};
 
 use crate::chunk::{parts, Reassembly};
 use crate::config::{DEFAULT_CHUNK_BYTES, MAX_CHUNK_BYTES, MIN_CHUNK_BYTES};
-use crate::transport::{Tag, Transport, TransportError, TAG_ABORT, TAG_FIN};
+use crate::transport::{Tag, Transport, TransportError, TransportKind, TAG_ABORT, TAG_FIN};
 
 /// What [`Transport::abort`] does on an MPI rank.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -383,8 +383,8 @@ impl Transport for MpiTransport {
     fn size(&self) -> usize {
         self.size
     }
-    fn kind(&self) -> &'static str {
-        "mpi"
+    fn kind(&self) -> TransportKind {
+        TransportKind::Mpi
     }
     fn send(&self, dest: usize, tag: Tag, bytes: &[u8]) -> Result<(), TransportError> {
         self.send_polling(dest, tag, bytes, &mut || Ok(()))

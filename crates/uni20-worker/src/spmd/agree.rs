@@ -1,5 +1,5 @@
-//! Plan agreement (design note `distributed_kernel_dispatch.md`, "Collective
-//! acceptance"): before a collective operation moves any payload, every rank
+//! Plan agreement (design note `distributed_kernel_dispatch.md`, not in this
+//! repository, "Collective acceptance"): before a collective operation moves any payload, every rank
 //! exchanges a digest of the plan it computed, one 64-bit FNV-1a value per
 //! named plan field, in one all-gather. Identical digests commit the plan;
 //! any difference is a terminal [`Disagreement`] that every rank computes

@@ -1,5 +1,6 @@
-//! The expert SPMD mode (design note `persistent_dispatch.md`, "Expert SPMD
-//! mode"): every rank of the universe runs the same closure with an
+//! The expert SPMD mode (design note `persistent_dispatch.md`, not in this
+//! repository, "Expert SPMD mode"; docs/architecture.md, "Three ways in"):
+//! every rank of the universe runs the same closure with an
 //! [`SpmdContext`], which gives its rank and size, collectives
 //! (`collectives.rs`), plan agreement (`agree.rs`), and collective execution
 //! of registered commands ([`SpmdContext::run_collective`]): every rank
@@ -34,7 +35,7 @@ use crate::envelope::{decode_exact, encode, Envelope};
 use crate::fault::FaultPlan;
 use crate::handler::{execute, Executed};
 use crate::registry::{command_id, Registry};
-use crate::transport::Transport;
+use crate::transport::{Transport, TransportKind};
 
 /// What every rank's closure gets in an SPMD universe.
 ///
@@ -92,8 +93,9 @@ impl<'a> SpmdContext<'a> {
     pub fn size(&self) -> usize {
         self.transport.size()
     }
-    /// Transport name: `in-process` or `mpi`.
-    pub fn transport_kind(&self) -> &'static str {
+    /// Which transport this universe runs on (its [`TransportKind::name`] is `in-process`
+    /// or `mpi`).
+    pub fn transport_kind(&self) -> TransportKind {
         self.transport.kind()
     }
     /// This rank's persistent object store (it holds the blocks this rank
@@ -277,14 +279,5 @@ fn duplicate(e: &JobError) -> JobError {
 /// The diagnostic of a rank that died (injected `exit` in-process) during
 /// a collective operation.
 fn died(rank: usize, env: &Envelope, why: String) -> Diagnostic {
-    Diagnostic {
-        rank,
-        op_id: env.op_id,
-        debug_name: env.debug_name.clone(),
-        wire_name: env.wire_name.clone(),
-        command_id: env.command_id,
-        schema_version: env.schema_version,
-        location: "spmd".into(),
-        error: HandlerError::msg(why),
-    }
+    Diagnostic::of(rank, env, "spmd".into(), HandlerError::msg(why))
 }

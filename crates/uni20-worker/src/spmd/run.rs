@@ -11,11 +11,12 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use uni20_persist::Store;
 
+use crate::config::DEFAULT_RANKS;
 use crate::config::{RankConfig, MAX_IN_PROCESS_RANKS};
 use crate::diag::JobError;
 use crate::fault::{FaultKind, FaultPlan};
 use crate::inproc::{InProcessTransport, Shared};
-use crate::launch::{Launch, DEFAULT_RANKS};
+use crate::launch::Launch;
 use crate::panics::panic_message;
 use crate::protocol::{Arrival, Hello, StartupFailure};
 use crate::registry::{diff_signatures, Registry};

@@ -7,7 +7,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use uni20_dispatch::{check_scalars, ContractError, ContractOptions, DType, ResolveSpec, ResolvedSpec, SpecError, C64};
+use uni20_dispatch::backends::check_scalars;
+use uni20_dispatch::{ContractError, ContractOptions, DType, ResolveSpec, ResolvedSpec, SpecError, C64};
 
 use super::command::{ContractDescriptorV1, WorkItem};
 use crate::error::DistError;
@@ -38,7 +39,7 @@ impl ContractPlan {
     /// Bytes of the encoded descriptor: the command frame every
     /// participant receives.
     pub fn descriptor_bytes(&self) -> usize {
-        uni20_worker::encode(&self.descriptor).len()
+        uni20_worker::envelope::encode(&self.descriptor).len()
     }
 
     /// Total payload bytes moved between ranks.

@@ -8,10 +8,11 @@
 //! worker to their owners. Descriptors hold ids, shapes and options only.
 
 use serde::{Deserialize, Serialize};
-use uni20_dispatch::{
-    eigh_with_attempts, lq_with_attempts, qr_with_attempts, svd_with_attempts, DType, DecompError, DecompKind,
-    EighBackendList, KernelAttempt, LocalTensor, QrBackendList, SvdBackendList, C64,
+use uni20_dispatch::decomp::{
+    eigh_with_attempts, lq_with_attempts, qr_with_attempts, svd_with_attempts, DecompError, DecompKind,
+    EighBackendList, QrBackendList, SvdBackendList,
 };
+use uni20_dispatch::{DType, KernelAttempt, LocalTensor, C64};
 use uni20_persist::ObjectId;
 use uni20_worker::{command, HandlerError, WorkerContext};
 
@@ -341,7 +342,7 @@ fn run(
 
 fn handle_svd(ctx: &mut WorkerContext<'_>, d: SvdDescV1) -> Result<DecompReplyV1, HandlerError> {
     let t = d.truncation;
-    let opts = uni20_dispatch::SvdOptions {
+    let opts = uni20_dispatch::decomp::SvdOptions {
         max_rank: t.max_rank.map(|r| usize::try_from(r).unwrap_or(usize::MAX)),
         max_discarded_weight: t.max_discarded_weight,
         cutoff: t.cutoff,
@@ -391,7 +392,7 @@ fn handle_qr(ctx: &mut WorkerContext<'_>, d: QrDescV1) -> Result<DecompReplyV1, 
 }
 
 fn handle_eigh(ctx: &mut WorkerContext<'_>, d: EighDescV1) -> Result<DecompReplyV1, HandlerError> {
-    let opts = uni20_dispatch::EighOptions {
+    let opts = uni20_dispatch::decomp::EighOptions {
         hermitian_rtol: d.hermitian_rtol,
     };
     let kernel: Kernel<'_> = Box::new(move |a, ctx| {

@@ -39,7 +39,7 @@ pub(crate) use command::{DistributeFactorsV1, EighV1, QrV1, SvdV1};
 use command::{EighDescV1, QrDescV1, SvdDescV1, TruncationV1};
 pub use plan::DEFAULT_MAX_MATRIX_BYTES;
 
-use uni20_dispatch::DecompKind;
+use uni20_dispatch::decomp::DecompKind;
 use uni20_worker::Controller;
 
 use crate::error::DistError;
@@ -48,10 +48,10 @@ use crate::tensor::DistTensor;
 
 /// SVD truncation rule (maximum rank, relative discarded weight, absolute
 /// cutoff, degenerate multiplets): the local kernel's options, applied on
-/// the factorizing worker exactly as [`uni20_dispatch::svd`] applies them.
+/// the factorizing worker exactly as [`uni20_dispatch::decomp::svd`] applies them.
 /// The rule, including the deterministic handling of degenerate values at
-/// the cut, is documented on [`uni20_dispatch::SvdOptions`].
-pub type SvdTruncation = uni20_dispatch::SvdOptions;
+/// the cut, is documented on [`uni20_dispatch::decomp::SvdOptions`].
+pub type SvdTruncation = uni20_dispatch::decomp::SvdOptions;
 
 /// Options of [`svd`]. The default keeps every singular value.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]

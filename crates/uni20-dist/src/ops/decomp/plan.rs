@@ -8,7 +8,8 @@
 
 use std::collections::BTreeMap;
 
-use uni20_dispatch::{DType, DecompError, DecompKind};
+use uni20_dispatch::decomp::{DecompError, DecompKind};
+use uni20_dispatch::DType;
 use uni20_persist::ObjectId;
 
 use super::error::SplitError;
@@ -108,7 +109,7 @@ pub(crate) fn validate(
 
 /// Checks SVD truncation options as the local kernel will (so that a bad
 /// option is an error before anything runs).
-pub(crate) fn check_truncation(t: &uni20_dispatch::SvdOptions) -> Result<(), DistError> {
+pub(crate) fn check_truncation(t: &uni20_dispatch::decomp::SvdOptions) -> Result<(), DistError> {
     let op = DecompKind::Svd;
     if t.max_rank == Some(0) {
         return Err(DecompError::InvalidOption {

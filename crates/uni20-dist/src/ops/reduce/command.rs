@@ -12,7 +12,8 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use uni20_dispatch::{inner, max_abs, norm_sqr, C64};
 use uni20_persist::PersistentPtr;
-use uni20_worker::{command, HandlerError, Tag, WorkerContext, TAG_DATA_BASE};
+use uni20_worker::transport::{Tag, TAG_DATA_BASE};
+use uni20_worker::{command, HandlerError, WorkerContext};
 
 use crate::ops::kit::BoxSource;
 use crate::tensor::{Block, BlockRef};
