@@ -16,8 +16,8 @@
 //! `W[a, b, s, t]`. States are real (f64), as the DMRG's are.
 
 use uni20_dispatch::LocalTensor;
-use uni20_dist::decomp::{QrOptions, SvdOptions};
-use uni20_dist::{contract, contract_with, lq, svd, ContractOptions, DistTensor};
+use uni20_dist::decomp::SvdOptions;
+use uni20_dist::{contract, contract_with, svd, ContractOptions, DistTensor};
 use uni20_worker::Controller;
 
 use crate::error::TnError;
@@ -89,11 +89,7 @@ pub(crate) fn transfer(
     b: &DistTensor,
     op: Option<&DistTensor>,
 ) -> Result<DistTensor, TnError> {
-    let mut t = contract(ctl, "xy,ytz->xtz", e, b)?;
-    if let Some(o) = op {
-        t = contract(ctl, "st,xtz->xsz", o, &t)?;
-    }
-    Ok(contract_with(ctl, "xsw,xsz->wz", a, &t, &conj_first())?)
+    transfer_with(ctl, ["xy,ytz->xtz", "st,xtz->xsz", "xsw,xsz->wz"], true, e, a, b, op)
 }
 
 /// Right transfer `E'[x, y] = sum conj(A[x, s, w]) O[s, t] B[y, t, z] E[w, z]`.
@@ -104,11 +100,30 @@ pub(crate) fn transfer_right(
     b: &DistTensor,
     op: Option<&DistTensor>,
 ) -> Result<DistTensor, TnError> {
-    let mut t = contract(ctl, "ytz,wz->ytw", b, e)?;
+    transfer_with(ctl, ["ytz,wz->ytw", "st,ytw->ysw", "xsw,ysw->xy"], false, e, a, b, op)
+}
+
+/// One transfer step: the environment with the ket site (`specs[0]`, the
+/// environment first when `env_first`), the operator (`specs[1]`), then the
+/// conjugated bra site (`specs[2]`).
+fn transfer_with(
+    ctl: &Controller<'_>,
+    specs: [&str; 3],
+    env_first: bool,
+    e: &DistTensor,
+    a: &DistTensor,
+    b: &DistTensor,
+    op: Option<&DistTensor>,
+) -> Result<DistTensor, TnError> {
+    let mut t = if env_first {
+        contract(ctl, specs[0], e, b)?
+    } else {
+        contract(ctl, specs[0], b, e)?
+    };
     if let Some(o) = op {
-        t = contract(ctl, "st,ytw->ysw", o, &t)?;
+        t = contract(ctl, specs[1], o, &t)?;
     }
-    Ok(contract_with(ctl, "xsw,ysw->xy", a, &t, &conj_first())?)
+    Ok(contract_with(ctl, specs[2], a, &t, &conj_first())?)
 }
 
 /// `<bra|ket>` of two states on the same chain.
@@ -288,15 +303,7 @@ fn mpo_moments(ctl: &Controller<'_>, mps: &Mps, mpo: &Mpo, second: bool) -> Resu
 pub fn schmidt_spectra(ctl: &Controller<'_>, mps: &Mps, block: usize) -> Result<Vec<Vec<f64>>, TnError> {
     let l = mps.len();
     let mut sites: Vec<DistTensor> = mps.sites().to_vec();
-    let qr = QrOptions {
-        k_block: Some(block),
-        ..QrOptions::default()
-    };
-    for i in (1..l).rev() {
-        let f = lq(ctl, &sites[i], "a|sb", &qr)?;
-        sites[i] = f.q;
-        sites[i - 1] = contract(ctl, "xsa,ak->xsk", &sites[i - 1], &f.l)?;
-    }
+    crate::mps::right_normalize(ctl, &mut sites, block)?;
     let opts = SvdOptions {
         s_diag: true,
         k_block: Some(block),

@@ -233,16 +233,16 @@ mod tests {
         assert_eq!(bond(&hubbard(6, 1.0, 4.0, 0.0, Conserve::NSz).unwrap()), 6);
         assert_eq!(bond(&spin1(6, 1.0, 0.3, Conserve::Sz).unwrap()), 5);
         assert_eq!(bond(&j1j2(8, 1.0, 0.5, Conserve::Sz).unwrap()), 8);
-        // TFI: the MPO's lowest eigenvalue is the free-fermion value (critical and ordered).
-        for g in [1.0, 0.5] {
-            let m = tfi(8, 1.0, g, Conserve::None).unwrap();
-            let h = m
-                .hamiltonian
+        let dense = |m: &Model| {
+            m.hamiltonian
                 .to_mpo(&m.sites, &MpoOptions::default())
                 .unwrap()
                 .dense_matrix()
-                .unwrap();
-            let e = lowest(&h, 256);
+                .unwrap()
+        };
+        // TFI: the MPO's lowest eigenvalue is the free-fermion value (critical and ordered).
+        for g in [1.0, 0.5] {
+            let e = lowest(&dense(&tfi(8, 1.0, g, Conserve::None).unwrap()), 256);
             assert!(
                 (e - tfi_exact(8, 1.0, g)).abs() < 1e-10,
                 "g = {g}: {e} vs {}",
@@ -250,23 +250,10 @@ mod tests {
             );
         }
         // Heisenberg L = 8: the known ground energy -3.374932598688 (README's exact table).
-        let m = heisenberg(8, 1, 1.0, Conserve::None).unwrap();
-        let h = m
-            .hamiltonian
-            .to_mpo(&m.sites, &MpoOptions::default())
-            .unwrap()
-            .dense_matrix()
-            .unwrap();
-        assert!((lowest(&h, 256) + 3.374932598688).abs() < 1e-10);
+        assert!((lowest(&dense(&heisenberg(8, 1, 1.0, Conserve::None).unwrap()), 256) + 3.374932598688).abs() < 1e-10);
         // Two-site Hubbard at mu = U/2 (half filling): the N = 2 singlet
         // (U - sqrt(U^2 + 16 t^2)) / 2 - 2 mu is the lowest of all particle numbers.
-        let m = hubbard(2, 1.0, 4.0, 2.0, Conserve::None).unwrap();
-        let h = m
-            .hamiltonian
-            .to_mpo(&m.sites, &MpoOptions::default())
-            .unwrap()
-            .dense_matrix()
-            .unwrap();
+        let h = dense(&hubbard(2, 1.0, 4.0, 2.0, Conserve::None).unwrap());
         assert!((lowest(&h, 16) - ((4.0 - (32.0f64).sqrt()) / 2.0 - 4.0)).abs() < 1e-12);
     }
 

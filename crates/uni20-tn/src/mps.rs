@@ -132,24 +132,7 @@ impl Mps {
                 site_seed(seed, i),
             )?);
         }
-        let opts = QrOptions {
-            k_block: Some(block),
-            ..QrOptions::default()
-        };
-        for i in (1..len).rev() {
-            let f = lq(ctl, &sites[i], "a|sb", &opts)?;
-            sites[i] = f.q;
-            let absorbed = contract(ctl, "xsa,ak->xsk", &sites[i - 1], &f.l)?;
-            // Normalised as it is built: the norm of the state so far is the product of the
-            // L factors' norms, which grows geometrically with the length (at bond 8 it
-            // overflowed f64 near 1000 sites when divided out only at the end).
-            let n = norm(ctl, &absorbed)?;
-            sites[i - 1] = scale(ctl, 1.0 / n, &absorbed)?;
-        }
-        if len == 1 {
-            let n0 = norm(ctl, &sites[0])?;
-            sites[0] = scale(ctl, 1.0 / n0, &sites[0])?;
-        }
+        right_normalize(ctl, &mut sites, block)?;
         Mps::from_sites(sites)
     }
 
@@ -234,6 +217,32 @@ impl Mps {
         }
         Mps::from_sites(sites)
     }
+}
+
+/// Brings `sites` into right-canonical form with the norm in site 0, which
+/// is normalised: from the right, `M_i = L Q` by [`lq`] (`Q` kept, new bonds
+/// cut into blocks of `block`), `L` absorbed into `M_(i-1)` and the result
+/// divided by its norm at once (the norm of the part built so far is the
+/// product of the `L` factors' norms, which grows geometrically with the
+/// length: at bond 8 it overflowed f64 near 1000 sites when divided out only
+/// at the end).
+pub(crate) fn right_normalize(ctl: &Controller<'_>, sites: &mut [DistTensor], block: usize) -> Result<(), TnError> {
+    let opts = QrOptions {
+        k_block: Some(block),
+        ..QrOptions::default()
+    };
+    for i in (1..sites.len()).rev() {
+        let f = lq(ctl, &sites[i], "a|sb", &opts)?;
+        sites[i] = f.q;
+        let absorbed = contract(ctl, "xsa,ak->xsk", &sites[i - 1], &f.l)?;
+        let n = norm(ctl, &absorbed)?;
+        sites[i - 1] = scale(ctl, 1.0 / n, &absorbed)?;
+    }
+    if sites.len() == 1 {
+        let n0 = norm(ctl, &sites[0])?;
+        sites[0] = scale(ctl, 1.0 / n0, &sites[0])?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -63,7 +63,7 @@ pub struct EighResult {
 /// a `0 x 0` `vectors`. The eigenvectors of a repeated eigenvalue are any orthonormal basis
 /// of its eigenspace (the backend's choice). Any finite scale is handled: an input outside
 /// the dtype's safe range is scaled exactly by a power of two before the backend runs and
-/// the eigenvalues are unscaled (as for [`crate::svd`]).
+/// the eigenvalues are unscaled (as for [`svd`](crate::decomp::svd)).
 ///
 /// # Errors
 /// [`DecompError::NotMatrix`], [`DecompError::NotSquare`], [`DecompError::NonFinite`],

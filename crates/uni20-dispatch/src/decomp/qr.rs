@@ -62,7 +62,7 @@ pub struct LqResult {
 /// unit phase), so the factors are unique for a matrix of full rank `k`. Empty input gives
 /// `q` `m x 0` and `r` `0 x n`. Any finite scale is handled: an input outside the dtype's
 /// safe range is scaled exactly by a power of two before the backend runs and `r` is
-/// unscaled (as for [`crate::svd`]).
+/// unscaled (as for [`svd`](crate::decomp::svd)).
 ///
 /// # Errors
 /// [`DecompError::NotMatrix`], [`DecompError::NonFinite`] (first NaN/infinite entry),

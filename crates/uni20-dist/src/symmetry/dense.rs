@@ -83,7 +83,7 @@ impl SymmetricLayout {
     ///
     /// # Errors
     /// [`BlockingError::TooManyBlocks`] when the full tiling has more than
-    /// [`crate::MAX_BLOCKS`] blocks (allowed or not).
+    /// [`MAX_BLOCKS`](crate::layout::MAX_BLOCKS) blocks (allowed or not).
     pub fn blocking(&self) -> Result<Blocking, BlockingError> {
         let extents = self
             .legs()

@@ -31,3 +31,16 @@ pub use truncate::{truncate_sectors, SectorCut};
 
 #[cfg(test)]
 mod props;
+
+/// Deterministic test values in `[-1, 1]` (xorshift of `seed`, three
+/// decimals), shared by the property tests of this module.
+#[cfg(test)]
+fn test_values(seed: u64) -> impl FnMut() -> f64 {
+    let mut state = seed | 1;
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % 2001) as f64 / 1000.0 - 1.0
+    }
+}

@@ -316,13 +316,7 @@ proptest! {
         }
         prop_assert_eq!(plan.pair_count(), expected);
         // Numbers: block-sparse GEMMs summed per output block against the dense contraction.
-        let mut state = seed | 1;
-        let mut rnd = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % 2001) as f64 / 1000.0 - 1.0
-        };
+        let mut rnd = super::test_values(seed);
         let fill = |lay: &SymmetricLayout, rnd: &mut dyn FnMut() -> f64| -> Vec<Vec<f64>> {
             (0..lay.blocks().len())
                 .map(|b| (0..lay.block_extents(b).iter().product::<usize>()).map(|_| rnd()).collect())

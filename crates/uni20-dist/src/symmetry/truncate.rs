@@ -106,13 +106,7 @@ mod tests {
             weight in prop::option::of(0.0f64..0.3),
             cutoff in prop::option::of(0.0f64..0.8),
         ) {
-            let mut state = seed | 1;
-            let mut rnd = move || {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                (state % 2001) as f64 / 1000.0 - 1.0
-            };
+            let mut rnd = super::super::test_values(seed);
             let mut blocks: Vec<(usize, usize, Vec<f64>)> = shapes
                 .iter()
                 .map(|&(m, n)| (m, n, (0..m * n).map(|_| rnd()).collect()))
