@@ -22,6 +22,20 @@ pub(crate) fn block_extents(n: usize, block: usize) -> Vec<usize> {
     v
 }
 
+/// Advances the multi-index `idx` to the next one of the box
+/// `lo[k] <= idx[k] < hi[k]` in row-major order (last mode fastest);
+/// returns false (with `idx` back at `lo`) after the last one.
+pub(crate) fn odometer_step(idx: &mut [usize], lo: &[usize], hi: &[usize]) -> bool {
+    for k in (0..idx.len()).rev() {
+        idx[k] += 1;
+        if idx[k] < hi[k] {
+            return true;
+        }
+        idx[k] = lo[k];
+    }
+    false
+}
+
 /// Row-major (C order) strides, in elements, of a dense array of `shape`.
 pub(crate) fn c_strides(shape: &[usize]) -> Vec<usize> {
     let mut s = vec![1usize; shape.len()];

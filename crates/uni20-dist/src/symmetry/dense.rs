@@ -212,22 +212,12 @@ pub fn split_dense(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::symmetry::{Direction, Leg, Sector, Symmetry};
+    use crate::symmetry::{u1_test_leg, Direction, Symmetry};
 
     fn layout() -> SymmetricLayout {
         let g = Symmetry::u1();
-        let mk = |dir, qs: &[(i64, usize)], tile| {
-            let s = qs
-                .iter()
-                .map(|&(q, d)| Sector {
-                    charge: g.charge(&[q]).unwrap(),
-                    dim: d,
-                })
-                .collect();
-            Leg::tiled(g.clone(), dir, s, tile).unwrap()
-        };
-        let a = mk(Direction::Out, &[(-1, 2), (0, 1), (1, 3)], 2);
-        let b = mk(Direction::In, &[(-1, 1), (1, 2)], 1);
+        let a = u1_test_leg(Direction::Out, &[(-1, 2), (0, 1), (1, 3)], 2);
+        let b = u1_test_leg(Direction::In, &[(-1, 1), (1, 2)], 1);
         SymmetricLayout::new(g.clone(), vec![a, b], g.identity()).unwrap()
     }
 

@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 
 use super::group::{Charge, SymmetryError};
 use super::leg::{Direction, Leg, Sector};
+use crate::layout::odometer_step;
 
 /// One sector combination of the parts and where it lands in the fused
 /// leg.
@@ -72,6 +73,8 @@ impl Fusion {
         // Every sector combination, lexicographic, with its fused charge.
         let mut combos: Vec<(Vec<usize>, Charge, usize)> = Vec::new();
         let mut idx = vec![0usize; parts.len()];
+        let lo = vec![0usize; parts.len()];
+        let hi: Vec<usize> = parts.iter().map(|p| p.sectors().len()).collect();
         'all: loop {
             let mut acc = g.identity();
             let mut dim = 1usize;
@@ -90,17 +93,8 @@ impl Fusion {
                 Direction::In => g.dual(&acc)?,
             };
             combos.push((idx.clone(), q, dim));
-            let mut k = parts.len();
-            loop {
-                if k == 0 {
-                    break 'all;
-                }
-                k -= 1;
-                idx[k] += 1;
-                if idx[k] < parts[k].sectors().len() {
-                    continue 'all;
-                }
-                idx[k] = 0;
+            if !odometer_step(&mut idx, &lo, &hi) {
+                break 'all;
             }
         }
         let mut by_charge: BTreeMap<Charge, usize> = BTreeMap::new();

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 
 use super::group::{Charge, Symmetry, SymmetryError};
 use super::leg::{Direction, Leg};
+use crate::layout::odometer_step;
 
 /// One allowed block: the tile of each leg and the sector that tile
 /// belongs to.
@@ -126,24 +127,17 @@ impl SymmetricLayout {
         let mut blocks = Vec::new();
         for sectors in tuples {
             let ranges: Vec<_> = sectors.iter().zip(&legs).map(|(&s, l)| l.tile_range(s)).collect();
-            let mut tiles: Vec<usize> = ranges.iter().map(|r| r.start).collect();
-            // Odometer over the tile ranges (last leg fastest).
-            'tuple: loop {
+            let lo: Vec<usize> = ranges.iter().map(|r| r.start).collect();
+            let hi: Vec<usize> = ranges.iter().map(|r| r.end).collect();
+            let mut tiles = lo.clone();
+            // Every tile tuple of the sector tuple (last leg fastest).
+            loop {
                 blocks.push(SymBlock {
                     tiles: tiles.clone(),
                     sectors: sectors.clone(),
                 });
-                let mut k = tiles.len();
-                loop {
-                    if k == 0 {
-                        break 'tuple;
-                    }
-                    k -= 1;
-                    tiles[k] += 1;
-                    if tiles[k] < ranges[k].end {
-                        continue 'tuple;
-                    }
-                    tiles[k] = ranges[k].start;
+                if !odometer_step(&mut tiles, &lo, &hi) {
+                    break;
                 }
             }
         }
@@ -237,26 +231,15 @@ impl SymmetricLayout {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::symmetry::Sector;
-
-    fn leg(g: &Symmetry, dir: Direction, s: &[(i64, usize)], tile: usize) -> Leg {
-        let sectors = s
-            .iter()
-            .map(|&(q, d)| Sector {
-                charge: g.charge(&[q]).unwrap(),
-                dim: d,
-            })
-            .collect();
-        Leg::tiled(g.clone(), dir, sectors, tile).unwrap()
-    }
+    use crate::symmetry::u1_test_leg;
 
     #[test]
     fn spin_half_mps_tensor() {
         // A(left In, phys In, right Out) with 2Sz charges: right = left + phys.
         let g = Symmetry::u1();
-        let left = leg(&g, Direction::In, &[(-1, 2), (1, 2)], 8);
-        let phys = leg(&g, Direction::In, &[(-1, 1), (1, 1)], 8);
-        let right = leg(&g, Direction::Out, &[(-2, 1), (0, 3), (2, 1)], 2);
+        let left = u1_test_leg(Direction::In, &[(-1, 2), (1, 2)], 8);
+        let phys = u1_test_leg(Direction::In, &[(-1, 1), (1, 1)], 8);
+        let right = u1_test_leg(Direction::Out, &[(-2, 1), (0, 3), (2, 1)], 2);
         let lay = SymmetricLayout::new(g.clone(), vec![left, phys, right], g.identity()).unwrap();
         // Allowed sector tuples: (-1,-1,-2), (-1,1,0), (1,-1,0), (1,1,2).
         assert_eq!(
@@ -276,7 +259,7 @@ mod tests {
     #[test]
     fn impossible_flux_and_group_mismatch_are_errors() {
         let g = Symmetry::u1();
-        let a = leg(&g, Direction::Out, &[(0, 2)], 4);
+        let a = u1_test_leg(Direction::Out, &[(0, 2)], 4);
         assert!(matches!(
             SymmetricLayout::new(g.clone(), vec![a.clone(), a.dual()], g.charge(&[1]).unwrap()),
             Err(SymmetryError::NoAllowedBlock { .. })

@@ -44,3 +44,18 @@ fn test_values(seed: u64) -> impl FnMut() -> f64 {
         (state % 2001) as f64 / 1000.0 - 1.0
     }
 }
+
+/// A U(1) leg with sectors `(charge, dim)` in tiles of at most `tile`, for
+/// the tests of this module.
+#[cfg(test)]
+fn u1_test_leg(dir: Direction, sectors: &[(i64, usize)], tile: usize) -> Leg {
+    let g = Symmetry::u1();
+    let s = sectors
+        .iter()
+        .map(|&(q, d)| Sector {
+            charge: g.charge(&[q]).unwrap(),
+            dim: d,
+        })
+        .collect();
+    Leg::tiled(g, dir, s, tile).unwrap()
+}

@@ -13,7 +13,7 @@ use uni20_persist::{PValue, PersistentPtr, Store};
 use uni20_worker::HandlerError;
 
 use super::assign::Assigner;
-use crate::layout::{c_strides, copy_box, Blocking};
+use crate::layout::{c_strides, copy_box, odometer_step, Blocking};
 use crate::tensor::{Block, BlockRef, Manifest};
 use crate::transfer::TransferSet;
 
@@ -77,6 +77,8 @@ impl BoxSource {
                 .map(|k| overlapping(m.blocking.mode(k), offset[k], offset[k] + shape[k]))
                 .collect();
             let mut idx = vec![0usize; shape.len()];
+            let lo = vec![0usize; shape.len()];
+            let hi: Vec<usize> = per_mode.iter().map(Vec::len).collect();
             'outer: loop {
                 let multi: Vec<usize> = idx.iter().zip(&per_mode).map(|(&i, v)| v[i].0).collect();
                 let lin = m.blocking.linear(&multi);
@@ -86,17 +88,8 @@ impl BoxSource {
                     shape: m.blocking.block_shape(&multi),
                     bytes: m.block_bytes(lin),
                 });
-                let mut k = shape.len();
-                loop {
-                    if k == 0 {
-                        break 'outer;
-                    }
-                    k -= 1;
-                    idx[k] += 1;
-                    if idx[k] < per_mode[k].len() {
-                        break;
-                    }
-                    idx[k] = 0;
+                if !odometer_step(&mut idx, &lo, &hi) {
+                    break 'outer;
                 }
             }
         }
