@@ -16,7 +16,7 @@ use uni20_worker::Controller;
 use crate::env::TwoSiteHamiltonian;
 use crate::error::TnError;
 use crate::lanczos::LinearOperator;
-use crate::measure::{ones, transfer, transfer_right};
+use crate::measure::{ones, transfer, Side};
 use crate::mps::Mps;
 
 /// A lower state and its overlap environments with the running state.
@@ -52,8 +52,9 @@ impl Orthogonal {
         left[0] = Some(ones(ctl, &[1, 1])?);
         right[n - 1] = Some(ones(ctl, &[1, 1])?);
         for i in (0..n - 1).rev() {
-            right[i] = Some(transfer_right(
+            right[i] = Some(transfer(
                 ctl,
+                Side::Right,
                 at(&right, i + 1)?,
                 phi.site(i + 1),
                 psi.site(i + 1),
@@ -77,7 +78,7 @@ impl Orthogonal {
     /// After the step at bond `i` moved the centre right: `psi_i` is the
     /// new left-orthonormal site.
     pub(crate) fn moved_right(&mut self, ctl: &Controller<'_>, i: usize, psi_i: &DistTensor) -> Result<(), TnError> {
-        let e = transfer(ctl, at(&self.left, i)?, self.state.site(i), psi_i, None)?;
+        let e = transfer(ctl, Side::Left, at(&self.left, i)?, self.state.site(i), psi_i, None)?;
         self.left[i + 1] = Some(e);
         Ok(())
     }
@@ -85,7 +86,14 @@ impl Orthogonal {
     /// After the step at bond `i` moved the centre left: `psi_next` is the
     /// new right-orthonormal site `i + 1`.
     pub(crate) fn moved_left(&mut self, ctl: &Controller<'_>, i: usize, psi_next: &DistTensor) -> Result<(), TnError> {
-        let e = transfer_right(ctl, at(&self.right, i + 1)?, self.state.site(i + 1), psi_next, None)?;
+        let e = transfer(
+            ctl,
+            Side::Right,
+            at(&self.right, i + 1)?,
+            self.state.site(i + 1),
+            psi_next,
+            None,
+        )?;
         self.right[i] = Some(e);
         Ok(())
     }

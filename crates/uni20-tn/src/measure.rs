@@ -80,50 +80,34 @@ pub fn site_operator(ctl: &Controller<'_>, site: &Site, name: &str, block: usize
     Ok(DistTensor::from_local(ctl, &t, block)?)
 }
 
-/// Left transfer `E'[w, z] = sum conj(A[x, s, w]) O[s, t] B[y, t, z] E[x, y]`
-/// (`op = None`: the identity).
+/// Which way a transfer step grows an environment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Side {
+    /// `E'[w, z] = sum conj(A[x, s, w]) O[s, t] B[y, t, z] E[x, y]`.
+    Left,
+    /// `E'[x, y] = sum conj(A[x, s, w]) O[s, t] B[y, t, z] E[w, z]`.
+    Right,
+}
+
+/// One transfer step of an overlap environment `E` (bra bond, ket bond)
+/// through bra site `a` and ket site `b`, with the operator `op` between
+/// them (`None`: the identity).
 pub(crate) fn transfer(
     ctl: &Controller<'_>,
+    side: Side,
     e: &DistTensor,
     a: &DistTensor,
     b: &DistTensor,
     op: Option<&DistTensor>,
 ) -> Result<DistTensor, TnError> {
-    transfer_with(ctl, ["xy,ytz->xtz", "st,xtz->xsz", "xsw,xsz->wz"], true, e, a, b, op)
-}
-
-/// Right transfer `E'[x, y] = sum conj(A[x, s, w]) O[s, t] B[y, t, z] E[w, z]`.
-pub(crate) fn transfer_right(
-    ctl: &Controller<'_>,
-    e: &DistTensor,
-    a: &DistTensor,
-    b: &DistTensor,
-    op: Option<&DistTensor>,
-) -> Result<DistTensor, TnError> {
-    transfer_with(ctl, ["ytz,wz->ytw", "st,ytw->ysw", "xsw,ysw->xy"], false, e, a, b, op)
-}
-
-/// One transfer step: the environment with the ket site (`specs[0]`, the
-/// environment first when `env_first`), the operator (`specs[1]`), then the
-/// conjugated bra site (`specs[2]`).
-fn transfer_with(
-    ctl: &Controller<'_>,
-    specs: [&str; 3],
-    env_first: bool,
-    e: &DistTensor,
-    a: &DistTensor,
-    b: &DistTensor,
-    op: Option<&DistTensor>,
-) -> Result<DistTensor, TnError> {
-    let mut t = if env_first {
-        contract(ctl, specs[0], e, b)?
-    } else {
-        contract(ctl, specs[0], b, e)?
+    let (mut t, specs) = match side {
+        Side::Left => (contract(ctl, "xy,ytz->xtz", e, b)?, ["st,xtz->xsz", "xsw,xsz->wz"]),
+        Side::Right => (contract(ctl, "ytz,wz->ytw", b, e)?, ["st,ytw->ysw", "xsw,ysw->xy"]),
     };
     if let Some(o) = op {
-        t = contract(ctl, specs[1], o, &t)?;
+        t = contract(ctl, specs[0], o, &t)?;
     }
-    Ok(contract_with(ctl, specs[2], a, &t, &conj_first())?)
+    Ok(contract_with(ctl, specs[1], a, &t, &conj_first())?)
 }
 
 /// `<bra|ket>` of two states on the same chain.
@@ -135,7 +119,7 @@ pub fn overlap(ctl: &Controller<'_>, bra: &Mps, ket: &Mps) -> Result<f64, TnErro
     check_len("overlap: sites of the ket", ket.len(), bra.len())?;
     let mut e = ones(ctl, &[1, 1])?;
     for (a, b) in bra.sites().iter().zip(ket.sites()) {
-        e = transfer(ctl, &e, a, b, None)?;
+        e = transfer(ctl, Side::Left, &e, a, b, None)?;
     }
     scalar(ctl, &e)
 }
@@ -144,7 +128,7 @@ pub fn overlap(ctl: &Controller<'_>, bra: &Mps, ket: &Mps) -> Result<f64, TnErro
 fn left_norms(ctl: &Controller<'_>, mps: &Mps) -> Result<Vec<DistTensor>, TnError> {
     let mut out = vec![ones(ctl, &[1, 1])?];
     for m in mps.sites() {
-        let next = transfer(ctl, &out[out.len() - 1], m, m, None)?;
+        let next = transfer(ctl, Side::Left, &out[out.len() - 1], m, m, None)?;
         out.push(next);
     }
     Ok(out)
@@ -155,7 +139,7 @@ fn right_norms(ctl: &Controller<'_>, mps: &Mps) -> Result<Vec<DistTensor>, TnErr
     let l = mps.len();
     let mut out = vec![ones(ctl, &[1, 1])?; l + 1];
     for i in (0..l).rev() {
-        out[i] = transfer_right(ctl, &out[i + 1], mps.site(i), mps.site(i), None)?;
+        out[i] = transfer(ctl, Side::Right, &out[i + 1], mps.site(i), mps.site(i), None)?;
     }
     Ok(out)
 }
@@ -177,7 +161,7 @@ pub fn local_expectations(ctl: &Controller<'_>, mps: &Mps, ops: &[DistTensor]) -
     let nrm = close(ctl, &left[mps.len()], &right[mps.len()])?;
     let mut out = Vec::with_capacity(mps.len());
     for (i, o) in ops.iter().enumerate() {
-        let e = transfer(ctl, &left[i], mps.site(i), mps.site(i), Some(o))?;
+        let e = transfer(ctl, Side::Left, &left[i], mps.site(i), mps.site(i), Some(o))?;
         out.push(close(ctl, &e, &right[i + 1])? / nrm);
     }
     Ok(out)
@@ -218,12 +202,12 @@ pub fn correlations(
     let left = left_norms(ctl, mps)?;
     let right = right_norms(ctl, mps)?;
     let nrm = close(ctl, &left[l], &right[l])?;
-    let mut open = transfer(ctl, &left[i], mps.site(i), mps.site(i), Some(a))?;
+    let mut open = transfer(ctl, Side::Left, &left[i], mps.site(i), mps.site(i), Some(a))?;
     let mut out = Vec::new();
     for j in i + 1..l.min(i + range + 1) {
-        let closed = transfer(ctl, &open, mps.site(j), mps.site(j), Some(&b[j]))?;
+        let closed = transfer(ctl, Side::Left, &open, mps.site(j), mps.site(j), Some(&b[j]))?;
         out.push(close(ctl, &closed, &right[j + 1])? / nrm);
-        open = transfer(ctl, &open, mps.site(j), mps.site(j), string.map(|s| &s[j]))?;
+        open = transfer(ctl, Side::Left, &open, mps.site(j), mps.site(j), string.map(|s| &s[j]))?;
     }
     Ok(out)
 }
