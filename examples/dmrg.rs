@@ -61,7 +61,7 @@ struct Args {
     /// Seed of the random initial MPS.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Bond dimension of the random initial MPS.
+    /// Bond dimension of the random initial MPS (at most --chi-max).
     #[arg(long, default_value_t = 8)]
     init_bond: usize,
     /// Smallest residual tolerance of the Lanczos eigensolver of each step.
@@ -148,6 +148,19 @@ enum ModelName {
 }
 
 impl Args {
+    /// The model and the parameters it uses, in one line (recorded next to the
+    /// checkpoints and in `sweeps.json`).
+    fn model_description(&self) -> String {
+        match self.model {
+            ModelName::Heisenberg => format!("heisenberg 2S={}", self.two_s),
+            ModelName::Xxz => format!("xxz 2S={} Jxy=1 Jz={} hz={}", self.two_s, self.jz, self.hz),
+            ModelName::Tfi => format!("tfi J=1 g={}", self.g),
+            ModelName::Spin1 => format!("spin1 J=1 D={}", self.d),
+            ModelName::J1j2 => format!("j1j2 J1=1 J2={}", self.j2),
+            ModelName::Hubbard => format!("hubbard t=1 U={} mu={}", self.u, self.mu),
+        }
+    }
+
     /// The model, or `None` for the default spin-1/2 Heisenberg chain (built by
     /// `Mpo::heisenberg`, whose arithmetic the reference energies were taken with).
     fn model(&self) -> anyhow::Result<Option<Model>> {
@@ -192,6 +205,26 @@ fn run(ctl: &Controller<'_>, args: &Args) -> anyhow::Result<()> {
         ctl.transport_kind(),
         ctl.threads_per_rank()
     );
+    // Refuse an unusable --output now, not after the sweeps.
+    if let Some(dir) = &args.output {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating the --output directory {}", dir.display()))?;
+    }
+    // The checkpoints hold the state, not the Hamiltonian: record the model next to them
+    // and refuse to resume under another one.
+    if let Some(dir) = &args.checkpoint {
+        let path = dir.join("model.txt");
+        let this = args.model_description();
+        match (&args.resume, std::fs::read_to_string(&path)) {
+            (Some(id), Ok(recorded)) if recorded.trim() != this => bail!(
+                "cannot resume {id}: the checkpoints in {} were written for the model `{}`, this run asks for `{this}`",
+                dir.display(),
+                recorded.trim()
+            ),
+            (Some(_), _) => {}
+            (None, _) => std::fs::write(&path, format!("{this}\n"))
+                .with_context(|| format!("recording the model in {}", path.display()))?,
+        }
+    }
     let model = args.model()?;
     let (mpo, phys) = match &model {
         None => (Mpo::heisenberg(ctl, args.sites, args.block)?, SPIN_HALF),
@@ -242,7 +275,15 @@ fn run(ctl: &Controller<'_>, args: &Args) -> anyhow::Result<()> {
             d
         }
         None => {
-            let mps = Mps::random(ctl, args.sites, phys, args.init_bond, args.block, args.seed)?;
+            // The random start never needs a bond above what the sweeps keep.
+            let mps = Mps::random(
+                ctl,
+                args.sites,
+                phys,
+                args.init_bond.min(args.chi_max),
+                args.block,
+                args.seed,
+            )?;
             Dmrg::new(ctl, mpo.clone(), mps, opts)?
         }
     };
@@ -370,10 +411,12 @@ fn write_npy(path: &std::path::Path, v: &[f64]) -> anyhow::Result<()> {
     let mut w = npyz::WriteOptions::<f64>::new()
         .default_dtype()
         .shape(&[v.len() as u64])
-        .writer(std::io::BufWriter::new(std::fs::File::create(path)?))
+        .writer(std::io::BufWriter::new(
+            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
+        ))
         .begin_nd()?;
     w.extend(v.iter().copied())?;
-    w.finish()?;
+    w.finish().with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }
 
@@ -396,8 +439,9 @@ fn write_output(
         })
         .collect();
     let mut doc = serde_json::json!({
-        "model": format!("{:?}", args.model).to_lowercase(), "sites": args.sites,
-        "chi_max": args.chi_max, "cutoff": args.cutoff, "sweeps": sweeps,
+        "model": format!("{:?}", args.model).to_lowercase(), "parameters": args.model_description(),
+        "sites": args.sites, "chi_max": args.chi_max, "cutoff": args.cutoff, "seed": args.seed,
+        "init_bond": args.init_bond.min(args.chi_max), "sweeps": sweeps,
     });
     if let Some(m) = m {
         doc["measure"] = serde_json::json!({
@@ -407,7 +451,9 @@ fn write_output(
         write_npy(&dir.join("entropy.npy"), &m.entropy)?;
         plot(&dir.join("dmrg.svg"), history, m)?;
     }
-    std::fs::write(dir.join("sweeps.json"), serde_json::to_string_pretty(&doc)?)?;
+    let json = dir.join("sweeps.json");
+    std::fs::write(&json, serde_json::to_string_pretty(&doc)?)
+        .with_context(|| format!("writing {}", json.display()))?;
     Ok(())
 }
 

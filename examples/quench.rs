@@ -140,7 +140,25 @@ fn run(args: &Args) -> anyhow::Result<Vec<Record>> {
         block: args.block,
         imaginary: false,
     };
-    let steps = (args.time / args.dt).round() as usize;
+    if !(args.dt.is_finite() && args.dt > 0.0) {
+        bail!("--dt must be finite and > 0");
+    }
+    let steps_f = (args.time / args.dt).round();
+    if steps_f > 1e6 {
+        bail!("--time / --dt gives {steps_f:e} steps; at most 1e6 are allowed (every step is measured and kept)");
+    }
+    let steps = steps_f as usize;
+    if ((steps as f64) * args.dt - args.time).abs() > 1e-9 * args.time.max(1.0) {
+        println!(
+            "note: --time {} is not a multiple of --dt {}: {steps} steps end at t = {}",
+            args.time,
+            args.dt,
+            steps as f64 * args.dt
+        );
+    }
+    if let Some(dir) = &args.output {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating the --output directory {}", dir.display()))?;
+    }
     let recs = uni20::universe()
         .run(|ctl| -> anyhow::Result<Vec<Record>> {
             let labels: Vec<&str> = (0..args.sites)
@@ -200,7 +218,8 @@ fn main() -> ExitCode {
                 })
                 .collect();
             let doc = serde_json::json!({
-                "sites": args.sites, "jxy": args.jxy, "jz": args.jz, "dt": args.dt, "chi_max": args.chi_max,
+                "sites": args.sites, "jxy": args.jxy, "jz": args.jz, "dt": args.dt, "time": args.time,
+                "chi_max": args.chi_max, "cutoff": args.cutoff,
                 "steps": steps,
             });
             std::fs::write(dir.join("steps.json"), serde_json::to_string_pretty(&doc)?)?;

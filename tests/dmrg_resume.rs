@@ -190,11 +190,17 @@ fn checkpoint_after(text: &str, k: u64) -> Option<String> {
     })
 }
 
-/// Copies the store directory `from` (rank directories of object files) to `to`.
+/// Copies the store directory `from` (rank directories of object files, and the
+/// example's `model.txt`) to `to`.
 fn copy_store(from: &Path, to: &Path) {
     for rank in std::fs::read_dir(from).unwrap() {
         let rank = rank.unwrap();
         let dest = to.join(rank.file_name());
+        if rank.file_type().unwrap().is_file() {
+            std::fs::create_dir_all(to).unwrap();
+            std::fs::copy(rank.path(), &dest).unwrap();
+            continue;
+        }
         std::fs::create_dir_all(&dest).unwrap();
         for f in std::fs::read_dir(rank.path()).unwrap() {
             let f = f.unwrap();

@@ -13,7 +13,9 @@
 //!
 //! Conventions: `M_i[a, s, b]` (left bond, physical, right bond); an
 //! operator `O[s, t]` maps the ket's `t` to the bra's `s`; an MPO site is
-//! `W[a, b, s, t]`. States are real (f64), as the DMRG's are.
+//! `W[a, b, s, t]`. The results are real numbers: for a complex state
+//! (after a real-time TEBD step) the expectation values of Hermitian
+//! operators are real, and [`overlap`] returns the real part of `<a|b>`.
 
 use uni20_dispatch::LocalTensor;
 use uni20_dist::decomp::SvdOptions;
@@ -110,7 +112,8 @@ pub(crate) fn transfer(
     Ok(contract_with(ctl, specs[1], a, &t, &conj_first())?)
 }
 
-/// `<bra|ket>` of two states on the same chain.
+/// The real part of `<bra|ket>` of two states on the same chain (the
+/// overlap itself for real states).
 ///
 /// # Errors
 /// [`TnError::Shape`] for chains of different lengths; the errors of the
