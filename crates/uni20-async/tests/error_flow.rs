@@ -8,6 +8,9 @@
 use std::error::Error as _;
 use uni20_async::{Async, AsyncError, LocalExecutor, ThreadPoolExecutor};
 
+mod common;
+use common::named_write_read;
+
 /// Asserts `e` is a poison whose origin is `origin` and whose source chain reaches an error
 /// whose text contains `root`.
 fn assert_poison_chain(e: &AsyncError, origin: &str, root: &str) {
@@ -41,10 +44,8 @@ struct Chain {
 fn chain() -> Chain {
     let x = Async::new(1).with_name("x");
     let y = Async::new(100).with_name("y"); // the stale value stage 3 must not see
-    let stage1 = x.write();
-    let x_read = x.read();
-    let y_write = y.write();
-    let y_read = y.read();
+    let (stage1, x_read) = (x.write(), x.read());
+    let (y_write, y_read) = (y.write(), y.read());
     Chain {
         stage1,
         x_read,
@@ -126,8 +127,7 @@ fn acquired_but_unwritten_guard_is_poisoned_too() {
 #[test]
 fn written_buffers_keep_their_value_after_an_error() {
     let c = chain();
-    let z = Async::new(-1).with_name("z");
-    let (wz, rz) = (z.write(), z.read());
+    let (_z, wz, rz) = named_write_read(-1, "z");
     let ex = LocalExecutor::new();
     ex.spawn(stage1(c.stage1));
     let (r, wy) = (c.x_read, c.y_write);
@@ -211,8 +211,7 @@ fn no_value_error_poisons_but_maybe_passes_through() {
 /// outputs only through `fail` (documented in the crate docs).
 #[test]
 fn own_errors_are_routed_with_fail() {
-    let y = Async::new(1).with_name("y");
-    let (w1, r1) = (y.write(), y.read());
+    let (y, w1, r1) = named_write_read(1, "y");
     let (w2, r2) = (y.write(), y.read());
     assert_eq!((w1.epoch(), r1.epoch(), w2.epoch(), r2.epoch()), (1, 1, 2, 2));
     let ex = LocalExecutor::new();
@@ -248,8 +247,7 @@ fn pending_task_dropped_with_the_executor_poisons() {
     let c = chain();
     c.stage1.fail("then stuck");
     let never = Async::new(0);
-    let _blocker = never.write();
-    let stuck = never.read();
+    let (_blocker, stuck) = (never.write(), never.read());
     let (r, w) = (c.x_read, c.y_write);
     let ex = LocalExecutor::new();
     ex.spawn(async move {
@@ -266,8 +264,7 @@ fn pending_task_dropped_with_the_executor_poisons() {
 /// through (the cancellation path is unchanged).
 #[test]
 fn unwritten_buffer_without_an_error_passes_through() {
-    let y = Async::new(3).with_name("y");
-    let (w, r) = (y.write(), y.read());
+    let (_y, w, r) = named_write_read(3, "y");
     let ex = LocalExecutor::new();
     ex.spawn(async move { drop(w) });
     ex.run().unwrap();

@@ -11,6 +11,20 @@ fn open(dir: &std::path::Path, rank: u32) -> Store {
     Store::open(dir, rank, StoreOptions::new()).unwrap()
 }
 
+/// A new temporary directory and rank 0's store in it with a memory budget of `budget`
+/// bytes (the directory must outlive the store).
+fn budgeted_store(budget: u64) -> (tempfile::TempDir, Store) {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Store::open(tmp.path(), 0, StoreOptions::new().memory_budget(budget)).unwrap();
+    (tmp, s)
+}
+
+/// The directory of rank 0's store under `root` (opened once to create it, then closed).
+fn store_dir(root: &std::path::Path) -> std::path::PathBuf {
+    let s = open(root, 0);
+    s.dir().unwrap().to_owned()
+}
+
 #[test]
 fn restart_after_flush_serves_everything() {
     let tmp = tempfile::tempdir().unwrap();
@@ -177,10 +191,7 @@ fn corrupted_header_is_detected() {
 #[test]
 fn leftover_temp_files_are_removed_and_never_served() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = {
-        let s = open(tmp.path(), 0);
-        s.dir().unwrap().to_owned()
-    };
+    let dir = store_dir(tmp.path());
     fs::write(dir.join(".tmp-0-5-1-1"), b"partial").unwrap();
     let s = open(tmp.path(), 0);
     assert!(!dir.join(".tmp-0-5-1-1").exists());
@@ -189,8 +200,7 @@ fn leftover_temp_files_are_removed_and_never_served() {
 
 #[test]
 fn pinned_survive_eviction_under_pressure() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Store::open(tmp.path(), 0, StoreOptions::new().memory_budget(64 * 1024)).unwrap();
+    let (_tmp, s) = budgeted_store(64 * 1024);
     let first = s.commit(vec![1u8; 16 * 1024]).unwrap();
     let pin = s.load_wait(first).unwrap();
     let mut others = Vec::new();
@@ -218,8 +228,7 @@ fn pinned_survive_eviction_under_pressure() {
 #[test]
 fn spilled_replicas_reload_bit_identical() {
     let src = Store::in_memory(7);
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Store::open(tmp.path(), 0, StoreOptions::new().memory_budget(10_000)).unwrap();
+    let (tmp, s) = budgeted_store(10_000);
     let mut sent = Vec::new();
     for i in 0..40u32 {
         let v: Vec<f64> = (0..500).map(|k| (k as f64) * 0.1 + i as f64).collect();
@@ -305,8 +314,7 @@ fn gc_removes_files() {
 
 #[test]
 fn concurrent_commit_load_evict_under_budget() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Store::open(tmp.path(), 0, StoreOptions::new().memory_budget(32 * 1024)).unwrap();
+    let (_tmp, s) = budgeted_store(32 * 1024);
     let hs: Vec<_> = (0..8u64)
         .map(|t| {
             let s = s.clone();
@@ -372,10 +380,7 @@ fn flushed_replicas_survive_restart() {
 #[test]
 fn format_1_files_are_refused_by_name() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = {
-        let s = open(tmp.path(), 0);
-        s.dir().unwrap().to_owned()
-    };
+    let dir = store_dir(tmp.path());
     // A format-1 object file (`<origin>-<seq>.obj`, IDs without a nonce) is ignored.
     fs::write(dir.join("0-5.obj"), b"U20OBJ\0\x01 whatever").unwrap();
     let s = open(tmp.path(), 0);
@@ -425,8 +430,7 @@ fn usage(s: &Store) -> (u64, u64, u64, u64, u64, u64) {
 
 #[test]
 fn stats_report_usage_and_io() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Store::open(tmp.path(), 0, StoreOptions::new().memory_budget(10_000)).unwrap();
+    let (_tmp, s) = budgeted_store(10_000);
     let mut ps = Vec::new();
     for i in 0..20u32 {
         ps.push(s.commit(vec![i; 250 + i as usize]).unwrap()); // 1000 + 4i bytes
@@ -481,8 +485,7 @@ fn stats_report_usage_and_io() {
 
 #[test]
 fn try_load_local_never_does_io() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Store::open(tmp.path(), 0, StoreOptions::new().memory_budget(1000)).unwrap();
+    let (_tmp, s) = budgeted_store(1000);
     let d = s.commit(vec![4u8; 500]).unwrap();
     let cold = s.commit(vec![5u8; 10]).unwrap();
     assert!(s.evict(d.id()) && s.evict(cold.id()));
@@ -527,8 +530,7 @@ fn try_load_local_never_does_io() {
 
 #[test]
 fn a_failed_spill_does_not_poison_the_store() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Store::open(tmp.path(), 0, StoreOptions::new().memory_budget(1000)).unwrap();
+    let (_tmp, s) = budgeted_store(1000);
     // Two unrelated objects, only on disk.
     let a = s.commit(vec![1u8; 200]).unwrap();
     let b = s.commit(vec![2u8; 200]).unwrap();
