@@ -56,6 +56,33 @@ fn chain() -> Chain {
     }
 }
 
+/// What a chain whose stage 1 already failed leaves to the test besides stage 2's
+/// buffers: stage 3's reader of `y` (and the buffers, kept alive).
+struct AfterFailedStage1 {
+    y_read: uni20_async::ReadBuffer<i32>,
+    _x: Async<i32>,
+    _y: Async<i32>,
+}
+
+/// A chain whose stage 1 failed with `message` before any task ran: stage 2's reader of
+/// `x` and writer of `y`, and the rest.
+fn failed_chain(
+    message: &str,
+) -> (
+    uni20_async::ReadBuffer<i32>,
+    uni20_async::WriteBuffer<i32>,
+    AfterFailedStage1,
+) {
+    let c = chain();
+    c.stage1.fail(message);
+    let rest = AfterFailedStage1 {
+        y_read: c.y_read,
+        _x: c._x,
+        _y: c._y,
+    };
+    (c.x_read, c.y_write, rest)
+}
+
 async fn stage1(w: uni20_async::WriteBuffer<i32>) -> Result<(), AsyncError> {
     let g = w.await?;
     g.fail("stage 1 failed");
@@ -107,10 +134,8 @@ fn three_stage_chain_pool() {
 /// Stage 2 with a blocking read on a pool thread, and the writer already acquired.
 #[test]
 fn acquired_but_unwritten_guard_is_poisoned_too() {
-    let c = chain();
-    c.stage1.fail("early failure");
+    let (r, w, c) = failed_chain("early failure");
     let pool = ThreadPoolExecutor::new(2).unwrap();
-    let (r, w) = (c.x_read, c.y_write);
     let h2 = pool.spawn(async move {
         let g = w.await?; // acquired, looked at, never written
         assert_eq!(g.get(), Some(&100));
@@ -149,10 +174,8 @@ fn written_buffers_keep_their_value_after_an_error() {
 /// returning `Ok` without writing still poisons, so no stale value escapes.
 #[test]
 fn swallowed_error_without_a_write_still_poisons() {
-    let c = chain();
-    c.stage1.fail("swallowed");
+    let (r, w, c) = failed_chain("swallowed");
     let ex = LocalExecutor::new();
-    let (r, w) = (c.x_read, c.y_write);
     ex.spawn(async move {
         if r.get().await.is_err() {
             drop(w);
@@ -165,10 +188,8 @@ fn swallowed_error_without_a_write_still_poisons() {
 /// Handling the error by writing a fallback is a write: nothing is poisoned.
 #[test]
 fn handled_error_with_a_fallback_write_does_not_poison() {
-    let c = chain();
-    c.stage1.fail("handled");
+    let (r, w, c) = failed_chain("handled");
     let ex = LocalExecutor::new();
-    let (r, w) = (c.x_read, c.y_write);
     ex.spawn(async move {
         let v = r.get().await.copied().unwrap_or(-7);
         drop(r);
@@ -244,11 +265,9 @@ fn own_errors_are_routed_with_fail() {
 /// unwritten buffers as it is dropped.
 #[test]
 fn pending_task_dropped_with_the_executor_poisons() {
-    let c = chain();
-    c.stage1.fail("then stuck");
+    let (r, w, c) = failed_chain("then stuck");
     let never = Async::new(0);
     let (_blocker, stuck) = (never.write(), never.read());
-    let (r, w) = (c.x_read, c.y_write);
     let ex = LocalExecutor::new();
     ex.spawn(async move {
         let _ = r.get().await;
