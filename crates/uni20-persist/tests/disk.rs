@@ -3,7 +3,6 @@
 mod common;
 
 use std::fs;
-use std::sync::{Arc, Barrier};
 
 use uni20_persist::*;
 
@@ -267,22 +266,14 @@ fn sixteen_threads_load_from_disk_once() {
         p
     };
     let s = open(tmp.path(), 0);
-    let barrier = Arc::new(Barrier::new(16));
-    let hs: Vec<_> = (0..16)
-        .map(|i| {
-            let s = s.clone();
-            let b = barrier.clone();
-            std::thread::spawn(move || {
-                b.wait();
-                if i % 4 == 0 {
-                    common::block_on(s.load(p)).unwrap()
-                } else {
-                    s.load_wait(p).unwrap()
-                }
-            })
-        })
-        .collect();
-    let vals: Vec<_> = hs.into_iter().map(|h| h.join().unwrap()).collect();
+    let loader = s.clone();
+    let vals = common::at_once(16, move |i| {
+        if i % 4 == 0 {
+            common::block_on(loader.load(p)).unwrap()
+        } else {
+            loader.load_wait(p).unwrap()
+        }
+    });
     let st = s.stats();
     assert_eq!(st.materializations, 1);
     assert_eq!(st.disk_reads, 1);
