@@ -15,7 +15,6 @@ use uni20_async::{Async, AsyncError, LocalExecutor, ThreadPoolExecutor};
 mod common;
 use common::{assert_would_block, log, named_write_read, yield_now, Log};
 
-
 // --- ThreadPoolExecutor ------------------------------------------------------------------
 
 #[test]

@@ -120,7 +120,13 @@ fn bench_permute(c: &mut Criterion) {
     let mut run_clone = || {
         black_box(a.clone());
     };
-    let mut g = flat_group(c, "permute_4096x2048", 20, Duration::from_millis(300), Duration::from_secs(3));
+    let mut g = flat_group(
+        c,
+        "permute_4096x2048",
+        20,
+        Duration::from_millis(300),
+        Duration::from_secs(3),
+    );
     g.bench_function(BenchmarkId::new("permute", th), |bch| bch.iter(&mut run_permute));
     g.bench_function(BenchmarkId::new("clone", 1), |bch| bch.iter(&mut run_clone));
     g.finish();
