@@ -2,10 +2,13 @@
 //! for it), a measurement on first sight records the fastest backend, a saved table is
 //! reloaded with the same entries, and bad files are refused with typed errors.
 
+mod kernels_common;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use kernels_common::Declining;
 use uni20_dispatch::backends::*;
 use uni20_dispatch::tune::*;
 use uni20_dispatch::view::*;
@@ -116,19 +119,11 @@ fn table_entry_changes_the_chosen_backend() {
     table.insert(class_of(32, 1), entry("gone"));
     assert_eq!(ran(&tuned, 32), "slow");
     // The table entry does not override a decline: a backend that declines is passed over.
-    struct Declines;
-    impl ContractBackend for Declines {
-        fn name(&self) -> &str {
-            "fast"
-        }
-        fn accepts(&self, _: &ContractProblem<'_>) -> Result<(), String> {
-            Err("never".into())
-        }
-        fn run(&self, _: &ContractProblem<'_>) -> Result<LocalTensor, KernelError> {
-            Err(KernelError::Failed("unreachable".into()))
-        }
-    }
-    let declining = BackendList::new(vec![slow.clone(), Arc::new(Declines)])
+    let declines = Declining {
+        name: "fast",
+        reason: "never",
+    };
+    let declining = BackendList::new(vec![slow.clone(), Arc::new(declines)])
         .with_thread_budget(1)
         .with_tuning(table);
     assert_eq!(ran(&declining, 4), "slow");

@@ -18,10 +18,12 @@ fn budgeted_store(budget: u64) -> (tempfile::TempDir, Store) {
     (tmp, s)
 }
 
-/// The directory of rank 0's store under `root` (opened once to create it, then closed).
-fn store_dir(root: &std::path::Path) -> std::path::PathBuf {
-    let s = open(root, 0);
-    s.dir().unwrap().to_owned()
+/// Rank 0's store under `root`, opened after the file `name` holding `bytes` was put
+/// in its directory (created by opening the store once before); also the directory.
+fn open_with_file(root: &std::path::Path, name: &str, bytes: &[u8]) -> (std::path::PathBuf, Store) {
+    let dir = open(root, 0).dir().unwrap().to_owned();
+    fs::write(dir.join(name), bytes).unwrap();
+    (dir, open(root, 0))
 }
 
 #[test]
@@ -190,9 +192,7 @@ fn corrupted_header_is_detected() {
 #[test]
 fn leftover_temp_files_are_removed_and_never_served() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = store_dir(tmp.path());
-    fs::write(dir.join(".tmp-0-5-1-1"), b"partial").unwrap();
-    let s = open(tmp.path(), 0);
+    let (dir, s) = open_with_file(tmp.path(), ".tmp-0-5-1-1", b"partial");
     assert!(!dir.join(".tmp-0-5-1-1").exists());
     assert_eq!(s.stats().objects, 0);
 }
@@ -371,10 +371,8 @@ fn flushed_replicas_survive_restart() {
 #[test]
 fn format_1_files_are_refused_by_name() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = store_dir(tmp.path());
     // A format-1 object file (`<origin>-<seq>.obj`, IDs without a nonce) is ignored.
-    fs::write(dir.join("0-5.obj"), b"U20OBJ\0\x01 whatever").unwrap();
-    let s = open(tmp.path(), 0);
+    let (dir, s) = open_with_file(tmp.path(), "0-5.obj", b"U20OBJ\0\x01 whatever");
     assert_eq!(s.stats().objects, 0);
     // A format-1 object file under a current name is corrupt, and says why.
     let id = ObjectId::with_nonce(0, s.nonce(), 7);
@@ -474,19 +472,28 @@ fn stats_report_usage_and_io() {
     assert_eq!(Store::in_memory(0).stats().io_ops, 0);
 }
 
+/// Commits `x` and `y` to `s` and evicts both: they are then only on disk.
+fn two_on_disk(s: &Store, x: Vec<u8>, y: Vec<u8>) -> (PersistentPtr<Vec<u8>>, PersistentPtr<Vec<u8>>) {
+    let (x, y) = (s.commit(x).unwrap(), s.commit(y).unwrap());
+    assert!(s.evict(x.id()) && s.evict(y.id()));
+    (x, y)
+}
+
+/// Commits `payloads` to a new in-memory store of rank 1 and inserts each into `s` as a
+/// replica (resident, no file yet); returns that store and the objects.
+fn replicas<const N: usize>(s: &Store, payloads: [Vec<u8>; N]) -> (Store, [PersistentPtr<Vec<u8>>; N]) {
+    let src = Store::in_memory(1);
+    let ptrs = payloads.map(|v| src.commit(v).unwrap());
+    let ids: Vec<ObjectId> = ptrs.iter().map(|p| p.id()).collect();
+    common::replicate(&src, s, &ids);
+    (src, ptrs)
+}
+
 #[test]
 fn try_load_local_never_does_io() {
     let (_tmp, s) = budgeted_store(1000);
-    let d = s.commit(vec![4u8; 500]).unwrap();
-    let cold = s.commit(vec![5u8; 10]).unwrap();
-    assert!(s.evict(d.id()) && s.evict(cold.id()));
-    let src = Store::in_memory(1);
-    let r = src.commit(vec![6u8; 450]).unwrap();
-    let q = src.commit(vec![7u8; 100]).unwrap();
-    for p in [r, q] {
-        let (m, b) = src.encoded(p.id()).unwrap();
-        s.insert_replica(m, b.to_vec()).unwrap();
-    }
+    let (d, cold) = two_on_disk(&s, vec![4u8; 500], vec![5u8; 10]);
+    let (_src, [r, q]) = replicas(&s, [vec![6u8; 450], vec![7u8; 100]]);
     // Pinning by ID reads the file and checks no budget: the cache is now over its
     // budget, and the only evictable entries are replicas, which need a spill.
     s.pin(d.id()).unwrap();
@@ -523,14 +530,10 @@ fn try_load_local_never_does_io() {
 fn a_failed_spill_does_not_poison_the_store() {
     let (_tmp, s) = budgeted_store(1000);
     // Two unrelated objects, only on disk.
-    let a = s.commit(vec![1u8; 200]).unwrap();
-    let b = s.commit(vec![2u8; 200]).unwrap();
-    assert!(s.evict(a.id()) && s.evict(b.id()));
+    let (a, b) = two_on_disk(&s, vec![1u8; 200], vec![2u8; 200]);
     // A replica: resident, no file, so evicting it needs a spill.
-    let src = Store::in_memory(1);
-    let r = src.commit(vec![3u8; 700]).unwrap();
-    let (meta, bytes) = src.encoded(r.id()).unwrap();
-    s.insert_replica(meta, bytes.to_vec()).unwrap();
+    let (src, [r]) = replicas(&s, [vec![3u8; 700]]);
+    let bytes = src.encoded(r.id()).unwrap().1;
     let r_path = s.object_path(r.id()).unwrap();
 
     // The disk is full for the next two spills.
