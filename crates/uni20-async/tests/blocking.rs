@@ -4,7 +4,6 @@
 //! until the value is ready, and report `WouldBlock` only when no task of the executor is
 //! left that could make it ready.
 
-use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -13,11 +12,8 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 use uni20_async::{Async, AsyncError, LocalExecutor, ThreadPoolExecutor};
 
-type Log = Rc<RefCell<Vec<String>>>;
-
-fn log(l: &Log, s: impl Into<String>) {
-    l.borrow_mut().push(s.into());
-}
+mod common;
+use common::{assert_would_block, log, named_write_read, yield_now, Log};
 
 // --- ThreadPoolExecutor ------------------------------------------------------------------
 
@@ -95,8 +91,7 @@ fn join_inside_a_pool_task() {
     let pool = ThreadPoolExecutor::new(2).unwrap();
     let inner_pool = pool.clone();
     let x = Async::new(5i32);
-    let w = x.write();
-    let r = x.read();
+    let (w, r) = (x.write(), x.read());
     let h = pool.spawn(async move {
         let child = inner_pool.spawn(async move { w.set(6).await });
         child.join().unwrap().unwrap();
@@ -135,9 +130,7 @@ fn local_get_wait_on_a_ready_value() {
 
 #[test]
 fn local_get_wait_runs_the_task_that_writes() {
-    let x = Async::new(0).with_name("x");
-    let w = x.write();
-    let r = x.read();
+    let (_x, w, r) = named_write_read(0, "x");
     let ex = LocalExecutor::new();
     let l: Log = Rc::default();
     let (l1, l2) = (l.clone(), l.clone());
@@ -186,25 +179,8 @@ fn local_wait_nobody_can_satisfy_is_would_block() {
     ex.spawn(async {}); // an unrelated task the wait may run first
     ex.run().unwrap();
     let e = h.try_take().unwrap().unwrap().unwrap_err();
-    assert!(
-        matches!(&e, AsyncError::WouldBlock { buffer } if buffer.contains("read(`x`@1")),
-        "{e}"
-    );
+    assert_would_block(&e, "read(`x`@1");
     drop(w);
-}
-
-/// Yields once, waking itself.
-fn yield_now() -> impl Future<Output = ()> {
-    let mut yielded = false;
-    std::future::poll_fn(move |cx| {
-        if yielded {
-            Poll::Ready(())
-        } else {
-            yielded = true;
-            cx.waker().wake_by_ref();
-            Poll::Pending
-        }
-    })
 }
 
 /// Polls `fut` once (registering the task's waker) and drops it.
@@ -263,16 +239,12 @@ fn local_task_joins_a_pool_task() {
 fn local_write_wait_that_would_block_poisons_its_epoch() {
     let x = Async::new(1).with_name("x");
     let r0 = x.read(); // held by the test: epoch 1's writer can never start
-    let w = x.write();
-    let r1 = x.read();
+    let (w, r1) = (x.write(), x.read());
     let ex = LocalExecutor::new();
     let h = ex.spawn(async move { w.wait().map(|_| ()) });
     ex.run().unwrap();
     let e = h.try_take().unwrap().unwrap().unwrap_err();
-    assert!(
-        matches!(&e, AsyncError::WouldBlock { buffer } if buffer.contains("write(`x`@1")),
-        "{e}"
-    );
+    assert_would_block(&e, "write(`x`@1");
     drop(r0);
     let e = r1.get_wait().unwrap_err();
     assert!(

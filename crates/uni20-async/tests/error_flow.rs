@@ -8,6 +8,9 @@
 use std::error::Error as _;
 use uni20_async::{Async, AsyncError, LocalExecutor, ThreadPoolExecutor};
 
+mod common;
+use common::named_write_read;
+
 /// Asserts `e` is a poison whose origin is `origin` and whose source chain reaches an error
 /// whose text contains `root`.
 fn assert_poison_chain(e: &AsyncError, origin: &str, root: &str) {
@@ -41,10 +44,8 @@ struct Chain {
 fn chain() -> Chain {
     let x = Async::new(1).with_name("x");
     let y = Async::new(100).with_name("y"); // the stale value stage 3 must not see
-    let stage1 = x.write();
-    let x_read = x.read();
-    let y_write = y.write();
-    let y_read = y.read();
+    let (stage1, x_read) = (x.write(), x.read());
+    let (y_write, y_read) = (y.write(), y.read());
     Chain {
         stage1,
         x_read,
@@ -53,6 +54,33 @@ fn chain() -> Chain {
         _x: x,
         _y: y,
     }
+}
+
+/// What a chain whose stage 1 already failed leaves to the test besides stage 2's
+/// buffers: stage 3's reader of `y` (and the buffers, kept alive).
+struct AfterFailedStage1 {
+    y_read: uni20_async::ReadBuffer<i32>,
+    _x: Async<i32>,
+    _y: Async<i32>,
+}
+
+/// A chain whose stage 1 failed with `message` before any task ran: stage 2's reader of
+/// `x` and writer of `y`, and the rest.
+fn failed_chain(
+    message: &str,
+) -> (
+    uni20_async::ReadBuffer<i32>,
+    uni20_async::WriteBuffer<i32>,
+    AfterFailedStage1,
+) {
+    let c = chain();
+    c.stage1.fail(message);
+    let rest = AfterFailedStage1 {
+        y_read: c.y_read,
+        _x: c._x,
+        _y: c._y,
+    };
+    (c.x_read, c.y_write, rest)
 }
 
 async fn stage1(w: uni20_async::WriteBuffer<i32>) -> Result<(), AsyncError> {
@@ -106,10 +134,8 @@ fn three_stage_chain_pool() {
 /// Stage 2 with a blocking read on a pool thread, and the writer already acquired.
 #[test]
 fn acquired_but_unwritten_guard_is_poisoned_too() {
-    let c = chain();
-    c.stage1.fail("early failure");
+    let (r, w, c) = failed_chain("early failure");
     let pool = ThreadPoolExecutor::new(2).unwrap();
-    let (r, w) = (c.x_read, c.y_write);
     let h2 = pool.spawn(async move {
         let g = w.await?; // acquired, looked at, never written
         assert_eq!(g.get(), Some(&100));
@@ -126,8 +152,7 @@ fn acquired_but_unwritten_guard_is_poisoned_too() {
 #[test]
 fn written_buffers_keep_their_value_after_an_error() {
     let c = chain();
-    let z = Async::new(-1).with_name("z");
-    let (wz, rz) = (z.write(), z.read());
+    let (_z, wz, rz) = named_write_read(-1, "z");
     let ex = LocalExecutor::new();
     ex.spawn(stage1(c.stage1));
     let (r, wy) = (c.x_read, c.y_write);
@@ -149,10 +174,8 @@ fn written_buffers_keep_their_value_after_an_error() {
 /// returning `Ok` without writing still poisons, so no stale value escapes.
 #[test]
 fn swallowed_error_without_a_write_still_poisons() {
-    let c = chain();
-    c.stage1.fail("swallowed");
+    let (r, w, c) = failed_chain("swallowed");
     let ex = LocalExecutor::new();
-    let (r, w) = (c.x_read, c.y_write);
     ex.spawn(async move {
         if r.get().await.is_err() {
             drop(w);
@@ -165,10 +188,8 @@ fn swallowed_error_without_a_write_still_poisons() {
 /// Handling the error by writing a fallback is a write: nothing is poisoned.
 #[test]
 fn handled_error_with_a_fallback_write_does_not_poison() {
-    let c = chain();
-    c.stage1.fail("handled");
+    let (r, w, c) = failed_chain("handled");
     let ex = LocalExecutor::new();
-    let (r, w) = (c.x_read, c.y_write);
     ex.spawn(async move {
         let v = r.get().await.copied().unwrap_or(-7);
         drop(r);
@@ -211,8 +232,7 @@ fn no_value_error_poisons_but_maybe_passes_through() {
 /// outputs only through `fail` (documented in the crate docs).
 #[test]
 fn own_errors_are_routed_with_fail() {
-    let y = Async::new(1).with_name("y");
-    let (w1, r1) = (y.write(), y.read());
+    let (y, w1, r1) = named_write_read(1, "y");
     let (w2, r2) = (y.write(), y.read());
     assert_eq!((w1.epoch(), r1.epoch(), w2.epoch(), r2.epoch()), (1, 1, 2, 2));
     let ex = LocalExecutor::new();
@@ -245,12 +265,9 @@ fn own_errors_are_routed_with_fail() {
 /// unwritten buffers as it is dropped.
 #[test]
 fn pending_task_dropped_with_the_executor_poisons() {
-    let c = chain();
-    c.stage1.fail("then stuck");
+    let (r, w, c) = failed_chain("then stuck");
     let never = Async::new(0);
-    let _blocker = never.write();
-    let stuck = never.read();
-    let (r, w) = (c.x_read, c.y_write);
+    let (_blocker, stuck) = (never.write(), never.read());
     let ex = LocalExecutor::new();
     ex.spawn(async move {
         let _ = r.get().await;
@@ -266,8 +283,7 @@ fn pending_task_dropped_with_the_executor_poisons() {
 /// through (the cancellation path is unchanged).
 #[test]
 fn unwritten_buffer_without_an_error_passes_through() {
-    let y = Async::new(3).with_name("y");
-    let (w, r) = (y.write(), y.read());
+    let (_y, w, r) = named_write_read(3, "y");
     let ex = LocalExecutor::new();
     ex.spawn(async move { drop(w) });
     ex.run().unwrap();

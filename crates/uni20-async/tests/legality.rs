@@ -6,19 +6,15 @@ use std::future::IntoFuture;
 use std::rc::Rc;
 use uni20_async::{Async, AsyncError, LocalExecutor};
 
-mod legality_common;
-use legality_common::{log, yield_now, Log};
+mod common;
+use common::{log, yield_now, Log};
 
 // --- epoch assignment ------------------------------------------------------------------
 
 #[test]
 fn epochs_are_fixed_at_creation() {
     let a = Async::<i32>::empty();
-    let r = a.read();
-    let w0 = a.write();
-    let r0b = a.read();
-    let w1 = a.write();
-    let r1 = a.read();
+    let (r, w0, r0b, w1, r1) = (a.read(), a.write(), a.read(), a.write(), a.read());
     // An empty Async's epoch 0 has no writer: the first write() joins it.
     assert_eq!((r.epoch(), w0.epoch(), r0b.epoch()), (0, 0, 0));
     assert_eq!((w1.epoch(), r1.epoch()), (1, 1));
@@ -34,8 +30,7 @@ fn epochs_are_fixed_at_creation() {
 fn read_before_first_write_on_empty_sees_that_write() {
     // Upstream consequence 2: the reader is on epoch 0 and observes the first write.
     let a = Async::<i32>::empty();
-    let r = a.read();
-    let w = a.write();
+    let (r, w) = (a.read(), a.write());
     let ex = LocalExecutor::new();
     let hr = ex.spawn(async move { *r.get().await.unwrap() }); // polled first
     ex.spawn(async move { w.set(7).await.unwrap() });
@@ -46,11 +41,7 @@ fn read_before_first_write_on_empty_sees_that_write() {
 #[test]
 fn program_order_not_spawn_order_decides() {
     let a = Async::new(1);
-    let r0 = a.read();
-    let w1 = a.write();
-    let r1 = a.read();
-    let w2 = a.write();
-    let r2 = a.read();
+    let (r0, w1, r1, w2, r2) = (a.read(), a.write(), a.read(), a.write(), a.read());
     let ex = LocalExecutor::new();
     // Spawn in reverse causal order.
     let h2 = ex.spawn(async move { *r2.await.unwrap() });
@@ -122,8 +113,7 @@ fn readers_run_concurrently_on_threads() {
 #[test]
 fn reader_waits_for_writer_of_its_epoch() {
     let a = Async::new(0);
-    let w = a.write();
-    let r = a.read();
+    let (w, r) = (a.write(), a.read());
     assert!(!r.is_ready());
     let l: Log = Rc::default();
     let ex = LocalExecutor::new();
@@ -163,8 +153,7 @@ fn writer_waits_for_unawaited_and_cloned_readers() {
 #[test]
 fn writer_waits_for_reader_holding_guard() {
     let a = Async::new(1);
-    let r = a.read();
-    let w = a.write();
+    let (r, w) = (a.read(), a.write());
     let l: Log = Rc::default();
     let ex = LocalExecutor::new();
     let (l1, l2) = (l.clone(), l.clone());
@@ -188,9 +177,7 @@ fn writer_waits_for_reader_holding_guard() {
 #[test]
 fn into_maybe_on_empty_releases_at_once() {
     let a = Async::<i32>::empty();
-    let w0 = a.write();
-    let r = a.read();
-    let w1 = a.write();
+    let (w0, r, w1) = (a.write(), a.read(), a.write());
     drop(w0); // no value
     let g = futures::executor::block_on(r.into_maybe()).unwrap();
     assert!(g.is_none());
@@ -223,8 +210,7 @@ fn writers_run_one_at_a_time_in_epoch_order() {
 #[test]
 fn writer_blocks_next_writer_until_released() {
     let a = Async::new(0);
-    let w1 = a.write();
-    let w2 = a.write();
+    let (w1, w2) = (a.write(), a.write());
     assert!(w1.is_ready());
     assert!(!w2.is_ready());
     let g1 = futures::executor::block_on(w1.into_future()).unwrap();
@@ -238,8 +224,7 @@ fn writer_blocks_next_writer_until_released() {
 #[test]
 fn dropped_writer_passes_previous_value_through() {
     let a = Async::new(String::from("kept"));
-    let w = a.write();
-    let r = a.read();
+    let (w, r) = (a.write(), a.read());
     drop(w);
     assert_eq!(r.get_wait().unwrap(), "kept");
 }
@@ -247,10 +232,7 @@ fn dropped_writer_passes_previous_value_through() {
 #[test]
 fn emplace_into_empty_then_take_then_no_value() {
     let a = Async::<String>::empty();
-    let w0 = a.write();
-    let r0 = a.read();
-    let w1 = a.write();
-    let r1 = a.read();
+    let (w0, r0, w1, r1) = (a.write(), a.read(), a.write(), a.read());
     let ex = LocalExecutor::new();
     let h0 = ex.spawn(async move { r0.get().await.cloned() });
     let ht = ex.spawn(async move { w1.take().await.unwrap() });
@@ -293,8 +275,7 @@ fn guard_slot_and_get_or_insert() {
 #[test]
 fn reader_that_never_saw_a_value_gets_no_value() {
     let a = Async::<i32>::empty().with_name("never");
-    let r = a.read();
-    let w = a.write();
+    let (r, w) = (a.read(), a.write());
     drop(w); // released without writing
     let err = r.wait().unwrap_err();
     assert!(matches!(err, AsyncError::NoValue { epoch: 0, .. }), "{err}");
@@ -306,8 +287,7 @@ fn reader_that_never_saw_a_value_gets_no_value() {
 #[test]
 fn get_wait_blocks_until_another_thread_writes() {
     let a = std::sync::Arc::new(Async::new(0u64));
-    let w = a.write();
-    let r = a.read();
+    let (w, r) = (a.write(), a.read());
     let t = std::thread::spawn(move || {
         std::thread::sleep(std::time::Duration::from_millis(50));
         let mut g = w.wait().unwrap();
@@ -342,8 +322,7 @@ fn blocking_inside_local_task_runs_the_writer_or_is_an_error_not_a_hang() {
 #[test]
 fn local_block_on_drives_other_tasks() {
     let a = Async::new(1);
-    let w = a.write();
-    let r = a.read();
+    let (w, r) = (a.write(), a.read());
     let ex = LocalExecutor::new();
     ex.spawn(async move { w.set(3).await.unwrap() });
     assert_eq!(ex.block_on(async move { *r.get().await.unwrap() }).unwrap(), 3);
@@ -385,8 +364,7 @@ fn pool_chain_of_epochs_keeps_causal_order() {
         let r = a.read();
         expected.push(k);
         handles.push(pool.spawn(async move { *r.await.unwrap() }));
-        let w = a.write();
-        let r2 = a.read();
+        let (w, r2) = (a.write(), a.read());
         drop(r2);
         handles.push(pool.spawn(async move {
             let mut g = w.await.unwrap();
@@ -423,8 +401,7 @@ fn dropped_writers_cascade_through_several_epochs() {
 fn wake_up_reaches_a_parked_writer_on_another_thread() {
     let pool = uni20_async::ThreadPoolExecutor::new(2).unwrap();
     let a = Async::new(0u8);
-    let r = a.read();
-    let w = a.write();
+    let (r, w) = (a.read(), a.write());
     let h = pool.spawn(async move { w.set(1).await });
     std::thread::sleep(std::time::Duration::from_millis(20));
     drop(r); // the only thing the parked writer waits for

@@ -6,17 +6,14 @@
 use std::future::IntoFuture;
 use uni20_async::{Async, AsyncError, LocalExecutor};
 
-mod legality_common;
+mod common;
 #[allow(unused_imports)]
-use legality_common::{log, yield_now, Log};
+use common::{log, named_read_write, named_write_read, yield_now, Log};
 
 #[test]
 fn explicit_fail_poisons_this_and_later_epochs() {
     let a = Async::new(1).with_name("p");
-    let w1 = a.write();
-    let r1 = a.read();
-    let w2 = a.write();
-    let r2 = a.read();
+    let (w1, r1, w2, r2) = (a.write(), a.read(), a.write(), a.read());
     w1.fail("disk on fire");
     let e1 = r1.wait().unwrap_err();
     match &e1 {
@@ -57,9 +54,7 @@ fn explicit_fail_poisons_this_and_later_epochs() {
 #[test]
 fn fail_before_epoch_starts_keeps_the_earliest_error() {
     let a = Async::new(0);
-    let w1 = a.write();
-    let w2 = a.write();
-    let r2 = a.read();
+    let (w1, w2, r2) = (a.write(), a.write(), a.read());
     w2.fail("second"); // not yet started
     w1.fail("first");
     match r2.wait().unwrap_err() {
@@ -86,10 +81,7 @@ fn guard_fail_poisons() {
 #[test]
 fn panic_in_writer_task_reaches_every_later_reader() {
     let a = Async::new(1).with_name("x");
-    let w1 = a.write();
-    let r1 = a.read();
-    let w2 = a.write();
-    let r2 = a.read();
+    let (w1, r1, w2, r2) = (a.write(), a.read(), a.write(), a.read());
     let ex = LocalExecutor::new();
     ex.spawn_named("boom", async move {
         let mut g = w1.await.unwrap();
@@ -151,9 +143,7 @@ fn panic_on_plain_thread_poisons_via_panicking() {
 
 #[test]
 fn read_compute_release_then_write_does_not_deadlock() {
-    let x = Async::new(2.0f64).with_name("x");
-    let r = x.read();
-    let w = x.write();
+    let (x, r, w) = named_read_write(2.0f64, "x");
     let ex = LocalExecutor::new();
     ex.spawn(async move {
         let v = *r.get().await.unwrap();
@@ -167,9 +157,7 @@ fn read_compute_release_then_write_does_not_deadlock() {
 
 #[test]
 fn self_deadlock_is_reported_naming_both_buffers() {
-    let x = Async::new(2.0f64).with_name("x");
-    let r = x.read();
-    let w = x.write();
+    let (_x, r, w) = named_read_write(2.0f64, "x");
     let ex = LocalExecutor::new();
     ex.spawn_named("kernel", async move {
         let v = *r.get().await.unwrap();
@@ -202,9 +190,7 @@ fn reader_of_epoch_without_writer_is_reported() {
 
 #[test]
 fn writer_not_released_is_named() {
-    let a = Async::new(1).with_name("a");
-    let w = a.write();
-    let r = a.read();
+    let (_a, w, r) = named_write_read(1, "a");
     let ex = LocalExecutor::new();
     ex.spawn_named("holder", async move {
         let g = w.await.unwrap();

@@ -15,7 +15,7 @@
 use loom::future::block_on;
 use loom::thread;
 use std::future::IntoFuture;
-use uni20_async::Async;
+use uni20_async::{Async, ReadBuffer, WriteBuffer};
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
     let mut b = loom::model::Builder::new();
@@ -25,20 +25,26 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
     b.check(f);
 }
 
+/// Awaits `r` on a new thread; the thread returns the value it read.
+fn read_on_thread(r: ReadBuffer<usize>) -> thread::JoinHandle<usize> {
+    thread::spawn(move || *block_on(r.into_future()).unwrap())
+}
+
+/// Awaits `w` on this thread, sets `v` and releases the epoch; returns the value it replaced.
+fn write_now(w: WriteBuffer<usize>, v: usize) -> Option<usize> {
+    block_on(w.into_future()).unwrap().set(v)
+}
+
 /// Two readers of epoch 0 and the writer of epoch 1: both readers see the old value, the
 /// writer never overlaps them (a race on the slot would be reported by loom).
 #[test]
 fn two_readers_and_a_writer() {
     model(|| {
         let a = Async::new(1usize);
-        let r1 = a.read();
-        let r2 = a.read();
-        let w = a.write();
-        let t1 = thread::spawn(move || *block_on(r1.into_future()).unwrap());
-        let t2 = thread::spawn(move || *block_on(r2.into_future()).unwrap());
-        let mut g = block_on(w.into_future()).unwrap();
-        assert_eq!(g.set(2), Some(1));
-        drop(g);
+        let (r1, r2, w) = (a.read(), a.read(), a.write());
+        let t1 = read_on_thread(r1);
+        let t2 = read_on_thread(r2);
+        assert_eq!(write_now(w, 2), Some(1));
         assert_eq!(t1.join().unwrap(), 1);
         assert_eq!(t2.join().unwrap(), 1);
         assert_eq!(*block_on(a.read().into_future()).unwrap(), 2);
@@ -51,14 +57,9 @@ fn two_readers_and_a_writer() {
 fn writer_reader_writer() {
     model(|| {
         let a = Async::new(0usize);
-        let w1 = a.write();
-        let r1 = a.read();
-        let w2 = a.write();
-        let tw = thread::spawn(move || {
-            let mut g = block_on(w1.into_future()).unwrap();
-            g.set(1);
-        });
-        let tr = thread::spawn(move || *block_on(r1.into_future()).unwrap());
+        let (w1, r1, w2) = (a.write(), a.read(), a.write());
+        let tw = thread::spawn(move || write_now(w1, 1));
+        let tr = read_on_thread(r1);
         let mut g2 = block_on(w2.into_future()).unwrap();
         let seen = *g2.get().unwrap();
         g2.set(2);
@@ -75,14 +76,10 @@ fn writer_reader_writer() {
 fn dropped_unawaited_reader() {
     model(|| {
         let a = Async::new(0usize);
-        let r = a.read();
-        let w = a.write();
-        let r1 = a.read();
+        let (r, w, r1) = (a.read(), a.write(), a.read());
         let td = thread::spawn(move || drop(r));
-        let tr = thread::spawn(move || *block_on(r1.into_future()).unwrap());
-        let mut g = block_on(w.into_future()).unwrap();
-        g.set(5);
-        drop(g);
+        let tr = read_on_thread(r1);
+        write_now(w, 5);
         td.join().unwrap();
         assert_eq!(tr.join().unwrap(), 5);
     });
@@ -95,12 +92,9 @@ fn dropped_unawaited_reader() {
 fn blocking_read_wait_wakes_on_write() {
     model(|| {
         let a = Async::new(0usize);
-        let w = a.write();
-        let r = a.read();
+        let (w, r) = (a.write(), a.read());
         let waiter = thread::spawn(move || r.get_wait().unwrap());
-        let mut g = block_on(w.into_future()).unwrap();
-        g.set(7);
-        drop(g);
+        write_now(w, 7);
         assert_eq!(waiter.join().unwrap(), 7);
     });
 }
@@ -111,9 +105,7 @@ fn blocking_read_wait_wakes_on_write() {
 fn blocking_write_wait_wakes_on_reader_drop() {
     model(|| {
         let a = Async::new(1usize);
-        let r0 = a.read();
-        let w = a.write();
-        let r1 = a.read();
+        let (r0, w, r1) = (a.read(), a.write(), a.read());
         let writer = thread::spawn(move || {
             let mut g = w.wait().unwrap();
             let old = *g.get().unwrap();

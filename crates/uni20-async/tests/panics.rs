@@ -2,7 +2,10 @@
 //! `block_on` reports the panic of its own future; `run` reports every other one, one per
 //! call, in the order they happened, before it reports a deadlock.
 
-use uni20_async::{Async, AsyncError, LocalExecutor};
+use uni20_async::{AsyncError, LocalExecutor};
+
+mod common;
+use common::named_write_read;
 
 fn panic_message(e: &AsyncError) -> &str {
     match e {
@@ -49,9 +52,7 @@ fn several_panics_are_each_reported_once_in_order() {
 
 #[test]
 fn a_deadlock_does_not_swallow_a_panic() {
-    let x = Async::new(0).with_name("x");
-    let w = x.write();
-    let r = x.read();
+    let (_x, w, r) = named_write_read(0, "x");
     let ex = LocalExecutor::new();
     ex.spawn_named("stuck", async move { r.get().await.copied() });
     ex.spawn(async { panic!("lost?") });
@@ -66,9 +67,7 @@ fn a_deadlock_does_not_swallow_a_panic() {
 
 #[test]
 fn block_on_deadlock_keeps_other_panics_for_run() {
-    let x = Async::new(0).with_name("x");
-    let _w = x.write();
-    let r = x.read();
+    let (_x, _w, r) = named_write_read(0, "x");
     let ex = LocalExecutor::new();
     ex.spawn(async { panic!("before the deadlock") });
     let e = ex.block_on(async move { r.get().await.copied() }).unwrap_err();
@@ -80,9 +79,7 @@ fn block_on_deadlock_keeps_other_panics_for_run() {
 /// `block_on` left to report its panic: `run` does.
 #[test]
 fn deadlocked_block_on_future_that_later_panics_is_reported_by_run() {
-    let x = Async::new(0).with_name("x");
-    let w = x.write();
-    let r = x.read();
+    let (_x, w, r) = named_write_read(0, "x");
     let ex = LocalExecutor::new();
     let e = ex
         .block_on(async move {

@@ -37,72 +37,59 @@ fn run(fault: &str) -> (Option<i32>, String, Duration, bool) {
     (o.status.code(), text, elapsed, left)
 }
 
+/// The wire name of operation `op` of the contract job (see the module comment).
+fn wire_of(op: u64) -> &'static str {
+    match op {
+        1 | 2 => "uni20.npy_read.v1",
+        3 => "uni20.contract.v1",
+        4 => "uni20.npy_write.v1",
+        _ => panic!("the contract job has no op {op}"),
+    }
+}
+
 #[test]
 fn every_failure_path_stops_the_job_quickly_with_a_diagnostic() {
-    let cases: &[(&str, &[&str])] = &[
-        (
-            "error@rank=1,op=3",
-            &["rank 1", "op_id 3", "uni20.contract.v1", "injected error"],
-        ),
-        (
-            "panic@rank=2,op=3",
-            &["rank 2", "op_id 3", "uni20.contract.v1", "injected panic"],
-        ),
-        (
-            "exit@rank=1,op=3",
-            &["rank 1", "op_id 3", "uni20.contract.v1", "injected exit"],
-        ),
-        (
-            "kill@rank=2,op=3",
-            &["rank 2", "op_id 3", "uni20.contract.v1", "injected kill"],
-        ),
-        (
-            "error@rank=2,op=1",
-            &["rank 2", "op_id 1", "uni20.npy_read.v1", "injected error"],
-        ),
-        (
-            "panic@rank=1,op=4",
-            &["rank 1", "op_id 4", "uni20.npy_write.v1", "injected panic"],
-        ),
-        (
-            "io@rank=1,op=3",
-            &[
-                "rank 1",
-                "op_id 3",
-                "uni20.contract.v1",
-                "injected fault",
-                "No space left",
-            ],
-        ),
-        (
-            "badreply@rank=1,op=3",
-            &["rank 1", "op_id 3", "uni20.contract.v1", "undecodable reply"],
-        ),
-        (
-            "unknowncmd@rank=0,op=3",
-            &["op_id 3", "uni20.contract.v1", "unknown command id"],
-        ),
-        (
-            "schema@rank=0,op=3",
-            &["op_id 3", "uni20.contract.v1", "schema mismatch"],
-        ),
-        (
-            "garbage@rank=0,op=3",
-            &["op_id 3", "uni20.contract.v1", "malformed descriptor"],
-        ),
-        (
-            "trailing@rank=0,op=3",
-            &["op_id 3", "uni20.contract.v1", "trailing bytes after descriptor"],
-        ),
-        ("registry@rank=2", &["registries differ", "missing on rank 2"]),
-        ("noarrive@rank=2", &["rank(s) 2 did not arrive"]),
+    // Faults injected into one operation: (kind, rank, op, whether the diagnostic names
+    // the rank, what it says of the cause). It also names the op_id and the wire name.
+    let op_faults: &[(&str, usize, u64, bool, &[&str])] = &[
+        ("error", 1, 3, true, &["injected error"]),
+        ("panic", 2, 3, true, &["injected panic"]),
+        ("exit", 1, 3, true, &["injected exit"]),
+        ("kill", 2, 3, true, &["injected kill"]),
+        ("error", 2, 1, true, &["injected error"]),
+        ("panic", 1, 4, true, &["injected panic"]),
+        ("io", 1, 3, true, &["injected fault", "No space left"]),
+        ("badreply", 1, 3, true, &["undecodable reply"]),
+        ("unknowncmd", 0, 3, false, &["unknown command id"]),
+        ("schema", 0, 3, false, &["schema mismatch"]),
+        ("garbage", 0, 3, false, &["malformed descriptor"]),
+        ("trailing", 0, 3, false, &["trailing bytes after descriptor"]),
     ];
-    for (fault, needles) in cases {
+    let mut cases: Vec<(String, Vec<String>)> = op_faults
+        .iter()
+        .map(|&(kind, rank, op, names_rank, cause)| {
+            let mut needles = Vec::new();
+            if names_rank {
+                needles.push(format!("rank {rank}"));
+            }
+            needles.push(format!("op_id {op}"));
+            needles.push(wire_of(op).to_string());
+            needles.extend(cause.iter().map(|c| c.to_string()));
+            (format!("{kind}@rank={rank},op={op}"), needles)
+        })
+        .collect();
+    // Start-up faults.
+    cases.push((
+        "registry@rank=2".into(),
+        vec!["registries differ".into(), "missing on rank 2".into()],
+    ));
+    cases.push(("noarrive@rank=2".into(), vec!["rank(s) 2 did not arrive".into()]));
+    for (fault, needles) in &cases {
         let (code, text, elapsed, wrote) = run(fault);
         assert_ne!(code, Some(0), "{fault}: exit status 0\n{text}");
         assert!(code.is_some(), "{fault}: killed by a signal\n{text}");
         assert!(elapsed < Duration::from_secs(10), "{fault}: took {elapsed:?}");
-        for n in *needles {
+        for n in needles {
             assert!(text.contains(n), "{fault}: output lacks {n:?}:\n{text}");
         }
         assert!(!wrote, "{fault}: output or temporary file left behind");

@@ -46,6 +46,11 @@ fn debris(dir: &Path) -> Vec<String> {
         .collect()
 }
 
+/// Whether `p` itself (not what it points to) is a symlink.
+fn is_symlink(p: &Path) -> bool {
+    std::fs::symlink_metadata(p).unwrap().file_type().is_symlink()
+}
+
 #[test]
 fn each_kind_of_output_path_is_replaced_followed_or_refused() {
     let m = fixtures().join("contract/matmul");
@@ -73,19 +78,13 @@ fn each_kind_of_output_path_is_replaced_followed_or_refused() {
     std::fs::write(&target, b"old").unwrap();
     std::os::unix::fs::symlink("target.npy", d.join("link.npy")).unwrap();
     assert_eq!(run(&d.join("link.npy")).0, 0);
-    assert!(std::fs::symlink_metadata(d.join("link.npy"))
-        .unwrap()
-        .file_type()
-        .is_symlink());
+    assert!(is_symlink(&d.join("link.npy")));
     assert_eq!(std::fs::read(&target).unwrap(), want);
 
     // A dangling symlink: its target is created, the link stays.
     std::os::unix::fs::symlink("created.npy", d.join("dangling.npy")).unwrap();
     assert_eq!(run(&d.join("dangling.npy")).0, 0);
-    assert!(std::fs::symlink_metadata(d.join("dangling.npy"))
-        .unwrap()
-        .file_type()
-        .is_symlink());
+    assert!(is_symlink(&d.join("dangling.npy")));
     assert_eq!(std::fs::read(d.join("created.npy")).unwrap(), want);
 
     // Refused: exit 1, one line naming the kind, the node untouched.

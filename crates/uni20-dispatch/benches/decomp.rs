@@ -21,8 +21,8 @@ mod bench_common;
 use std::hint::black_box;
 use std::time::Duration;
 
-use bench_common::{interleaved, par, threads};
-use criterion::{BenchmarkId, Criterion, SamplingMode};
+use bench_common::{flat_group, interleaved, par, threads};
+use criterion::{BenchmarkId, Criterion};
 use faer::Mat;
 use uni20_dispatch::decomp::{svd, SvdBackendList, SvdOptions};
 use uni20_dispatch::{inner, permute, random_block, DType, LocalTensor, TensorData};
@@ -59,11 +59,7 @@ fn bench_svd(c: &mut Criterion) {
     let mut run_faer = || {
         black_box(fa.thin_svd().expect("faer svd"));
     };
-    let mut g = c.benchmark_group("svd_2000");
-    g.sampling_mode(SamplingMode::Flat)
-        .sample_size(10)
-        .warm_up_time(Duration::from_millis(100))
-        .measurement_time(Duration::from_secs(5));
+    let mut g = flat_group(c, "svd_2000", 10, Duration::from_millis(100), Duration::from_secs(5));
     g.bench_function(BenchmarkId::new("dispatch", th), |b| b.iter(&mut run_dispatch));
     g.bench_function(BenchmarkId::new("faer_thin_svd", th), |b| b.iter(&mut run_faer));
     g.finish();
@@ -96,11 +92,7 @@ fn bench_inner(c: &mut Criterion) {
     let mut run_plain = || {
         black_box(x.iter().zip(y).map(|(p, q)| p * q).sum::<f64>());
     };
-    let mut g = c.benchmark_group("inner_4096");
-    g.sampling_mode(SamplingMode::Flat)
-        .sample_size(20)
-        .warm_up_time(Duration::from_millis(300))
-        .measurement_time(Duration::from_secs(3));
+    let mut g = flat_group(c, "inner_4096", 20, Duration::from_millis(300), Duration::from_secs(3));
     g.bench_function(BenchmarkId::new("inner", th), |bch| bch.iter(&mut run_inner));
     g.bench_function(BenchmarkId::new("inner", 1), |bch| bch.iter(&mut run_inner_1));
     g.bench_function(BenchmarkId::new("plain_sum", 1), |bch| bch.iter(&mut run_plain));
@@ -128,11 +120,13 @@ fn bench_permute(c: &mut Criterion) {
     let mut run_clone = || {
         black_box(a.clone());
     };
-    let mut g = c.benchmark_group("permute_4096x2048");
-    g.sampling_mode(SamplingMode::Flat)
-        .sample_size(20)
-        .warm_up_time(Duration::from_millis(300))
-        .measurement_time(Duration::from_secs(3));
+    let mut g = flat_group(
+        c,
+        "permute_4096x2048",
+        20,
+        Duration::from_millis(300),
+        Duration::from_secs(3),
+    );
     g.bench_function(BenchmarkId::new("permute", th), |bch| bch.iter(&mut run_permute));
     g.bench_function(BenchmarkId::new("clone", 1), |bch| bch.iter(&mut run_clone));
     g.finish();

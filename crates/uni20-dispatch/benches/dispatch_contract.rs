@@ -17,8 +17,8 @@ mod bench_common;
 use std::hint::black_box;
 use std::time::Duration;
 
-use bench_common::{interleaved, par, threads};
-use criterion::{BenchmarkId, Criterion, SamplingMode};
+use bench_common::{flat_group, interleaved, par, threads};
+use criterion::{BenchmarkId, Criterion};
 use faer::linalg::matmul::matmul;
 use faer::{Accum, Mat};
 use uni20_dispatch::view::{StridedView, StridedViewMut};
@@ -71,11 +71,7 @@ fn compare(c: &mut Criterion, label: &str, spec: &str, sa: &[usize], sb: &[usize
         black_box(&fc);
     };
 
-    let mut g = c.benchmark_group(label);
-    g.sampling_mode(SamplingMode::Flat)
-        .sample_size(10)
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(2));
+    let mut g = flat_group(c, label, 10, Duration::from_millis(500), Duration::from_secs(2));
     g.bench_function(BenchmarkId::new("contract", th), |bch| bch.iter(&mut run_contract));
     g.bench_function(BenchmarkId::new("contract_into", th), |bch| bch.iter(&mut run_into));
     g.bench_function(BenchmarkId::new("faer_matmul", th), |bch| bch.iter(&mut run_faer));

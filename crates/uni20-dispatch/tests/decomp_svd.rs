@@ -11,6 +11,16 @@ use kernels_common::*;
 use uni20_dispatch::decomp::*;
 use uni20_dispatch::*;
 
+/// `SvdOptions` with the named fields set to `Some(value)` and the rest default.
+macro_rules! opts {
+    ($($field:ident: $value:expr),+) => {
+        SvdOptions {
+            $($field: Some($value),)+
+            ..Default::default()
+        }
+    };
+}
+
 fn list() -> SvdBackendList {
     SvdBackendList::default_cpu(1)
 }
@@ -115,15 +125,7 @@ fn discarded_weight_is_right_at_extreme_scales() {
     for (s, c) in [([1.5, 1.3, 1.0 / 1.5e154], 1.5e154), ([1.5, 1.3, 1e-154 / 1.5], 1e-150)] {
         let v: Vec<f64> = s.iter().map(|x| x * c).collect();
         let a = LocalTensor::from_f64(&[3, 3], vec![v[0], 0.0, 0.0, 0.0, v[1], 0.0, 0.0, 0.0, v[2]]).unwrap();
-        let r = svd(
-            &a,
-            &SvdOptions {
-                max_discarded_weight: Some(0.1),
-                ..Default::default()
-            },
-            &list(),
-        )
-        .unwrap();
+        let r = svd(&a, &opts!(max_discarded_weight: 0.1), &list()).unwrap();
         assert_eq!(r.kept, 2, "scale {c:e}: {:?} | {:?}", r.s, r.discarded);
         assert!((r.s[1] / v[1] - 1.0).abs() < 1e-14 && (r.discarded[0] / v[2] - 1.0).abs() < 1e-14);
         // The weight relative to the largest value: (s2 / s0)^2 / (1 + (s1 / s0)^2).
@@ -134,15 +136,7 @@ fn discarded_weight_is_right_at_extreme_scales() {
             r.discarded_weight
         );
         // max_rank 1 drops 43 % of the weight, and says so.
-        let one = svd(
-            &a,
-            &SvdOptions {
-                max_rank: Some(1),
-                ..Default::default()
-            },
-            &list(),
-        )
-        .unwrap();
+        let one = svd(&a, &opts!(max_rank: 1), &list()).unwrap();
         let want = (1.3f64 / 1.5).powi(2) / (1.0 + (1.3f64 / 1.5).powi(2));
         assert!((one.discarded_weight - want).abs() < 1e-14, "{}", one.discarded_weight);
     }
@@ -164,15 +158,7 @@ fn empty_matrices_give_empty_factors() {
     for (m, n) in [(0, 5), (5, 0), (0, 0)] {
         for dtype in DType::ALL {
             let a = LocalTensor::zeros(dtype, &[m, n]).unwrap();
-            let r = svd(
-                &a,
-                &SvdOptions {
-                    max_rank: Some(3),
-                    ..Default::default()
-                },
-                &list(),
-            )
-            .unwrap();
+            let r = svd(&a, &opts!(max_rank: 3), &list()).unwrap();
             assert_eq!((r.u.shape(), r.vh.shape()), (&[m, 0][..], &[0, n][..]));
             assert!(r.s.is_empty() && r.discarded.is_empty());
             assert_eq!((r.kept, r.discarded_weight, r.degenerate_split), (0, 0.0, false));
@@ -224,13 +210,7 @@ fn sum_sq(v: &[f64]) -> f64 {
 
 #[test]
 fn max_rank_keeps_the_largest_and_reports_the_weight() {
-    let r = truncated(
-        &S,
-        SvdOptions {
-            max_rank: Some(2),
-            ..Default::default()
-        },
-    );
+    let r = truncated(&S, opts!(max_rank: 2));
     assert_eq!(r.kept, 2);
     assert!((r.s[0] - 5.0).abs() < 1e-13 && (r.s[1] - 4.0).abs() < 1e-13);
     let w = sum_sq(&S[2..]) / sum_sq(&S);
@@ -248,34 +228,12 @@ fn max_rank_keeps_the_largest_and_reports_the_weight() {
 fn max_rank_never_splits_a_multiplet_unless_forced() {
     // The cut at 3 or 4 falls inside {3, 3, 3}: the multiplet is dropped whole.
     for m in [3, 4] {
-        let r = truncated(
-            &S,
-            SvdOptions {
-                max_rank: Some(m),
-                ..Default::default()
-            },
-        );
+        let r = truncated(&S, opts!(max_rank: m));
         assert_eq!((r.kept, r.degenerate_split), (2, false), "max_rank {m}");
     }
-    assert_eq!(
-        truncated(
-            &S,
-            SvdOptions {
-                max_rank: Some(5),
-                ..Default::default()
-            }
-        )
-        .kept,
-        5
-    );
+    assert_eq!(truncated(&S, opts!(max_rank: 5)).kept, 5);
     // A leading multiplet larger than max_rank must be split; this is reported.
-    let r = truncated(
-        &[2.0, 2.0, 2.0, 1.0],
-        SvdOptions {
-            max_rank: Some(2),
-            ..Default::default()
-        },
-    );
+    let r = truncated(&[2.0, 2.0, 2.0, 1.0], opts!(max_rank: 2));
     assert_eq!((r.kept, r.degenerate_split), (2, true));
     let w = 5.0 / 13.0;
     assert!((r.discarded_weight - w).abs() < 1e-14);
@@ -285,96 +243,37 @@ fn max_rank_never_splits_a_multiplet_unless_forced() {
 fn cutoff_and_weight_keep_whole_multiplets() {
     let near = [5.0, 3.0 * (1.0 + 2e-13), 3.0, 3.0 * (1.0 - 2e-13), 2.0, 1.0, 0.5];
     // The cutoff 3 falls inside the near-degenerate multiplet: all three are kept.
-    let r = truncated(
-        &near,
-        SvdOptions {
-            cutoff: Some(3.0),
-            ..Default::default()
-        },
-    );
+    let r = truncated(&near, opts!(cutoff: 3.0));
     assert_eq!(r.kept, 4);
     // With degeneracy detection off, the cut stays where the cutoff puts it.
-    let r = truncated(
-        &near,
-        SvdOptions {
-            cutoff: Some(3.0 * (1.0 + 1e-13)),
-            degeneracy_rtol: Some(0.0),
-            ..Default::default()
-        },
-    );
+    let r = truncated(&near, opts!(cutoff: 3.0 * (1.0 + 1e-13), degeneracy_rtol: 0.0));
     assert_eq!(r.kept, 2);
     // Discarded-weight target exactly met by dropping {2, 1, 0.5}.
     let w = sum_sq(&S[5..]) / sum_sq(&S);
-    let r = truncated(
-        &S,
-        SvdOptions {
-            max_discarded_weight: Some(w * (1.0 + 1e-9)),
-            ..Default::default()
-        },
-    );
+    let r = truncated(&S, opts!(max_discarded_weight: w * (1.0 + 1e-9)));
     assert_eq!(r.kept, 5);
     assert!(r.discarded_weight <= w * (1.0 + 1e-9));
     // Slightly tighter: 2 must stay.
-    let r = truncated(
-        &S,
-        SvdOptions {
-            max_discarded_weight: Some(w * (1.0 - 1e-9)),
-            ..Default::default()
-        },
-    );
+    let r = truncated(&S, opts!(max_discarded_weight: w * (1.0 - 1e-9)));
     assert_eq!(r.kept, 6);
     // A target that would cut inside {3, 3, 3} keeps the whole multiplet.
     let w3 = sum_sq(&S[3..]) / sum_sq(&S);
-    let r = truncated(
-        &S,
-        SvdOptions {
-            max_discarded_weight: Some(w3 * (1.0 + 1e-9)),
-            ..Default::default()
-        },
-    );
+    let r = truncated(&S, opts!(max_discarded_weight: w3 * (1.0 + 1e-9)));
     assert_eq!(r.kept, 5);
     // Cutoff, weight and rank together: the strictest wins.
-    let r = truncated(
-        &S,
-        SvdOptions {
-            cutoff: Some(0.75),
-            max_discarded_weight: Some(0.5),
-            max_rank: Some(6),
-            ..Default::default()
-        },
-    );
+    let r = truncated(&S, opts!(cutoff: 0.75, max_discarded_weight: 0.5, max_rank: 6));
     assert_eq!(r.kept, 2);
 }
 
 #[test]
 fn keeps_at_least_one_unless_zero() {
-    let r = truncated(
-        &S,
-        SvdOptions {
-            cutoff: Some(100.0),
-            ..Default::default()
-        },
-    );
+    let r = truncated(&S, opts!(cutoff: 100.0));
     assert_eq!(r.kept, 1);
-    let r = truncated(
-        &S,
-        SvdOptions {
-            max_discarded_weight: Some(1.0),
-            ..Default::default()
-        },
-    );
+    let r = truncated(&S, opts!(max_discarded_weight: 1.0));
     assert_eq!(r.kept, 1);
     for dtype in DType::ALL {
         let z = LocalTensor::zeros(dtype, &[4, 3]).unwrap();
-        let r = svd(
-            &z,
-            &SvdOptions {
-                cutoff: Some(0.0),
-                ..Default::default()
-            },
-            &list(),
-        )
-        .unwrap();
+        let r = svd(&z, &opts!(cutoff: 0.0), &list()).unwrap();
         assert_eq!((r.kept, r.discarded_weight), (0, 0.0));
         assert_eq!((r.u.shape(), r.vh.shape()), (&[4, 0][..], &[0, 3][..]));
         assert_eq!(r.discarded, vec![0.0; 3]);
@@ -387,15 +286,7 @@ fn keeps_at_least_one_unless_zero() {
 fn truncation_works_for_every_dtype() {
     for dtype in DType::ALL {
         let a = spectrum(&S, dtype);
-        let r = svd(
-            &a,
-            &SvdOptions {
-                max_rank: Some(3),
-                ..Default::default()
-            },
-            &list(),
-        )
-        .unwrap();
+        let r = svd(&a, &opts!(max_rank: 3), &list()).unwrap();
         assert_eq!(r.kept, 2, "{dtype}");
         assert!((r.s[0] - 5.0).abs() < 1e-5 && (r.s[1] - 4.0).abs() < 1e-5, "{dtype}");
         let (u, m, k) = mat(&r.u);
@@ -409,41 +300,11 @@ fn truncation_works_for_every_dtype() {
 fn invalid_options_are_typed_errors() {
     let a = spectrum(&S, DType::F64);
     let cases: [(SvdOptions, &str); 5] = [
-        (
-            SvdOptions {
-                max_rank: Some(0),
-                ..Default::default()
-            },
-            "max_rank",
-        ),
-        (
-            SvdOptions {
-                cutoff: Some(-1.0),
-                ..Default::default()
-            },
-            "cutoff",
-        ),
-        (
-            SvdOptions {
-                max_discarded_weight: Some(f64::NAN),
-                ..Default::default()
-            },
-            "max_discarded_weight",
-        ),
-        (
-            SvdOptions {
-                degeneracy_rtol: Some(f64::INFINITY),
-                ..Default::default()
-            },
-            "degeneracy_rtol",
-        ),
-        (
-            SvdOptions {
-                degeneracy_rtol: Some(-1e-3),
-                ..Default::default()
-            },
-            "degeneracy_rtol",
-        ),
+        (opts!(max_rank: 0), "max_rank"),
+        (opts!(cutoff: -1.0), "cutoff"),
+        (opts!(max_discarded_weight: f64::NAN), "max_discarded_weight"),
+        (opts!(degeneracy_rtol: f64::INFINITY), "degeneracy_rtol"),
+        (opts!(degeneracy_rtol: -1e-3), "degeneracy_rtol"),
     ];
     for (opts, name) in cases {
         match svd(&a, &opts, &list()) {

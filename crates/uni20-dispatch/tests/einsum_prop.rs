@@ -9,7 +9,7 @@
 
 mod kernels_common;
 
-use kernels_common::{any_dtype, random_tensor, Rng};
+use kernels_common::{any_dtype, drawn_scalars, random_tensor, Rng};
 use proptest::prelude::*;
 use uni20_dispatch::*;
 /// One subscript: a label or the ellipsis.
@@ -232,13 +232,7 @@ proptest! {
         let (out_shape, want) = numpy_einsum(&f, &refs);
         let c = c_dt.map(|d| random_tensor(&mut rng, d, &out_shape));
         let out_dt = ops.iter().map(|t| t.dtype()).chain(c_dt).fold(ops[0].dtype(), DType::promote);
-        let alpha = match alpha_i {
-            0 => C64::new(0.0, 0.0),
-            1 => C64::new(1.0, 0.0),
-            _ if out_dt.is_complex() => C64::new(2.5, -0.5),
-            _ => C64::new(2.5, 0.0),
-        };
-        let beta = C64::new([0.0, 1.0, -0.75][beta_i], 0.0);
+        let (alpha, beta) = drawn_scalars(alpha_i, beta_i, out_dt);
         let c_vals = c.as_ref().map(|c| c.to_c64_vec());
         let expected: Vec<C64> = want.iter().enumerate().map(|(i, w)| {
             let cv = match (&c_vals, beta_i) {

@@ -107,13 +107,14 @@ proptest! {
 fn thread_budget_does_not_change_results() {
     let a = tensor(1, DType::C64, &[64, 33, 40]);
     let b = tensor(2, DType::F32, &[40, 64, 33]);
+    let (alpha, beta) = (C64::new(0.5, 0.5), C64::new(1.5, 0.0));
     let run = |t| {
         axpby(
-            C64::new(0.5, 0.5),
+            alpha,
             &a,
             &[2, 0, 1],
             true,
-            C64::new(1.5, 0.0),
+            beta,
             Some((&b, &[0, 1, 2][..], false)),
             None,
             t,
@@ -124,11 +125,11 @@ fn thread_budget_does_not_change_results() {
     assert_eq!(
         one,
         naive(
-            C64::new(0.5, 0.5),
+            alpha,
             &a,
             &[2, 0, 1],
             true,
-            C64::new(1.5, 0.0),
+            beta,
             Some((&b, &[0, 1, 2], false)),
             DType::C64
         )
@@ -220,7 +221,8 @@ fn axpby_errors_are_typed() {
             dtype: DType::F64
         }
     );
-    assert!(matches!(
+    // A complex beta with `b` present, into the output dtype `out`.
+    let complex_beta = |out: Option<DType>| {
         axpby(
             one,
             &a,
@@ -228,35 +230,18 @@ fn axpby_errors_are_typed() {
             false,
             C64::new(1.0, -1.0),
             Some((&b, &[0, 1], false)),
-            None,
-            1
-        ),
+            out,
+            1,
+        )
+    };
+    assert!(matches!(
+        complex_beta(None),
         Err(ElementwiseError::ComplexScalarForRealOutput { which: "beta", .. })
     ));
     // A complex beta is fine when b is absent (beta is ignored) or the output is complex.
     assert!(axpby(one, &a, &[0, 1], false, C64::new(1.0, -1.0), None, None, 1).is_ok());
-    assert!(axpby(
-        one,
-        &a,
-        &[0, 1],
-        false,
-        C64::new(1.0, -1.0),
-        Some((&b, &[0, 1], false)),
-        Some(DType::C32),
-        1
-    )
-    .is_err());
-    assert!(axpby(
-        one,
-        &a,
-        &[0, 1],
-        false,
-        C64::new(1.0, -1.0),
-        Some((&b, &[0, 1], false)),
-        Some(DType::C64),
-        1
-    )
-    .is_ok());
+    assert!(complex_beta(Some(DType::C32)).is_err());
+    assert!(complex_beta(Some(DType::C64)).is_ok());
     assert_eq!(
         axpby(one, &a, &[0, 1], false, one, Some((&b, &[1, 0], false)), None, 1).unwrap_err(),
         ElementwiseError::ShapeMismatch {

@@ -14,8 +14,9 @@ fn fixture_root(set: &str) -> PathBuf {
         .join(set)
 }
 
-/// The case directories of a fixture set, sorted.
-fn case_dirs(set: &str) -> Vec<PathBuf> {
+/// The case directories of a fixture set, sorted; panics unless there are at least
+/// `at_least` (the generated set, not a partial one).
+fn case_dirs(set: &str, at_least: usize) -> Vec<PathBuf> {
     let root = fixture_root(set);
     let mut cases: Vec<PathBuf> = std::fs::read_dir(&root)
         .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
@@ -23,6 +24,11 @@ fn case_dirs(set: &str) -> Vec<PathBuf> {
         .filter(|p| p.is_dir())
         .collect();
     cases.sort();
+    assert!(
+        cases.len() >= at_least,
+        "expected the generated fixture set, found {}",
+        cases.len()
+    );
     cases
 }
 
@@ -172,12 +178,7 @@ fn scalar_parser() {
 
 #[test]
 fn backends_match_numpy_fixtures() {
-    let cases = case_dirs("contract");
-    assert!(
-        cases.len() >= 15,
-        "expected the generated fixture set, found {}",
-        cases.len()
-    );
+    let cases = case_dirs("contract", 15);
     for dir in &cases {
         let case = load(dir);
         let spec = EinsumSpec::parse(&case.spec).unwrap();
@@ -194,12 +195,7 @@ fn backends_match_numpy_fixtures() {
 
 #[test]
 fn einsum_forms_match_numpy_fixtures() {
-    let cases = case_dirs("einsum");
-    assert!(
-        cases.len() >= 30,
-        "expected the generated fixture set, found {}",
-        cases.len()
-    );
+    let cases = case_dirs("einsum", 30);
     let mut unary = 0;
     for dir in &cases {
         let case = load(dir);

@@ -4,7 +4,7 @@
 
 mod kernels_common;
 
-use kernels_common::{any_dtype, random_tensor, Rng};
+use kernels_common::{any_dtype, drawn_scalars, random_tensor, Rng};
 use proptest::prelude::*;
 use uni20_dispatch::backends::*;
 use uni20_dispatch::view::*;
@@ -51,13 +51,7 @@ proptest! {
         let b = random_tensor(&mut rng, b_dt, &b_shape);
         let c = c_dt.map(|d| random_tensor(&mut rng, d, &out_shape));
         let out_dt = c_dt.map_or(a_dt.promote(b_dt), |d| d.promote(a_dt).promote(b_dt));
-        let alpha = match alpha_i {
-            0 => C64::new(0.0, 0.0),
-            1 => C64::new(1.0, 0.0),
-            _ if out_dt.is_complex() => C64::new(2.5, -0.5),
-            _ => C64::new(2.5, 0.0),
-        };
-        let beta = C64::new([0.0, 1.0, -0.75][beta_i], 0.0);
+        let (alpha, beta) = drawn_scalars(alpha_i, beta_i, out_dt);
 
         let reference = contract(&spec, alpha, &a, &b, beta, c.as_ref(), &BackendList::reference_only()).unwrap();
         prop_assert_eq!(reference.dtype(), out_dt);

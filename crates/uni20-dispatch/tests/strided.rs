@@ -357,28 +357,13 @@ fn view_errors_and_overlap() {
     assert!(!none.overlaps(&lo));
     // A complex scalar for a real view problem is rejected.
     let spec = EinsumSpec::parse("i,i->").unwrap();
-    let r = contract_views(
-        &spec,
-        C64::new(0.0, 1.0),
-        &lo,
-        &hi,
-        C64::new(0.0, 0.0),
-        None,
-        &BackendList::default_cpu(1),
-    );
+    let (one, cpu) = (C64::new(1.0, 0.0), BackendList::default_cpu(1));
+    let r = contract_views(&spec, C64::new(0.0, 1.0), &lo, &hi, C64::new(0.0, 0.0), None, &cpu);
     assert!(matches!(r, Err(ContractError::ComplexScalarForRealOutput { .. })));
     // Wrong C shape.
     let mut c = [0.0f64; 2];
     let mut cm = StridedViewMut::row_major(&mut c, &[2]).unwrap();
-    let r = contract_into(
-        &spec,
-        C64::new(1.0, 0.0),
-        &lo,
-        &hi,
-        C64::new(1.0, 0.0),
-        &mut cm,
-        &BackendList::default_cpu(1),
-    );
+    let r = contract_into(&spec, one, &lo, &hi, one, &mut cm, &cpu);
     assert!(matches!(r, Err(ContractError::Shape { .. })));
     assert_eq!(c, [0.0, 0.0]);
 }

@@ -3,25 +3,13 @@
 //! In a test binary of its own: tracing caches per-callsite interest globally,
 //! so a scoped subscriber raced with other tests running in parallel.
 
+mod kernels_common;
+
 use std::sync::Arc;
 
+use kernels_common::Declining;
 use uni20_dispatch::backends::*;
 use uni20_dispatch::*;
-
-/// Declines every problem (types are fine).
-struct Picky;
-
-impl ContractBackend for Picky {
-    fn name(&self) -> &str {
-        "picky"
-    }
-    fn accepts(&self, _problem: &ContractProblem<'_>) -> Result<(), String> {
-        Err("nope".into())
-    }
-    fn run(&self, _problem: &ContractProblem<'_>) -> Result<LocalTensor, KernelError> {
-        Err(KernelError::Failed("never selected".into()))
-    }
-}
 
 /// Captures formatted tracing output.
 #[derive(Clone, Default)]
@@ -48,7 +36,13 @@ fn tracing_records_chosen_backend() {
         .with_ansi(false)
         .with_writer(move || writer.clone())
         .finish();
-    let list = BackendList::new(vec![Arc::new(Picky), Arc::new(FaerBackend::new(1))]);
+    let list = BackendList::new(vec![
+        Arc::new(Declining {
+            name: "picky",
+            reason: "nope",
+        }),
+        Arc::new(FaerBackend::new(1)),
+    ]);
     tracing::subscriber::with_default(subscriber, || {
         contract(&spec, C64::new(1., 0.), &a, &b, C64::new(0., 0.), None, &list).unwrap();
     });

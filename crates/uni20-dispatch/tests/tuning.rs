@@ -2,10 +2,13 @@
 //! for it), a measurement on first sight records the fastest backend, a saved table is
 //! reloaded with the same entries, and bad files are refused with typed errors.
 
+mod kernels_common;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use kernels_common::Declining;
 use uni20_dispatch::backends::*;
 use uni20_dispatch::tune::*;
 use uni20_dispatch::view::*;
@@ -84,6 +87,14 @@ fn shape_class_of_a_problem() {
     assert_eq!((c.m, c.n, c.k, c.batch), (16, 8, 32, 2)); // 15, 7, 24, 2 rounded
 }
 
+/// A table entry choosing `backend`, with no timings.
+fn entry(backend: &str) -> TuneEntry {
+    TuneEntry {
+        backend: backend.into(),
+        timings: vec![],
+    }
+}
+
 #[test]
 fn table_entry_changes_the_chosen_backend() {
     let fast = Slow::new("fast", 0);
@@ -95,8 +106,8 @@ fn table_entry_changes_the_chosen_backend() {
     table.insert(
         class_of(4, 1),
         TuneEntry {
-            backend: "fast".into(),
             timings: vec![("fast".into(), 1e-3), ("slow".into(), 2e-3)],
+            ..entry("fast")
         },
     );
     let tuned = list.clone().with_tuning(table.clone());
@@ -105,28 +116,14 @@ fn table_entry_changes_the_chosen_backend() {
     assert_eq!(ran(&tuned, 32), "slow");
     assert_eq!(table.len(), 1);
     // An entry naming a backend the list lacks leaves the static order.
-    table.insert(
-        class_of(32, 1),
-        TuneEntry {
-            backend: "gone".into(),
-            timings: vec![],
-        },
-    );
+    table.insert(class_of(32, 1), entry("gone"));
     assert_eq!(ran(&tuned, 32), "slow");
     // The table entry does not override a decline: a backend that declines is passed over.
-    struct Declines;
-    impl ContractBackend for Declines {
-        fn name(&self) -> &str {
-            "fast"
-        }
-        fn accepts(&self, _: &ContractProblem<'_>) -> Result<(), String> {
-            Err("never".into())
-        }
-        fn run(&self, _: &ContractProblem<'_>) -> Result<LocalTensor, KernelError> {
-            Err(KernelError::Failed("unreachable".into()))
-        }
-    }
-    let declining = BackendList::new(vec![slow.clone(), Arc::new(Declines)])
+    let declines = Declining {
+        name: "fast",
+        reason: "never",
+    };
+    let declining = BackendList::new(vec![slow.clone(), Arc::new(declines)])
         .with_thread_budget(1)
         .with_tuning(table);
     assert_eq!(ran(&declining, 4), "slow");
@@ -236,13 +233,7 @@ fn table_switches_between_faer_and_blas() {
     let list = BackendList::default_cpu(1);
     assert_eq!(ran(&list, 16), "faer");
     let table = Arc::new(TuneTable::new());
-    table.insert(
-        class_of(16, 1),
-        TuneEntry {
-            backend: "blas".into(),
-            timings: vec![],
-        },
-    );
+    table.insert(class_of(16, 1), entry("blas"));
     let tuned = list.clone().with_tuning(table);
     assert_eq!(ran(&tuned, 16), "blas");
     assert_eq!(ran(&tuned, 64), "faer");

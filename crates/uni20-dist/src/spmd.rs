@@ -113,11 +113,7 @@ pub fn scatter(ctx: &SpmdContext<'_>, local: &LocalTensor, block: usize) -> Resu
             }
         }
     }
-    let blocks = blocks
-        .into_iter()
-        .enumerate()
-        .map(|(b, r)| r.ok_or_else(|| DistError::Protocol(format!("no rank committed block {b}"))))
-        .collect::<Result<Vec<_>, _>>()?;
+    let blocks = every_block(blocks, "committed block")?;
     let manifest = Manifest {
         shape: local.shape().to_vec(),
         dtype: local.dtype(),
@@ -126,6 +122,16 @@ pub fn scatter(ctx: &SpmdContext<'_>, local: &LocalTensor, block: usize) -> Resu
     };
     manifest.validate()?;
     Ok(SpmdTensor { manifest })
+}
+
+/// The reference of every block, in block order; a block no rank reported is a
+/// [`DistError::Protocol`] ("no rank `what` `b`").
+fn every_block(blocks: Vec<Option<BlockRef>>, what: &str) -> Result<Vec<BlockRef>, DistError> {
+    blocks
+        .into_iter()
+        .enumerate()
+        .map(|(b, r)| r.ok_or_else(|| DistError::Protocol(format!("no rank {what} {b}"))))
+        .collect()
 }
 
 /// `C = einsum(spec, A, B)` collectively; see [`contract_with`].
@@ -211,11 +217,7 @@ pub fn contract_with(
             }
         }
     }
-    let blocks = blocks
-        .into_iter()
-        .enumerate()
-        .map(|(o, r)| r.ok_or_else(|| DistError::Protocol(format!("no rank computed output block {o}"))))
-        .collect::<Result<Vec<_>, _>>()?;
+    let blocks = every_block(blocks, "computed output block")?;
     let manifest = Manifest {
         shape: p.out_shape.clone(),
         dtype: p.descriptor.out_dtype,

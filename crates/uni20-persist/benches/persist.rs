@@ -29,16 +29,25 @@ fn payload(n: usize) -> Vec<u8> {
         .collect()
 }
 
-fn raw_write(dir: &Path, n: u64, bytes: &[u8]) -> Duration {
-    let path = dir.join(format!("raw-{n}"));
+/// Time to write `bytes` to the new file `dir/name` and sync it (and then `dir`, when
+/// `sync_dir`); the file is removed afterwards.
+fn timed_file_write(dir: &Path, name: String, bytes: &[u8], sync_dir: bool) -> Duration {
+    let path = dir.join(name);
     let t = Instant::now();
     let mut f = File::create(&path).unwrap();
     f.write_all(bytes).unwrap();
     f.sync_all().unwrap();
     drop(f);
+    if sync_dir {
+        File::open(dir).unwrap().sync_all().unwrap();
+    }
     let d = t.elapsed();
     std::fs::remove_file(&path).unwrap();
     d
+}
+
+fn raw_write(dir: &Path, n: u64, bytes: &[u8]) -> Duration {
+    timed_file_write(dir, format!("raw-{n}"), bytes, false)
 }
 
 fn store_commit(store: &Store, bytes: &[u8]) -> Duration {
@@ -106,16 +115,7 @@ fn median(mut v: Vec<Duration>) -> Duration {
 }
 
 fn raw_write_dirsync(dir: &Path, n: u64, bytes: &[u8]) -> Duration {
-    let path = dir.join(format!("rawd-{n}"));
-    let t = Instant::now();
-    let mut f = File::create(&path).unwrap();
-    f.write_all(bytes).unwrap();
-    f.sync_all().unwrap();
-    drop(f);
-    File::open(dir).unwrap().sync_all().unwrap();
-    let d = t.elapsed();
-    std::fs::remove_file(&path).unwrap();
-    d
+    timed_file_write(dir, format!("rawd-{n}"), bytes, true)
 }
 
 fn store_batch(store: &Store, bytes: &[u8], k: usize) -> Duration {

@@ -3,12 +3,27 @@
 mod common;
 
 use std::fs;
-use std::sync::{Arc, Barrier};
 
 use uni20_persist::*;
 
 fn open(dir: &std::path::Path, rank: u32) -> Store {
     Store::open(dir, rank, StoreOptions::new()).unwrap()
+}
+
+/// A new temporary directory and rank 0's store in it with a memory budget of `budget`
+/// bytes (the directory must outlive the store).
+fn budgeted_store(budget: u64) -> (tempfile::TempDir, Store) {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Store::open(tmp.path(), 0, StoreOptions::new().memory_budget(budget)).unwrap();
+    (tmp, s)
+}
+
+/// Rank 0's store under `root`, opened after the file `name` holding `bytes` was put
+/// in its directory (created by opening the store once before); also the directory.
+fn open_with_file(root: &std::path::Path, name: &str, bytes: &[u8]) -> (std::path::PathBuf, Store) {
+    let dir = open(root, 0).dir().unwrap().to_owned();
+    fs::write(dir.join(name), bytes).unwrap();
+    (dir, open(root, 0))
 }
 
 #[test]
@@ -177,20 +192,14 @@ fn corrupted_header_is_detected() {
 #[test]
 fn leftover_temp_files_are_removed_and_never_served() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = {
-        let s = open(tmp.path(), 0);
-        s.dir().unwrap().to_owned()
-    };
-    fs::write(dir.join(".tmp-0-5-1-1"), b"partial").unwrap();
-    let s = open(tmp.path(), 0);
+    let (dir, s) = open_with_file(tmp.path(), ".tmp-0-5-1-1", b"partial");
     assert!(!dir.join(".tmp-0-5-1-1").exists());
     assert_eq!(s.stats().objects, 0);
 }
 
 #[test]
 fn pinned_survive_eviction_under_pressure() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Store::open(tmp.path(), 0, StoreOptions::new().memory_budget(64 * 1024)).unwrap();
+    let (_tmp, s) = budgeted_store(64 * 1024);
     let first = s.commit(vec![1u8; 16 * 1024]).unwrap();
     let pin = s.load_wait(first).unwrap();
     let mut others = Vec::new();
@@ -218,8 +227,7 @@ fn pinned_survive_eviction_under_pressure() {
 #[test]
 fn spilled_replicas_reload_bit_identical() {
     let src = Store::in_memory(7);
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Store::open(tmp.path(), 0, StoreOptions::new().memory_budget(10_000)).unwrap();
+    let (tmp, s) = budgeted_store(10_000);
     let mut sent = Vec::new();
     for i in 0..40u32 {
         let v: Vec<f64> = (0..500).map(|k| (k as f64) * 0.1 + i as f64).collect();
@@ -258,22 +266,14 @@ fn sixteen_threads_load_from_disk_once() {
         p
     };
     let s = open(tmp.path(), 0);
-    let barrier = Arc::new(Barrier::new(16));
-    let hs: Vec<_> = (0..16)
-        .map(|i| {
-            let s = s.clone();
-            let b = barrier.clone();
-            std::thread::spawn(move || {
-                b.wait();
-                if i % 4 == 0 {
-                    common::block_on(s.load(p)).unwrap()
-                } else {
-                    s.load_wait(p).unwrap()
-                }
-            })
-        })
-        .collect();
-    let vals: Vec<_> = hs.into_iter().map(|h| h.join().unwrap()).collect();
+    let loader = s.clone();
+    let vals = common::at_once(16, move |i| {
+        if i % 4 == 0 {
+            common::block_on(loader.load(p)).unwrap()
+        } else {
+            loader.load_wait(p).unwrap()
+        }
+    });
     let st = s.stats();
     assert_eq!(st.materializations, 1);
     assert_eq!(st.disk_reads, 1);
@@ -305,8 +305,7 @@ fn gc_removes_files() {
 
 #[test]
 fn concurrent_commit_load_evict_under_budget() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Store::open(tmp.path(), 0, StoreOptions::new().memory_budget(32 * 1024)).unwrap();
+    let (_tmp, s) = budgeted_store(32 * 1024);
     let hs: Vec<_> = (0..8u64)
         .map(|t| {
             let s = s.clone();
@@ -372,13 +371,8 @@ fn flushed_replicas_survive_restart() {
 #[test]
 fn format_1_files_are_refused_by_name() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = {
-        let s = open(tmp.path(), 0);
-        s.dir().unwrap().to_owned()
-    };
     // A format-1 object file (`<origin>-<seq>.obj`, IDs without a nonce) is ignored.
-    fs::write(dir.join("0-5.obj"), b"U20OBJ\0\x01 whatever").unwrap();
-    let s = open(tmp.path(), 0);
+    let (dir, s) = open_with_file(tmp.path(), "0-5.obj", b"U20OBJ\0\x01 whatever");
     assert_eq!(s.stats().objects, 0);
     // A format-1 object file under a current name is corrupt, and says why.
     let id = ObjectId::with_nonce(0, s.nonce(), 7);
@@ -425,8 +419,7 @@ fn usage(s: &Store) -> (u64, u64, u64, u64, u64, u64) {
 
 #[test]
 fn stats_report_usage_and_io() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Store::open(tmp.path(), 0, StoreOptions::new().memory_budget(10_000)).unwrap();
+    let (_tmp, s) = budgeted_store(10_000);
     let mut ps = Vec::new();
     for i in 0..20u32 {
         ps.push(s.commit(vec![i; 250 + i as usize]).unwrap()); // 1000 + 4i bytes
@@ -479,20 +472,28 @@ fn stats_report_usage_and_io() {
     assert_eq!(Store::in_memory(0).stats().io_ops, 0);
 }
 
+/// Commits `x` and `y` to `s` and evicts both: they are then only on disk.
+fn two_on_disk(s: &Store, x: Vec<u8>, y: Vec<u8>) -> (PersistentPtr<Vec<u8>>, PersistentPtr<Vec<u8>>) {
+    let (x, y) = (s.commit(x).unwrap(), s.commit(y).unwrap());
+    assert!(s.evict(x.id()) && s.evict(y.id()));
+    (x, y)
+}
+
+/// Commits `payloads` to a new in-memory store of rank 1 and inserts each into `s` as a
+/// replica (resident, no file yet); returns that store and the objects.
+fn replicas<const N: usize>(s: &Store, payloads: [Vec<u8>; N]) -> (Store, [PersistentPtr<Vec<u8>>; N]) {
+    let src = Store::in_memory(1);
+    let ptrs = payloads.map(|v| src.commit(v).unwrap());
+    let ids: Vec<ObjectId> = ptrs.iter().map(|p| p.id()).collect();
+    common::replicate(&src, s, &ids);
+    (src, ptrs)
+}
+
 #[test]
 fn try_load_local_never_does_io() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Store::open(tmp.path(), 0, StoreOptions::new().memory_budget(1000)).unwrap();
-    let d = s.commit(vec![4u8; 500]).unwrap();
-    let cold = s.commit(vec![5u8; 10]).unwrap();
-    assert!(s.evict(d.id()) && s.evict(cold.id()));
-    let src = Store::in_memory(1);
-    let r = src.commit(vec![6u8; 450]).unwrap();
-    let q = src.commit(vec![7u8; 100]).unwrap();
-    for p in [r, q] {
-        let (m, b) = src.encoded(p.id()).unwrap();
-        s.insert_replica(m, b.to_vec()).unwrap();
-    }
+    let (_tmp, s) = budgeted_store(1000);
+    let (d, cold) = two_on_disk(&s, vec![4u8; 500], vec![5u8; 10]);
+    let (_src, [r, q]) = replicas(&s, [vec![6u8; 450], vec![7u8; 100]]);
     // Pinning by ID reads the file and checks no budget: the cache is now over its
     // budget, and the only evictable entries are replicas, which need a spill.
     s.pin(d.id()).unwrap();
@@ -527,17 +528,12 @@ fn try_load_local_never_does_io() {
 
 #[test]
 fn a_failed_spill_does_not_poison_the_store() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Store::open(tmp.path(), 0, StoreOptions::new().memory_budget(1000)).unwrap();
+    let (_tmp, s) = budgeted_store(1000);
     // Two unrelated objects, only on disk.
-    let a = s.commit(vec![1u8; 200]).unwrap();
-    let b = s.commit(vec![2u8; 200]).unwrap();
-    assert!(s.evict(a.id()) && s.evict(b.id()));
+    let (a, b) = two_on_disk(&s, vec![1u8; 200], vec![2u8; 200]);
     // A replica: resident, no file, so evicting it needs a spill.
-    let src = Store::in_memory(1);
-    let r = src.commit(vec![3u8; 700]).unwrap();
-    let (meta, bytes) = src.encoded(r.id()).unwrap();
-    s.insert_replica(meta, bytes.to_vec()).unwrap();
+    let (src, [r]) = replicas(&s, [vec![3u8; 700]]);
+    let bytes = src.encoded(r.id()).unwrap().1;
     let r_path = s.object_path(r.id()).unwrap();
 
     // The disk is full for the next two spills.

@@ -2,7 +2,7 @@
 
 mod common;
 
-use std::sync::{Arc, Barrier};
+use std::sync::Arc;
 use std::task::Poll;
 
 use uni20_persist::*;
@@ -201,26 +201,18 @@ fn sixteen_threads_materialize_once() {
     for round in 0..5 {
         let b = Store::in_memory(1);
         b.insert_replica(meta.clone(), bytes.to_vec()).unwrap();
-        let barrier = Arc::new(Barrier::new(16));
-        let handles: Vec<_> = (0..16)
-            .map(|i| {
-                let b = b.clone();
-                let barrier = barrier.clone();
-                std::thread::spawn(move || {
-                    barrier.wait();
-                    if i % 2 == 0 {
-                        b.load_wait(p).unwrap()
-                    } else {
-                        loop {
-                            if let Some(v) = b.try_load_local(p) {
-                                break v;
-                            }
-                        }
+        let loader = b.clone();
+        let vals = common::at_once(16, move |i| {
+            if i % 2 == 0 {
+                loader.load_wait(p).unwrap()
+            } else {
+                loop {
+                    if let Some(v) = loader.try_load_local(p) {
+                        break v;
                     }
-                })
-            })
-            .collect();
-        let vals: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+                }
+            }
+        });
         assert_eq!(b.stats().materializations, 1, "round {round}");
         for v in &vals {
             assert!(std::ptr::eq(&**v, &*vals[0]));
@@ -311,10 +303,7 @@ fn gc_decodes_replica_references() {
     let x = a.commit(vec![1u8]).unwrap();
     let m = a.commit(vec![x.id()]).unwrap();
     let b = Store::in_memory(1);
-    for id in [x.id(), m.id()] {
-        let (meta, bytes) = a.encoded(id).unwrap();
-        b.insert_replica(meta, bytes.to_vec()).unwrap();
-    }
+    common::replicate(&a, &b, &[x.id(), m.id()]);
     // Built-in types are known: the replica manifest is decoded to find its references.
     let r = b.gc(&[m.id()]).unwrap();
     assert_eq!(r.removed, 0);

@@ -1,5 +1,7 @@
 //! Object sets (checkpoints) and gc: reachable and pinned objects are kept.
 
+mod common;
+
 use uni20_persist::*;
 
 #[test]
@@ -60,10 +62,7 @@ fn object_set_replica_references_are_found_without_decoding_first() {
     let a = src.commit(vec![1u32, 2, 3]).unwrap();
     let m = src.commit(ObjectSet::new().with(a)).unwrap();
     let dst = Store::in_memory(2);
-    for id in [a.id(), m.id()] {
-        let (meta, bytes) = src.encoded(id).unwrap();
-        dst.insert_replica(meta, bytes.to_vec()).unwrap();
-    }
+    common::replicate(&src, &dst, &[a.id(), m.id()]);
     // The object set is byte-only in `dst`: gc decodes it with the built-in registration.
     let r = dst.gc(&[m.id()]).unwrap();
     assert_eq!(r.removed, 0);

@@ -10,6 +10,13 @@ fn open(dir: &std::path::Path) -> Store {
     Store::open(dir, 0, StoreOptions::new()).unwrap()
 }
 
+/// A new temporary directory and rank 0's store in it (the directory must outlive the store).
+fn fresh_store() -> (tempfile::TempDir, Store) {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = open(tmp.path());
+    (tmp, s)
+}
+
 /// A payload whose drops are counted, to see exactly when its memory goes.
 struct Tracked {
     bytes: Vec<u8>,
@@ -55,8 +62,7 @@ fn tracked(bytes: Vec<u8>) -> (Tracked, Arc<AtomicUsize>) {
 
 #[test]
 fn release_frees_memory_and_file() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = open(tmp.path());
+    let (tmp, s) = fresh_store();
     let a = s.commit(vec![1u8; 1000]).unwrap();
     let b = s.commit(vec![2u8; 10]).unwrap();
     s.flush_all().unwrap();
@@ -116,8 +122,7 @@ fn release_many_reports_the_batch() {
 
 #[test]
 fn a_pvalue_keeps_a_released_object_until_the_last_one_drops() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = open(tmp.path());
+    let (_tmp, s) = fresh_store();
     let (value, dropped) = tracked(vec![7u8; 4096]);
     let p = s.commit(value).unwrap();
     let v = s.load_wait(p).unwrap();
@@ -154,8 +159,7 @@ fn a_pvalue_keeps_a_released_object_until_the_last_one_drops() {
 
 #[test]
 fn an_explicit_pin_defers_release_until_unpin() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = open(tmp.path());
+    let (_tmp, s) = fresh_store();
     let (value, dropped) = tracked(vec![3u8; 100]);
     let p = s.commit(value).unwrap();
     s.pin(p.id()).unwrap();
@@ -181,8 +185,7 @@ fn an_explicit_pin_defers_release_until_unpin() {
 
 #[test]
 fn named_roots_keep_released_objects_they_reach() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = open(tmp.path());
+    let (_tmp, s) = fresh_store();
     let a = s.commit(vec![1u32; 10]).unwrap();
     let b = s.commit(vec![2u32; 10]).unwrap();
     let set = s.commit(ObjectSet::new().with(a).with_meta("step", 1)).unwrap();

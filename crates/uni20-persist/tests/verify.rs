@@ -53,6 +53,12 @@ fn damage(s: &Store, id: ObjectId) -> Damage {
     }
 }
 
+/// Asserts that `d` failed `check` with a detail that contains `detail`.
+fn assert_damage(d: &Damage, check: FailedCheck, detail: &str) {
+    assert_eq!(d.check, check, "{d}");
+    assert!(d.detail.contains(detail), "{d}");
+}
+
 #[test]
 fn intact_and_missing_objects() {
     let (tmp, p, _, _) = written();
@@ -123,9 +129,11 @@ fn a_flipped_payload_byte_fails_the_checksum_check() {
     bytes[n - 10] ^= 0xff;
     bytes[20] ^= 0x55;
     fs::write(&path, &bytes).unwrap();
-    let d = damage(&open(tmp.path(), 2), p);
-    assert_eq!(d.check, FailedCheck::Checksum, "{d}");
-    assert!(d.detail.contains("header checksum mismatch"), "{d}");
+    assert_damage(
+        &damage(&open(tmp.path(), 2), p),
+        FailedCheck::Checksum,
+        "header checksum mismatch",
+    );
 }
 
 #[test]
@@ -134,9 +142,7 @@ fn bad_magic_fails_the_format_check() {
     let mut bytes = fs::read(&path).unwrap();
     bytes[0] = b'X';
     fs::write(&path, &bytes).unwrap();
-    let d = damage(&open(tmp.path(), 2), p);
-    assert_eq!(d.check, FailedCheck::Format, "{d}");
-    assert!(d.detail.contains("bad magic"), "{d}");
+    assert_damage(&damage(&open(tmp.path(), 2), p), FailedCheck::Format, "bad magic");
 }
 
 #[test]

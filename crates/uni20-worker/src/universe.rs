@@ -114,6 +114,20 @@ pub fn launched_by_mpi() -> bool {
     LauncherEnv::from_env().detected.is_some()
 }
 
+/// Builder methods that set one optional field of [`UniverseBuilder`]
+/// (`self.field = Some(arg)`), each with its own doc comment and argument name.
+macro_rules! option_setters {
+    ($($(#[$doc:meta])* fn $field:ident($arg:ident: $ty:ty);)*) => {
+        $(
+            $(#[$doc])*
+            pub fn $field(mut self, $arg: $ty) -> Self {
+                self.$field = Some($arg);
+                self
+            }
+        )*
+    };
+}
+
 impl UniverseBuilder {
     /// A builder that reads the environment at [`UniverseBuilder::run`]
     /// (see [`RankConfig`] for every variable and default) and chooses the
@@ -137,11 +151,10 @@ impl UniverseBuilder {
         }
     }
 
-    /// Uses `config` instead of reading the environment; the builder's other
-    /// methods still override it.
-    pub fn config(mut self, config: RankConfig) -> Self {
-        self.config = Some(config);
-        self
+    option_setters! {
+        /// Uses `config` instead of reading the environment; the builder's other
+        /// methods still override it.
+        fn config(config: RankConfig);
     }
 
     /// Puts every rank's persistent store on disk under `dir` (one
@@ -153,37 +166,24 @@ impl UniverseBuilder {
         self
     }
 
-    /// Memory budget of each rank's disk store in bytes (default:
-    /// `UNI20_STORE_BUDGET`, else unlimited); unpinned objects beyond it are
-    /// spilled to disk.
-    pub fn memory_budget(mut self, bytes: u64) -> Self {
-        self.memory_budget = Some(bytes);
-        self
-    }
-
-    /// Dedicates the last `k` ranks to serving objects (default:
-    /// `UNI20_STORAGE_RANKS`, else 0). Storage ranks own blocks placed on
-    /// them and send them straight to the workers that need them; they are
-    /// never assigned work items. At least one compute worker (or the root
-    /// alone) must remain: `k < size - 1` when `size > 1`.
-    pub fn storage_ranks(mut self, k: usize) -> Self {
-        self.storage_ranks = Some(k);
-        self
-    }
-
-    /// Injects faults (see [`crate::fault`]); overrides `UNI20_INJECT_FAULT`.
-    pub fn faults(mut self, plan: FaultPlan) -> Self {
-        self.faults = Some(plan);
-        self
-    }
-
-    /// Number of ranks of the in-process universe (ignored under MPI, where
-    /// `mpirun -n` decides; default `UNI20_RANKS`, else
-    /// [`DEFAULT_RANKS`](crate::config::DEFAULT_RANKS)). Zero and more than
-    /// [`MAX_IN_PROCESS_RANKS`](crate::config::MAX_IN_PROCESS_RANKS) are rejected at `run`.
-    pub fn ranks(mut self, n: usize) -> Self {
-        self.ranks = Some(n);
-        self
+    option_setters! {
+        /// Memory budget of each rank's disk store in bytes (default:
+        /// `UNI20_STORE_BUDGET`, else unlimited); unpinned objects beyond it are
+        /// spilled to disk.
+        fn memory_budget(bytes: u64);
+        /// Dedicates the last `k` ranks to serving objects (default:
+        /// `UNI20_STORAGE_RANKS`, else 0). Storage ranks own blocks placed on
+        /// them and send them straight to the workers that need them; they are
+        /// never assigned work items. At least one compute worker (or the root
+        /// alone) must remain: `k < size - 1` when `size > 1`.
+        fn storage_ranks(k: usize);
+        /// Injects faults (see [`crate::fault`]); overrides `UNI20_INJECT_FAULT`.
+        fn faults(plan: FaultPlan);
+        /// Number of ranks of the in-process universe (ignored under MPI, where
+        /// `mpirun -n` decides; default `UNI20_RANKS`, else
+        /// [`DEFAULT_RANKS`](crate::config::DEFAULT_RANKS)). Zero and more than
+        /// [`MAX_IN_PROCESS_RANKS`](crate::config::MAX_IN_PROCESS_RANKS) are rejected at `run`.
+        fn ranks(n: usize);
     }
 
     /// Thread budget of each rank's local kernels (default
@@ -193,27 +193,18 @@ impl UniverseBuilder {
         self
     }
 
-    /// Local backends of every rank (default `UNI20_BACKENDS`, else CPU).
-    pub fn backends(mut self, choice: BackendChoice) -> Self {
-        self.backends = Some(choice);
-        self
-    }
-
-    /// Largest single MPI message in bytes (default `UNI20_CHUNK_BYTES`,
-    /// else [`DEFAULT_CHUNK_BYTES`](crate::config::DEFAULT_CHUNK_BYTES)); larger
-    /// payloads travel as several messages. Must be the same on every rank
-    /// and within [`MIN_CHUNK_BYTES`](crate::config::MIN_CHUNK_BYTES)..=
-    /// [`MAX_CHUNK_BYTES`](crate::config::MAX_CHUNK_BYTES) (checked at `run`).
-    pub fn chunk_bytes(mut self, bytes: usize) -> Self {
-        self.chunk_bytes = Some(bytes);
-        self
-    }
-
-    /// Largest envelope a worker decodes (default `UNI20_MAX_ENVELOPE_BYTES`,
-    /// else [`DEFAULT_MAX_ENVELOPE_BYTES`](crate::envelope::DEFAULT_MAX_ENVELOPE_BYTES)).
-    pub fn max_envelope_bytes(mut self, bytes: usize) -> Self {
-        self.max_envelope_bytes = Some(bytes);
-        self
+    option_setters! {
+        /// Local backends of every rank (default `UNI20_BACKENDS`, else CPU).
+        fn backends(choice: BackendChoice);
+        /// Largest single MPI message in bytes (default `UNI20_CHUNK_BYTES`,
+        /// else [`DEFAULT_CHUNK_BYTES`](crate::config::DEFAULT_CHUNK_BYTES)); larger
+        /// payloads travel as several messages. Must be the same on every rank
+        /// and within [`MIN_CHUNK_BYTES`](crate::config::MIN_CHUNK_BYTES)..=
+        /// [`MAX_CHUNK_BYTES`](crate::config::MAX_CHUNK_BYTES) (checked at `run`).
+        fn chunk_bytes(bytes: usize);
+        /// Largest envelope a worker decodes (default `UNI20_MAX_ENVELOPE_BYTES`,
+        /// else [`DEFAULT_MAX_ENVELOPE_BYTES`](crate::envelope::DEFAULT_MAX_ENVELOPE_BYTES)).
+        fn max_envelope_bytes(bytes: usize);
     }
 
     /// Chooses the transport.
@@ -222,19 +213,14 @@ impl UniverseBuilder {
         self
     }
 
-    /// How long the root waits for every worker to arrive at start-up
-    /// (default `UNI20_STARTUP_TIMEOUT`, else 60 s).
-    pub fn startup_timeout(mut self, t: Duration) -> Self {
-        self.startup_timeout = Some(t);
-        self
-    }
-
-    /// Library mode on MPI: how long a rank waits for its peers after the
-    /// universe was aborted before it ends the process with `MPI_Abort` on
-    /// the universe's communicator (default `UNI20_ABORT_TIMEOUT`, else 30 s).
-    pub fn abort_timeout(mut self, t: Duration) -> Self {
-        self.abort_timeout = Some(t);
-        self
+    option_setters! {
+        /// How long the root waits for every worker to arrive at start-up
+        /// (default `UNI20_STARTUP_TIMEOUT`, else 60 s).
+        fn startup_timeout(t: Duration);
+        /// Library mode on MPI: how long a rank waits for its peers after the
+        /// universe was aborted before it ends the process with `MPI_Abort` on
+        /// the universe's communicator (default `UNI20_ABORT_TIMEOUT`, else 30 s).
+        fn abort_timeout(t: Duration);
     }
 
     /// Replaces the link-time registry of one in-process rank by `entries`.
@@ -257,39 +243,22 @@ impl UniverseBuilder {
             Some(c) => c.clone(),
             None => RankConfig::from_env()?,
         };
-        if let Some(n) = self.ranks {
-            c.ranks = Some(n);
-        }
-        if let Some(n) = self.threads_per_rank {
-            c.threads_per_rank = Some(n);
-        }
-        if let Some(t) = self.startup_timeout {
-            c.startup_timeout = t;
-        }
-        if let Some(t) = self.abort_timeout {
-            c.abort_timeout = t;
-        }
+        // Each builder override that was set replaces the configured value.
+        c.ranks = self.ranks.or(c.ranks);
+        c.threads_per_rank = self.threads_per_rank.or(c.threads_per_rank);
+        c.startup_timeout = self.startup_timeout.unwrap_or(c.startup_timeout);
+        c.abort_timeout = self.abort_timeout.unwrap_or(c.abort_timeout);
         if let Some(p) = &self.faults {
             c.faults = p.clone();
         }
         if let Some(d) = &self.store_dir {
             c.store_dir = Some(d.clone());
         }
-        if let Some(b) = self.memory_budget {
-            c.store_budget = Some(b);
-        }
-        if let Some(k) = self.storage_ranks {
-            c.storage_ranks = k;
-        }
-        if let Some(b) = self.backends {
-            c.backends = b;
-        }
-        if let Some(n) = self.chunk_bytes {
-            c.chunk_bytes = n;
-        }
-        if let Some(n) = self.max_envelope_bytes {
-            c.max_envelope_bytes = n;
-        }
+        c.store_budget = self.memory_budget.or(c.store_budget);
+        c.storage_ranks = self.storage_ranks.unwrap_or(c.storage_ranks);
+        c.backends = self.backends.unwrap_or(c.backends);
+        c.chunk_bytes = self.chunk_bytes.unwrap_or(c.chunk_bytes);
+        c.max_envelope_bytes = self.max_envelope_bytes.unwrap_or(c.max_envelope_bytes);
         c.validate()?;
         // A tuning file that exists but cannot be read is a start-up error.
         c.tuning()?;

@@ -11,23 +11,23 @@ use uni20_worker::{
     TransportChoice, UniverseBuilder, WorkerContext,
 };
 
-struct RayonPanic;
-impl CommandSpec for RayonPanic {
-    const WIRE_NAME: &'static str = "test.rayon_panic.v1";
-    const DEBUG_NAME: &'static str = "rayon_panic";
-    const SCHEMA_VERSION: u32 = 1;
-    type Descriptor = ();
-    type Reply = ();
+/// A schema-1 command without descriptor or reply (not registered at link time: the
+/// tests build their registries by hand).
+macro_rules! unit_command {
+    ($name:ident = $wire:literal, $debug:literal) => {
+        struct $name;
+        impl CommandSpec for $name {
+            const WIRE_NAME: &'static str = $wire;
+            const DEBUG_NAME: &'static str = $debug;
+            const SCHEMA_VERSION: u32 = 1;
+            type Descriptor = ();
+            type Reply = ();
+        }
+    };
 }
 
-struct ScopedPanic;
-impl CommandSpec for ScopedPanic {
-    const WIRE_NAME: &'static str = "test.scoped_panic.v1";
-    const DEBUG_NAME: &'static str = "scoped_panic";
-    const SCHEMA_VERSION: u32 = 1;
-    type Descriptor = ();
-    type Reply = ();
-}
+unit_command!(RayonPanic = "test.rayon_panic.v1", "rayon_panic");
+unit_command!(ScopedPanic = "test.scoped_panic.v1", "scoped_panic");
 
 fn rayon_panic(ctx: &mut WorkerContext<'_>, _: &Envelope) -> Result<Vec<u8>, HandlerError> {
     let rank = ctx.rank();

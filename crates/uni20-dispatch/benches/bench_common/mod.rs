@@ -1,10 +1,13 @@
 //! Helpers shared by the benches of this crate: the thread count, faer's parallelism for it,
-//! and interleaved median timing (each side's calls alternate with the other sides', so
-//! that drifting machine load affects every side alike).
+//! interleaved median timing (each side's calls alternate with the other sides', so
+//! that drifting machine load affects every side alike), and flat-sampling benchmark groups.
 
 #![allow(dead_code)]
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, Criterion, SamplingMode};
 
 use faer::Par;
 
@@ -42,4 +45,21 @@ pub fn interleaved(reps: usize, sides: &mut [&mut dyn FnMut()]) -> Vec<f64> {
             v[v.len() / 2]
         })
         .collect()
+}
+
+/// A benchmark group `name` with flat sampling: `samples` samples after `warm_up`, measured
+/// over `measure`.
+pub fn flat_group<'c>(
+    c: &'c mut Criterion,
+    name: &str,
+    samples: usize,
+    warm_up: Duration,
+    measure: Duration,
+) -> BenchmarkGroup<'c, WallTime> {
+    let mut g = c.benchmark_group(name);
+    g.sampling_mode(SamplingMode::Flat)
+        .sample_size(samples)
+        .warm_up_time(warm_up)
+        .measurement_time(measure);
+    g
 }

@@ -338,6 +338,16 @@ fn choose_rank(s: &[f64], opts: &SvdOptions, rtol: f64) -> Cut {
 mod tests {
     use super::*;
 
+    /// `SvdOptions` with the named fields set to `Some(value)` and the rest default.
+    macro_rules! opts {
+        ($($field:ident: $value:expr),+) => {
+            SvdOptions {
+                $($field: Some($value),)+
+                ..Default::default()
+            }
+        };
+    }
+
     fn cut(s: &[f64], opts: SvdOptions) -> Cut {
         choose_rank(s, &opts, 1e-12)
     }
@@ -352,39 +362,14 @@ mod tests {
     fn cutoff_weight_and_max_rank() {
         let s = [4.0, 3.0, 2.0, 1.0];
         let total = 30.0;
-        let c = cut(
-            &s,
-            SvdOptions {
-                cutoff: Some(2.0),
-                ..Default::default()
-            },
-        );
+        let c = cut(&s, opts!(cutoff: 2.0));
         assert_eq!(c.kept, 2);
         assert_eq!(c.discarded_weight, 5.0 / total);
-        let c = cut(
-            &s,
-            SvdOptions {
-                max_discarded_weight: Some(5.0 / total),
-                ..Default::default()
-            },
-        );
+        let c = cut(&s, opts!(max_discarded_weight: 5.0 / total));
         assert_eq!(c.kept, 2);
-        let c = cut(
-            &s,
-            SvdOptions {
-                max_discarded_weight: Some(4.9 / total),
-                ..Default::default()
-            },
-        );
+        let c = cut(&s, opts!(max_discarded_weight: 4.9 / total));
         assert_eq!(c.kept, 3);
-        let c = cut(
-            &s,
-            SvdOptions {
-                max_rank: Some(1),
-                cutoff: Some(0.5),
-                ..Default::default()
-            },
-        );
+        let c = cut(&s, opts!(max_rank: 1, cutoff: 0.5));
         assert_eq!((c.kept, c.discarded_weight), (1, 14.0 / total));
     }
 
@@ -401,31 +386,13 @@ mod tests {
             },
         );
         assert_eq!(c.kept, 4);
-        let c = cut(
-            &s,
-            SvdOptions {
-                max_discarded_weight: Some(9.0 / 38.0),
-                ..Default::default()
-            },
-        );
+        let c = cut(&s, opts!(max_discarded_weight: 9.0 / 38.0));
         assert_eq!(c.kept, 4);
         // max_rank 3 would split it: drop all of it.
-        let c = cut(
-            &s,
-            SvdOptions {
-                max_rank: Some(3),
-                ..Default::default()
-            },
-        );
+        let c = cut(&s, opts!(max_rank: 3));
         assert_eq!((c.kept, c.split), (1, false));
         // A leading multiplet larger than max_rank is split, and reported.
-        let c = cut(
-            &[2.0, 2.0, 2.0, 1.0],
-            SvdOptions {
-                max_rank: Some(2),
-                ..Default::default()
-            },
-        );
+        let c = cut(&[2.0, 2.0, 2.0, 1.0], opts!(max_rank: 2));
         assert_eq!((c.kept, c.split), (2, true));
     }
 
@@ -438,13 +405,7 @@ mod tests {
             let c = 10f64.powi(k);
             let s: Vec<f64> = base.iter().map(|x| x * c).collect();
             for (w, kept, weight) in [(0.2, 2, 5.0 / 30.0), (0.1, 3, 1.0 / 30.0), (0.0, 4, 0.0)] {
-                let got = cut(
-                    &s,
-                    SvdOptions {
-                        max_discarded_weight: Some(w),
-                        ..Default::default()
-                    },
-                );
+                let got = cut(&s, opts!(max_discarded_weight: w));
                 assert_eq!(got.kept, kept, "scale 1e{k}, target {w}");
                 assert!(
                     (got.discarded_weight - weight).abs() <= 4e-15 * weight,
@@ -454,13 +415,7 @@ mod tests {
             }
         }
         // The example: the second value carries 43 % of the weight, so it stays.
-        let c = cut(
-            &[1.5e154, 1.3e154, 1.0],
-            SvdOptions {
-                max_discarded_weight: Some(0.1),
-                ..Default::default()
-            },
-        );
+        let c = cut(&[1.5e154, 1.3e154, 1.0], opts!(max_discarded_weight: 0.1));
         assert_eq!(c.kept, 2);
         let want = (1.0 / 1.5e154f64).powi(2) / (1.0 + (1.3f64 / 1.5).powi(2));
         assert!(
@@ -472,29 +427,11 @@ mod tests {
 
     #[test]
     fn at_least_one_unless_zero() {
-        let c = cut(
-            &[1.0, 0.5],
-            SvdOptions {
-                cutoff: Some(10.0),
-                ..Default::default()
-            },
-        );
+        let c = cut(&[1.0, 0.5], opts!(cutoff: 10.0));
         assert_eq!(c.kept, 1);
-        let c = cut(
-            &[0.0, 0.0],
-            SvdOptions {
-                cutoff: Some(0.0),
-                ..Default::default()
-            },
-        );
+        let c = cut(&[0.0, 0.0], opts!(cutoff: 0.0));
         assert_eq!((c.kept, c.discarded_weight), (0, 0.0));
-        let c = cut(
-            &[],
-            SvdOptions {
-                max_rank: Some(3),
-                ..Default::default()
-            },
-        );
+        let c = cut(&[], opts!(max_rank: 3));
         assert_eq!((c.kept, c.discarded_weight, c.split), (0, 0.0, false));
     }
 }

@@ -5,7 +5,20 @@
 
 use std::path::{Path, PathBuf};
 
+use uni20_dispatch::backends::{ContractBackend, ContractProblem, KernelError};
 use uni20_dispatch::{random_block, DType, LocalTensor, TensorData, C32, C64};
+
+/// The scalars the property tests draw by index: `alpha` 0, 1 or 2.5 (2.5 - 0.5i for a
+/// complex output dtype `out`) and `beta` 0, 1 or -0.75.
+pub fn drawn_scalars(alpha_i: usize, beta_i: usize, out: DType) -> (C64, C64) {
+    let alpha = match alpha_i {
+        0 => C64::new(0.0, 0.0),
+        1 => C64::new(1.0, 0.0),
+        _ if out.is_complex() => C64::new(2.5, -0.5),
+        _ => C64::new(2.5, 0.0),
+    };
+    (alpha, C64::new([0.0, 1.0, -0.75][beta_i], 0.0))
+}
 
 /// `crates/uni20-dispatch/tests/fixtures/kernels/<name>`.
 pub fn fixture(name: &str) -> PathBuf {
@@ -209,4 +222,28 @@ macro_rules! each_dtype {
 /// A proptest strategy choosing any of the four dtypes.
 pub fn any_dtype() -> impl proptest::strategy::Strategy<Value = DType> {
     proptest::sample::select(DType::ALL.to_vec())
+}
+
+/// A contraction backend named `name` that declines every problem with `reason` (types are
+/// fine), so it is never selected and never runs.
+pub struct Declining {
+    /// The backend's name.
+    pub name: &'static str,
+    /// Why it declines.
+    pub reason: &'static str,
+}
+
+impl ContractBackend for Declining {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn accepts(&self, _: &ContractProblem<'_>) -> Result<(), String> {
+        Err(self.reason.into())
+    }
+    fn run(&self, _: &ContractProblem<'_>) -> Result<LocalTensor, KernelError> {
+        Err(KernelError::Failed(format!(
+            "{} declines every problem: never selected",
+            self.name
+        )))
+    }
 }

@@ -332,23 +332,20 @@ impl RankConfig {
             parse::count(v, 1, usize::MAX).map(|n| n as u64)
         })?
         .map(|n| n as usize);
-        if let Some(v) = text("UNI20_STARTUP_TIMEOUT")? {
-            c.startup_timeout = parse::seconds(&v).ok_or_else(|| {
-                config_error(
-                    "UNI20_STARTUP_TIMEOUT",
-                    &v,
-                    "a positive number of seconds, e.g. 60 or 2.5",
-                )
-            })?;
+        // A duration variable; `example` is the whole number of seconds its error suggests.
+        let seconds = |name: &str, example: u32| -> Result<Option<Duration>, JobError> {
+            match text(name)? {
+                None => Ok(None),
+                Some(v) => parse::seconds(&v).map(Some).ok_or_else(|| {
+                    config_error(name, &v, format!("a positive number of seconds, e.g. {example} or 2.5"))
+                }),
+            }
+        };
+        if let Some(t) = seconds("UNI20_STARTUP_TIMEOUT", 60)? {
+            c.startup_timeout = t;
         }
-        if let Some(v) = text("UNI20_ABORT_TIMEOUT")? {
-            c.abort_timeout = parse::seconds(&v).ok_or_else(|| {
-                config_error(
-                    "UNI20_ABORT_TIMEOUT",
-                    &v,
-                    "a positive number of seconds, e.g. 30 or 2.5",
-                )
-            })?;
+        if let Some(t) = seconds("UNI20_ABORT_TIMEOUT", 30)? {
+            c.abort_timeout = t;
         }
         c.store_dir = get("UNI20_STORE_DIR")
             .filter(|v| !v.to_string_lossy().trim().is_empty())

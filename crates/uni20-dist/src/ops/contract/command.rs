@@ -12,7 +12,7 @@ use uni20_dispatch::{
 use uni20_persist::{ObjectId, PersistentPtr};
 use uni20_worker::{command, HandlerError, WorkerContext};
 
-use crate::ops::kit::{handle_items, ItemWork};
+use crate::ops::kit::{handle_items, item_work_fields, ItemWork};
 use crate::tensor::{Block, BlockRef};
 use crate::transfer::record::Transfer;
 
@@ -94,14 +94,8 @@ fn scale(c: &LocalTensor, beta: C64, out: DType, ctx: &WorkerContext<'_>) -> Res
 }
 
 impl ItemWork for ContractDescriptorV1 {
-    type Item = WorkItem;
+    item_work_fields!(WorkItem);
     const OPERATION: &'static str = "contract";
-    fn work(&self) -> (&[WorkItem], &[Transfer]) {
-        (&self.items, &self.transfers)
-    }
-    fn place(_: usize, item: &WorkItem) -> (usize, usize) {
-        (item.rank, item.out_block)
-    }
     fn compute(&self, ctx: &WorkerContext<'_>, _: usize, item: &WorkItem) -> Result<LocalTensor, HandlerError> {
         let load = |r: &BlockRef| {
             ctx.store()

@@ -13,7 +13,7 @@ use uni20_dispatch::{ContractError, ContractOptions, DType, ResolveSpec, Resolve
 use super::command::{ContractDescriptorV1, WorkItem};
 use crate::error::DistError;
 use crate::layout::Blocking;
-use crate::ops::kit::{ItemPlan, MAX_BLOCK_BYTES};
+use crate::ops::kit::{check_plan_size, ItemPlan, MAX_BLOCK_BYTES};
 use crate::summary::PlanSummary;
 use crate::tensor::{BlockRef, Manifest, TensorMeta};
 use crate::transfer::{Transfer, TransferSet};
@@ -196,28 +196,24 @@ pub(crate) fn validate(
     } else {
         (out_blocking.num_blocks() as u128) * (reduce_blocking.num_blocks() as u128)
     };
-    if products > MAX_BLOCK_PRODUCTS {
-        return Err(DistError::PlanTooLarge {
-            what: "block products of the contraction".into(),
-            count: products,
-            limit: MAX_BLOCK_PRODUCTS,
-            hint: "use a larger block size".into(),
-        });
-    }
+    check_plan_size(
+        "block products of the contraction",
+        products,
+        MAX_BLOCK_PRODUCTS,
+        "use a larger block size",
+    )?;
     let largest_block: u128 = spec
         .output()
         .iter()
         .map(|l| ext[l].iter().copied().max().unwrap_or(0) as u128)
         .fold(1u128, |acc, n| acc.saturating_mul(n))
         .saturating_mul(out_dtype.size_bytes() as u128);
-    if largest_block > MAX_BLOCK_BYTES {
-        return Err(DistError::PlanTooLarge {
-            what: "bytes of the largest output block".into(),
-            count: largest_block,
-            limit: MAX_BLOCK_BYTES,
-            hint: "use a smaller block size".into(),
-        });
-    }
+    check_plan_size(
+        "bytes of the largest output block",
+        largest_block,
+        MAX_BLOCK_BYTES,
+        "use a smaller block size",
+    )?;
     let use_c = c.is_some() && beta != C64::new(0.0, 0.0);
     Ok(Validated {
         empty_product,

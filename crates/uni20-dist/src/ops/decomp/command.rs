@@ -263,6 +263,18 @@ fn gpu_first(ctx: &WorkerContext<'_>) -> bool {
     ctx.backends().names().contains(&"cuda")
 }
 
+/// The decomposition backend list `$List` of the worker `$ctx`, with its thread budget:
+/// GPU first when the rank's contraction backends include CUDA, else the CPU list.
+macro_rules! local_list {
+    ($List:ident, $ctx:expr) => {
+        if gpu_first($ctx) {
+            $List::default_gpu_first($ctx.threads())
+        } else {
+            $List::default_cpu($ctx.threads())
+        }
+    };
+}
+
 type Kernel<'k> =
     Box<dyn FnOnce(&LocalTensor, &WorkerContext<'_>) -> Result<Result<Local, RejectionV1>, HandlerError> + 'k>;
 
@@ -349,11 +361,7 @@ fn handle_svd(ctx: &mut WorkerContext<'_>, d: SvdDescV1) -> Result<DecompReplyV1
         degeneracy_rtol: t.degeneracy_rtol,
     };
     let kernel: Kernel<'_> = Box::new(move |a, ctx| {
-        let list = if gpu_first(ctx) {
-            SvdBackendList::default_gpu_first(ctx.threads())
-        } else {
-            SvdBackendList::default_cpu(ctx.threads())
-        };
+        let list = local_list!(SvdBackendList, ctx);
         match svd_with_attempts(a, &opts, &list) {
             Ok((r, attempts)) => Ok(Ok(Local {
                 values: r.s,
@@ -372,11 +380,7 @@ fn handle_svd(ctx: &mut WorkerContext<'_>, d: SvdDescV1) -> Result<DecompReplyV1
 fn handle_qr(ctx: &mut WorkerContext<'_>, d: QrDescV1) -> Result<DecompReplyV1, HandlerError> {
     let lq = d.lq;
     let kernel: Kernel<'_> = Box::new(move |a, ctx| {
-        let list = if gpu_first(ctx) {
-            QrBackendList::default_gpu_first(ctx.threads())
-        } else {
-            QrBackendList::default_cpu(ctx.threads())
-        };
+        let list = local_list!(QrBackendList, ctx);
         let r = if lq {
             lq_with_attempts(a, &list).map(|(r, at)| Local::plain(vec![r.l, r.q], Vec::new(), at))
         } else {
@@ -396,11 +400,7 @@ fn handle_eigh(ctx: &mut WorkerContext<'_>, d: EighDescV1) -> Result<DecompReply
         hermitian_rtol: d.hermitian_rtol,
     };
     let kernel: Kernel<'_> = Box::new(move |a, ctx| {
-        let list = if gpu_first(ctx) {
-            EighBackendList::default_gpu_first(ctx.threads())
-        } else {
-            EighBackendList::default_cpu(ctx.threads())
-        };
+        let list = local_list!(EighBackendList, ctx);
         match eigh_with_attempts(a, &opts, &list) {
             Ok((r, at)) => Ok(Ok(Local::plain(vec![r.vectors], r.values, at))),
             Err(e) => kernel_outcome(e).map(Err),

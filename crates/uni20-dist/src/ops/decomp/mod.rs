@@ -234,13 +234,12 @@ pub fn svd(ctl: &Controller<'_>, t: &DistTensor, split: &str, opts: &SvdOptions)
 /// # Errors
 /// As [`svd`] (no truncation options).
 pub fn qr(ctl: &Controller<'_>, t: &DistTensor, split: &str, opts: &QrOptions) -> Result<QrOutput, DistError> {
-    let f = qr_family(ctl, t, split, opts, false)?;
-    let mut it = f.tensors.into_iter();
+    let (q, r, factorizer, summary) = qr_family(ctl, t, split, opts, false)?;
     Ok(QrOutput {
-        q: next(&mut it)?,
-        r: next(&mut it)?,
-        factorizer: f.factorizer,
-        summary: f.summary,
+        q,
+        r,
+        factorizer,
+        summary,
     })
 }
 
@@ -252,26 +251,29 @@ pub fn qr(ctl: &Controller<'_>, t: &DistTensor, split: &str, opts: &QrOptions) -
 /// # Errors
 /// As [`qr`].
 pub fn lq(ctl: &Controller<'_>, t: &DistTensor, split: &str, opts: &QrOptions) -> Result<LqOutput, DistError> {
-    let f = qr_family(ctl, t, split, opts, true)?;
-    let mut it = f.tensors.into_iter();
+    let (l, q, factorizer, summary) = qr_family(ctl, t, split, opts, true)?;
     Ok(LqOutput {
-        l: next(&mut it)?,
-        q: next(&mut it)?,
-        factorizer: f.factorizer,
-        summary: f.summary,
+        l,
+        q,
+        factorizer,
+        summary,
     })
 }
 
+/// QR (or, with `lq`, LQ) of `t`: the two factors in output order (`Q, R` or
+/// `L, Q`), the factorizer and the plan summary.
 fn qr_family(
     ctl: &Controller<'_>,
     t: &DistTensor,
     split: &str,
     opts: &QrOptions,
     lq: bool,
-) -> Result<run::Factorization, DistError> {
+) -> Result<(DistTensor, DistTensor, usize, PlanSummary), DistError> {
     let op = if lq { DecompKind::Lq } else { DecompKind::Qr };
     let v = plan::validate(op, t.meta(), split, opts.k_block, opts.max_matrix_bytes)?;
-    run::factorize::<QrV1>(ctl, t, &v, false, |matrix| QrDescV1 { matrix, lq })
+    let f = run::factorize::<QrV1>(ctl, t, &v, false, |matrix| QrDescV1 { matrix, lq })?;
+    let mut it = f.tensors.into_iter();
+    Ok((next(&mut it)?, next(&mut it)?, f.factorizer, f.summary))
 }
 
 /// Eigendecomposition `A = V diag(values) V^H` of `t` viewed as a

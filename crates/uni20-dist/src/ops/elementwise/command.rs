@@ -9,7 +9,7 @@ use uni20_dispatch::{axpby as local_axpby, reshape as local_reshape, DType, Loca
 use uni20_persist::{ObjectId, PersistentPtr};
 use uni20_worker::{command, HandlerError, WorkerContext};
 
-use crate::ops::kit::{handle_items, BoxSource, ItemWork};
+use crate::ops::kit::{handle_items, item_work_fields, BoxSource, ItemWork};
 use crate::tensor::{Block, BlockRef};
 use crate::transfer::record::Transfer;
 
@@ -81,14 +81,8 @@ command!(
 );
 
 impl ItemWork for ElementwiseDescV1 {
-    type Item = ElementwiseItem;
+    item_work_fields!(ElementwiseItem);
     const OPERATION: &'static str = "element-wise";
-    fn work(&self) -> (&[ElementwiseItem], &[Transfer]) {
-        (&self.items, &self.transfers)
-    }
-    fn place(_: usize, item: &ElementwiseItem) -> (usize, usize) {
-        (item.rank, item.out_block)
-    }
     fn compute(&self, ctx: &WorkerContext<'_>, _: usize, item: &ElementwiseItem) -> Result<LocalTensor, HandlerError> {
         let store = ctx.store();
         let a = store

@@ -30,5 +30,6 @@ pub use assign::Assigner;
 pub(crate) use items::submit_items;
 pub use items::{defer_items, participants_of, ItemPlan};
 pub(crate) use source::{place_reading, rebuilt_bytes, BoxSource};
-pub(crate) use tiling::{check_block_bytes, Tiling, MAX_BLOCK_BYTES};
+pub(crate) use tiling::{check_block_bytes, check_plan_size, Tiling, MAX_BLOCK_BYTES};
+pub(crate) use worker::item_work_fields;
 pub use worker::{handle_items, ItemWork};

@@ -67,13 +67,7 @@ impl Tiling {
         match self {
             Tiling::Block(b) => Ok(Blocking::regular(shape, *b)?),
             Tiling::PerMode(sizes) => {
-                if sizes.len() != shape.len() {
-                    return Err(DistError::RankMismatch {
-                        what: "per-mode block sizes".into(),
-                        expected: shape.len(),
-                        got: sizes.len(),
-                    });
-                }
+                same_rank("per-mode block sizes", shape.len(), sizes.len())?;
                 if sizes.contains(&0) {
                     return Err(BlockingError::ZeroBlockSize.into());
                 }
@@ -81,13 +75,7 @@ impl Tiling {
                 Ok(Blocking::from_extents(shape, extents)?)
             }
             Tiling::Exact(b) => {
-                if b.rank() != shape.len() {
-                    return Err(DistError::RankMismatch {
-                        what: "the tiling".into(),
-                        expected: shape.len(),
-                        got: b.rank(),
-                    });
-                }
+                same_rank("the tiling", shape.len(), b.rank())?;
                 if b.shape() != shape {
                     return Err(DistError::ShapeMismatch {
                         what: "the tiling's shape".into(),
@@ -105,6 +93,18 @@ impl Tiling {
 /// could not be assembled, sent or stored on one rank.
 pub const MAX_BLOCK_BYTES: u128 = 1 << 40;
 
+/// [`DistError::RankMismatch`] naming `what` unless `got == expected`.
+fn same_rank(what: &str, expected: usize, got: usize) -> Result<(), DistError> {
+    if got != expected {
+        return Err(DistError::RankMismatch {
+            what: what.into(),
+            expected,
+            got,
+        });
+    }
+    Ok(())
+}
+
 /// Refuses a tiling whose largest block would exceed
 /// [`MAX_BLOCK_BYTES`] bytes of `dtype`.
 ///
@@ -117,12 +117,26 @@ pub(crate) fn check_block_bytes(blocking: &Blocking, dtype: DType, what: &str) -
         .map(|e| e.iter().copied().max().unwrap_or(0) as u128)
         .fold(1u128, |acc, n| acc.saturating_mul(n))
         .saturating_mul(dtype.size_bytes() as u128);
-    if largest > MAX_BLOCK_BYTES {
+    check_plan_size(
+        &format!("bytes of the largest block of {what}"),
+        largest,
+        MAX_BLOCK_BYTES,
+        "use a smaller block size",
+    )
+}
+
+/// Refuses a plan whose `count` of `what` exceeds `limit`.
+///
+/// # Errors
+/// [`DistError::PlanTooLarge`] naming `what`, the count, the limit and
+/// what the user can do (`hint`).
+pub(crate) fn check_plan_size(what: &str, count: u128, limit: u128, hint: &str) -> Result<(), DistError> {
+    if count > limit {
         return Err(DistError::PlanTooLarge {
-            what: format!("bytes of the largest block of {what}"),
-            count: largest,
-            limit: MAX_BLOCK_BYTES,
-            hint: "use a smaller block size".into(),
+            what: what.into(),
+            count,
+            limit,
+            hint: hint.into(),
         });
     }
     Ok(())

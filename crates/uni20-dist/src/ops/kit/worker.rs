@@ -35,6 +35,23 @@ pub trait ItemWork {
     fn compute(&self, ctx: &WorkerContext<'_>, idx: usize, item: &Self::Item) -> Result<LocalTensor, HandlerError>;
 }
 
+/// The `Item` type, `work` and `place` of an [`ItemWork`] impl whose
+/// descriptor holds `items: Vec<$item>` and `transfers: Vec<Transfer>` and
+/// whose items carry the `rank` that computes them and their `out_block`.
+/// Used inside the impl block; the family writes `OPERATION` and `compute`.
+macro_rules! item_work_fields {
+    ($item:ty) => {
+        type Item = $item;
+        fn work(&self) -> (&[$item], &[$crate::transfer::Transfer]) {
+            (&self.items, &self.transfers)
+        }
+        fn place(_: usize, item: &$item) -> (usize, usize) {
+            (item.rank, item.out_block)
+        }
+    };
+}
+pub(crate) use item_work_fields;
+
 /// The handler of every [`ItemWork`] command: exchanges the blocks of
 /// `d.work()`, computes the items this rank owns in item order,
 /// commits each output block and replies `(item index, object id)` for

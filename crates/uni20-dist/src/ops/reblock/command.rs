@@ -8,7 +8,7 @@ use uni20_dispatch::LocalTensor;
 use uni20_persist::ObjectId;
 use uni20_worker::{command, HandlerError, WorkerContext};
 
-use crate::ops::kit::{handle_items, BoxSource, ItemWork};
+use crate::ops::kit::{handle_items, item_work_fields, BoxSource, ItemWork};
 use crate::transfer::record::Transfer;
 
 /// One block of the new tiling, assembled by `rank`.
@@ -32,14 +32,8 @@ pub(crate) struct ReblockDescV1 {
 }
 
 impl ItemWork for ReblockDescV1 {
-    type Item = ReblockItem;
+    item_work_fields!(ReblockItem);
     const OPERATION: &'static str = "reblock";
-    fn work(&self) -> (&[ReblockItem], &[Transfer]) {
-        (&self.items, &self.transfers)
-    }
-    fn place(_: usize, item: &ReblockItem) -> (usize, usize) {
-        (item.rank, item.out_block)
-    }
     fn compute(&self, ctx: &WorkerContext<'_>, _: usize, item: &ReblockItem) -> Result<LocalTensor, HandlerError> {
         Ok(item.source.assemble(ctx.store())?.into_tensor())
     }
