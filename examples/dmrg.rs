@@ -393,7 +393,13 @@ fn measure_state(ctl: &Controller<'_>, m: &Model, mpo: &Mpo, psi: &Mps, args: &A
     let profile = local_expectations(ctl, psi, &ops)?;
     let entropy = entanglement_entropy(&schmidt_spectra(ctl, psi, args.block)?);
     let (energy, variance) = energy_variance(ctl, psi, mpo)?;
-    let fmt = |v: &[f64]| v.iter().map(|x| format!("{x:.6}")).collect::<Vec<_>>().join(" ");
+    // Values below the printed precision print as 0, not -0.000000.
+    let fmt = |v: &[f64]| {
+        v.iter()
+            .map(|&x| format!("{:.6}", if x.abs() < 5e-7 { 0.0 } else { x }))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
     println!("measure: <{name}_i> = [{}]", fmt(&profile));
     println!("measure: entropy S_i (bond i, i+1) = [{}]", fmt(&entropy));
     println!("measure: <H> = {energy:.12}  <H^2> - <H>^2 = {variance:.3e}");

@@ -37,7 +37,8 @@ pub trait LinearOperator {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LanczosOptions {
     /// Largest Krylov dimension of one pass (applications of the operator
-    /// per pass), at least 1. Default 20.
+    /// per pass), at least 2 (one vector spans only the start vector, so a
+    /// pass could not move it). Default 20.
     pub max_krylov: usize,
     /// Passes after the first, each restarted from the previous pass's Ritz
     /// vector, while the residual is above `tol`. Default 1.
@@ -64,11 +65,11 @@ impl LanczosOptions {
     /// # Errors
     /// [`TnError::InvalidOption`] naming the first field out of range.
     pub fn validate(&self) -> Result<(), TnError> {
-        if self.max_krylov == 0 {
+        if self.max_krylov < 2 {
             return Err(TnError::InvalidOption {
                 name: "max_krylov",
-                value: "0".into(),
-                expected: "at least 1",
+                value: self.max_krylov.to_string(),
+                expected: "at least 2",
             });
         }
         if !(self.tol.is_finite() && self.tol > 0.0) {
@@ -230,6 +231,17 @@ fn identity_spec(rank: usize) -> String {
 mod tests {
     use super::lowest_of_tridiagonal;
     use uni20_dispatch::decomp::EighBackendList;
+
+    #[test]
+    fn one_krylov_vector_is_refused() {
+        let with = |k| super::LanczosOptions {
+            max_krylov: k,
+            ..super::LanczosOptions::default()
+        };
+        assert!(with(0).validate().is_err());
+        assert!(with(1).validate().is_err());
+        assert!(with(2).validate().is_ok());
+    }
 
     /// The path graph's Laplacian-like tridiagonal (2 on the diagonal, -1
     /// off it) has eigenvalues 2 - 2 cos(k pi / (n + 1)).

@@ -311,10 +311,19 @@ pub fn schmidt_spectra(ctl: &Controller<'_>, mps: &Mps, block: usize) -> Result<
 }
 
 /// The von Neumann entanglement entropy `S = -sum_k p_k ln p_k`,
-/// `p_k = s_k^2`, of each Schmidt spectrum (natural logarithm).
+/// `p_k = s_k^2`, of each Schmidt spectrum (natural logarithm), never
+/// below 0 (rounding of `p = 1` is clamped).
 pub fn entanglement_entropy(spectra: &[Vec<f64>]) -> Vec<f64> {
     spectra
         .iter()
-        .map(|s| s.iter().map(|x| x * x).filter(|&p| p > 0.0).map(|p| -p * p.ln()).sum())
+        // A product state's p = 1 gives -0.0, and rounding can put p a hair above 1.
+        .map(|s| {
+            s.iter()
+                .map(|x| x * x)
+                .filter(|&p| p > 0.0)
+                .map(|p| -p * p.ln())
+                .sum::<f64>()
+                .max(0.0)
+        })
         .collect()
 }
