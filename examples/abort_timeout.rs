@@ -3,8 +3,9 @@
 //! with the message below).
 //!
 //! The program runs an SPMD universe on the world with a 1 s abort timeout.
-//! Rank 1 goes off into host code that never calls uni20 again (it sleeps);
-//! rank 0 stops the universe. Rank 0's abort frame cannot reach rank 1, so
+//! After a barrier (both ranks are inside the universe), rank 1 goes off
+//! into host code that never calls uni20 again (it sleeps); rank 0 waits
+//! 300 ms and stops the universe. Rank 0's abort frame cannot reach rank 1, so
 //! rank 0 cannot complete the universe's closing handshake; after the abort
 //! timeout it ends the job with `MPI_Abort` on the universe's communicator,
 //! printing `uni20: rank 0 aborting the job: ending the universe (waiting for
@@ -25,12 +26,18 @@ fn main() {
         uni20::universe()
             .abort_timeout(Duration::from_secs(1))
             .spmd_on(&world, |ctx| -> Result<(), uni20::JobError> {
+                // Both ranks are inside the universe (each rank's start-up may end at
+                // a different moment: without this, rank 0's abort could reach rank 1
+                // while it is still starting, and rank 1 would stop cleanly).
+                ctx.barrier()?;
                 if ctx.rank() == 1 {
                     // Host code that never returns to uni20.
                     loop {
                         std::thread::sleep(Duration::from_secs(1));
                     }
                 }
+                // Give rank 1 time to leave uni20 after the barrier.
+                std::thread::sleep(Duration::from_millis(300));
                 Err(ctx.abort("deliberate stop while rank 1 is busy outside uni20"))
             });
     // Not reached on rank 0: the abort timeout ends the job first.
