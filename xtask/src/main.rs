@@ -7,11 +7,14 @@
 //! * `cargo xtask bench` runs the criterion benches, the MPI storage-fetch measurement, the
 //!   DMRG reference check (L = 100, chi 100; alone with `--dmrg-only`) and, where python3
 //!   has numpy, the interleaved numpy.einsum comparison.
+//! * `cargo xtask guide` builds the user guide (`docs/guide`) with mdBook, warnings as
+//!   errors (also a stage of `cargo xtask test`).
 
 #![warn(clippy::missing_docs_in_private_items)]
 
 mod bench_dmrg;
 mod cargo;
+mod guide;
 mod launcher;
 mod proc;
 mod test;
@@ -50,6 +53,10 @@ enum Task {
     Test(TestArgs),
     /// Run `cargo bench --workspace` and say where the reports are.
     Bench(BenchArgs),
+    /// Build the user guide (`mdbook build docs/guide`), failing on any warning.
+    ///
+    /// Without mdbook on PATH it skips with a warning, except under CI=true.
+    Guide,
 }
 
 /// Arguments of `cargo xtask mpirun`.
@@ -134,6 +141,7 @@ fn main() -> ExitCode {
             mpi_only: args.mpi_only,
         }),
         Task::Bench(args) => bench(args),
+        Task::Guide => guide::build().map(|o| i32::from(o == guide::GuideOutcome::Failed)),
     };
     match result {
         Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),

@@ -28,6 +28,8 @@ pub const MPI_EXAMPLES: &[(&str, u32)] = &[
     ("kit_family", 3),
     ("embed", 4),
     ("embed", 6),
+    ("guide_spmd", 3),
+    ("guide_library_mode", 4),
 ];
 
 /// Options of `cargo xtask test`.
@@ -67,6 +69,10 @@ pub fn run(opts: &TestOptions) -> Result<i32> {
         if !status.success() {
             eprintln!("xtask: cargo test --workspace failed ({status})");
             return Ok(status.code().unwrap_or(1));
+        }
+        eprintln!("xtask: == stage 1b: the user guide (mdbook build docs/guide) ==");
+        if crate::guide::build()? == crate::guide::GuideOutcome::Failed {
+            return Ok(1);
         }
     }
 
@@ -242,8 +248,9 @@ fn cli_parity(launcher: &Launcher, opts: &TestOptions) -> Result<Vec<(Job, Outco
 /// `write_npy` writes (a fault stage case without `UNI20_INJECT_FAULT`).
 const ROOT_PANIC_EXAMPLE: &str = "root_panic_in_write";
 
-/// Injected failures under `mpirun -n 3` (see `UNI20_INJECT_FAULT` in the
-/// README): each must end the whole job with a non-zero status within
+/// Injected failures under `mpirun -n 3` (see `UNI20_INJECT_FAULT` in
+/// `docs/guide/src/troubleshooting.md`): each must end the whole job with a
+/// non-zero status within
 /// [`FAULT_DEADLINE`], the job's output must name what failed, and neither
 /// the output file nor its temporary `.NAME.uni20-tmp-*` file may remain
 /// (fail-stop on the root: the transport's abort; a failure on a worker:
