@@ -27,7 +27,7 @@
 //! `mpirun`, each process is one rank (`cargo xtask mpirun -n 3 --example
 //! heisenberg`). The design lives in `docs/architecture.md`.
 //!
-//! Three ways to run (README, "Three ways to run"):
+//! Three ways to run (the guide, docs/guide, "Running under MPI and embedding"):
 //!
 //! - [`launch`]: the one-call entry of a standalone program. It owns the
 //!   process: logging, signal handlers for temporary-file cleanup, MPI
@@ -241,8 +241,8 @@ where
     }
 }
 
-/// The README's Rust examples, compiled (and run, unless marked `no_run`)
-/// as doctests so that they stay true.
+/// The README's Rust example, compiled and run as a doctest so that it stays
+/// true (the guide's code is tested by `xtask/tests/guide_blocks.rs`).
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
