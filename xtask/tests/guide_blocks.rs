@@ -406,6 +406,7 @@ impl Repo {
                         "--mca" => i += 3,
                         "--allow-run-as-root" | "--oversubscribe" | "--tag-output" => i += 1,
                         p if p.starts_with("./") || p.starts_with('/') => return self.check_binary(p, &args[i + 1..]),
+                        "python3" | "python" => return self.check_python(&args[i + 1..]),
                         other => return Err(format!("mpirun option `{other}` is not one this guide uses")),
                     }
                 }
@@ -426,14 +427,21 @@ impl Repo {
                 }
                 Ok(())
             }
-            "python3" | "python" => match args.first().map(String::as_str) {
-                Some("-c") => Ok(()),
-                Some(script) => self.exists(script),
-                None => Err("python3 without a script".into()),
+            "python3" | "python" => self.check_python(args),
+            "pytest" => self.paths_exist(args),
+            "pip" | "pip3" => match args.split_first() {
+                // Paths must exist; bare names are registry packages.
+                Some((install, rest)) if install == "install" => self.paths_exist(rest),
+                _ => Err("only `pip install ...` is checked".into()),
             },
-            "pip" | "pip3" => match args {
-                [install, path] if install == "install" => self.exists(path),
-                _ => Err("only `pip install PATH` is checked".into()),
+            "maturin" => match args.split_first() {
+                Some((sub, rest)) if sub == "develop" || sub == "build" => {
+                    match rest.iter().position(|a| a == "-m" || a == "--manifest-path") {
+                        Some(i) => self.exists(rest.get(i + 1).ok_or("`-m` needs a path")?),
+                        None => Ok(()),
+                    }
+                }
+                _ => Err("only `maturin develop|build` is checked".into()),
             },
             "mdbook" => match args {
                 [build, dir] if build == "build" => self.exists(&format!("{dir}/book.toml")),
@@ -443,6 +451,31 @@ impl Repo {
                 "`{other}` is a command this test does not check: mark the block `text`, or teach xtask/tests/guide_blocks.rs"
             )),
         }
+    }
+
+    /// `python3 -c CODE`, `python3 -m pytest PATHS`, `python3 SCRIPT ARGS`.
+    fn check_python(&self, args: &[String]) -> Result<(), String> {
+        match args.split_first() {
+            Some((c, _)) if c == "-c" => Ok(()),
+            Some((m, rest)) if m == "-m" => match rest.split_first() {
+                Some((module, paths)) if module == "pytest" => self.paths_exist(paths),
+                Some((module, _)) => Err(format!("`python3 -m {module}` is not checked")),
+                None => Err("`-m` without a module".into()),
+            },
+            Some((script, _)) => self.exists(script),
+            None => Err("python3 without a script".into()),
+        }
+    }
+
+    /// Every argument that looks like a path (has a `/`, or ends in `.py`) exists.
+    fn paths_exist(&self, args: &[String]) -> Result<(), String> {
+        for a in args
+            .iter()
+            .filter(|a| !a.starts_with('-') && (a.contains('/') || a.ends_with(".py")))
+        {
+            self.exists(a)?;
+        }
+        Ok(())
     }
 
     fn exists(&self, path: &str) -> Result<(), String> {
@@ -1019,6 +1052,10 @@ fn shell_commands_must_name_existing_targets_and_options() {
         "mpirun --allow-run-as-root --oversubscribe -n 3 ./target/release/examples/heisenberg",
         "cargo build --release -p uni20-cli --features mpi",
         "apt-get install libopenmpi-dev openmpi-bin",
+        "pip install ./crates/uni20-py",
+        "pip install maturin numpy pytest",
+        "python3 -m pytest xtask/tests",
+        "maturin develop -m xtask/Cargo.toml",
         "mdbook build docs/guide",
     ] {
         assert_eq!(
@@ -1040,6 +1077,10 @@ fn shell_commands_must_name_existing_targets_and_options() {
         "curl -O https://example.invalid/x",                 // not a checked command
         "cargo run --example dmrg | tee log",                // a pipeline
         "cargo build -p uni20-nosuch",                       // no such package
+        "pip install ./crates/no-such-package",              // no such path
+        "mpirun -n 3 python3 no_such_script.py",             // no such script
+        "python3 -m pytest no/such/tests",                   // no such test path
+        "maturin develop -m no/such/Cargo.toml",             // no such manifest
     ] {
         assert_eq!(check_page(&format!("```sh\n{bad}\n```\n")).len(), 1, "{bad}");
     }
