@@ -36,7 +36,10 @@ pub struct Checkpoint {
 }
 
 impl Persist for Checkpoint {
-    const TYPE_NAME: &'static str = "uni20.checkpoint.v1";
+    /// v2: manifests carry the symmetric layout ([`Manifest::symmetric`]).
+    /// v1 objects (dense only, written before) are still read: see
+    /// [`load_checkpoint`].
+    const TYPE_NAME: &'static str = "uni20.checkpoint.v2";
     fn encode(&self) -> Vec<u8> {
         encode_postcard(self)
     }
@@ -52,6 +55,78 @@ impl Persist for Checkpoint {
 }
 
 uni20_worker::register_store_type!(Checkpoint);
+
+/// The manifest of a checkpoint written as `uni20.checkpoint.v1`, before
+/// manifests carried a symmetric layout (all its tensors are dense).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct ManifestV1 {
+    shape: Vec<usize>,
+    dtype: uni20_dispatch::DType,
+    blocking: crate::layout::Blocking,
+    blocks: Vec<crate::tensor::BlockRef>,
+}
+
+/// A checkpoint as `uni20.checkpoint.v1` stored it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct CheckpointV1 {
+    label: String,
+    step: u64,
+    scalars: Vec<f64>,
+    tensors: Vec<(String, ManifestV1)>,
+}
+
+impl Persist for CheckpointV1 {
+    const TYPE_NAME: &'static str = "uni20.checkpoint.v1";
+    fn encode(&self) -> Vec<u8> {
+        encode_postcard(self)
+    }
+    fn decode(bytes: &[u8]) -> Result<Self, PersistError> {
+        decode_postcard(bytes)
+    }
+    fn references(&self) -> Vec<ObjectId> {
+        self.tensors
+            .iter()
+            .flat_map(|(_, m)| m.blocks.iter().map(|b| b.id))
+            .collect()
+    }
+}
+
+uni20_worker::register_store_type!(CheckpointV1);
+
+/// Loads checkpoint `id` from the root's store, of either stored version
+/// (`uni20.checkpoint.v2`, or a dense `v1` written by an older build).
+///
+/// # Errors
+/// [`DistError::Store`] when the object is missing, of another type, or
+/// does not decode.
+pub(crate) fn load_checkpoint(ctl: &Controller<'_>, id: ObjectId) -> Result<Checkpoint, DistError> {
+    match ctl.store().load_wait(PersistentPtr::<Checkpoint>::from_id(id)) {
+        Ok(v) => Ok((*v).clone()),
+        Err(PersistError::TypeMismatch { ref found, .. }) if found == CheckpointV1::TYPE_NAME => {
+            let v = ctl.store().load_wait(PersistentPtr::<CheckpointV1>::from_id(id))?;
+            Ok(Checkpoint {
+                label: v.label.clone(),
+                step: v.step,
+                scalars: v.scalars.clone(),
+                tensors: v
+                    .tensors
+                    .iter()
+                    .map(|(n, m)| {
+                        let manifest = Manifest {
+                            shape: m.shape.clone(),
+                            dtype: m.dtype,
+                            blocking: m.blocking.clone(),
+                            symmetric: None,
+                            blocks: m.blocks.clone(),
+                        };
+                        (n.clone(), manifest)
+                    })
+                    .collect(),
+            })
+        }
+        Err(e) => Err(e.into()),
+    }
+}
 
 impl Checkpoint {
     /// Adds a tensor under `name`, waiting for it to be computed.
@@ -94,7 +169,7 @@ pub fn retire(ctl: &Controller<'_>, cp: &Checkpoint) {
         .tensors
         .iter()
         .flat_map(|(_, m)| {
-            let n = m.blocking.num_blocks();
+            let n = m.stored_blocks();
             m.blocks
                 .iter()
                 .enumerate()
@@ -153,7 +228,7 @@ pub fn checkpoint(ctl: &Controller<'_>, cp: &Checkpoint) -> Result<PersistentPtr
 /// [`DistError::Job`] if a rank cannot answer (an I/O error reading a
 /// block's file, for example).
 pub fn restore(ctl: &Controller<'_>, id: ObjectId) -> Result<Checkpoint, DistError> {
-    let v = ctl.store().load_wait(PersistentPtr::<Checkpoint>::from_id(id))?;
+    let v = load_checkpoint(ctl, id)?;
     let highest = v
         .tensors
         .iter()
@@ -171,7 +246,7 @@ pub fn restore(ctl: &Controller<'_>, id: ObjectId) -> Result<Checkpoint, DistErr
     }
     check_blocks_exist(ctl, id, &v)?;
     ctl.ledger().keep(&v.references());
-    Ok((*v).clone())
+    Ok(v)
 }
 
 /// Asks every block's owner whether it still holds the block intact (one

@@ -13,6 +13,7 @@ use uni20_worker::JobError;
 pub use crate::layout::BlockingError;
 pub use crate::ops::decomp::error::SplitError;
 pub use crate::ops::elementwise::error::LabelError;
+use crate::symmetry::{DenseEmbeddingError, SymContractError, SymmetryError};
 
 /// Error of a distributed tensor operation.
 ///
@@ -26,6 +27,21 @@ pub enum DistError {
     /// The einsum spec is malformed or does not fit the operands.
     #[error(transparent)]
     Spec(#[from] SpecError),
+    /// A charge, leg or symmetric layout is not valid (symmetric tensors).
+    #[error(transparent)]
+    Symmetry(#[from] SymmetryError),
+    /// Two symmetric operands cannot be contracted as asked (sector lists,
+    /// directions, tiles or labels of the contracted legs).
+    #[error(transparent)]
+    SymContract(#[from] SymContractError),
+    /// A dense tensor does not respect a symmetric layout, or a dense
+    /// embedding cannot be built.
+    #[error(transparent)]
+    DenseEmbedding(#[from] DenseEmbeddingError),
+    /// An operation got operands of the wrong layout: a symmetric and a dense
+    /// operand mixed, or a symmetric operand where only dense ones are taken.
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
     /// Root-side validation of the local contraction rules failed (C of the
     /// wrong shape, complex scalar with a real output, ...).
     #[error(transparent)]
@@ -269,6 +285,40 @@ pub enum DistError {
     },
 }
 
+/// Operands of the wrong layout ([`DistError::Layout`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LayoutError {
+    /// A symmetric and a dense operand were given to one operation.
+    #[error("{operation}: operand {symmetric} is symmetric but operand {dense} is dense; convert one (to_dense / from_dense) first")]
+    Mixed {
+        /// The operation.
+        operation: &'static str,
+        /// Position of a symmetric operand.
+        symmetric: usize,
+        /// Position of a dense operand.
+        dense: usize,
+    },
+    /// An operation that takes only dense operands got a symmetric one.
+    #[error("{operation} takes dense tensors only; operand {operand} is symmetric ({hint})")]
+    DenseOnly {
+        /// The operation.
+        operation: &'static str,
+        /// Position of the symmetric operand.
+        operand: usize,
+        /// What to use instead.
+        hint: &'static str,
+    },
+    /// An operation that takes only symmetric operands got a dense one.
+    #[error("{operation} takes symmetric tensors only; operand {operand} is dense")]
+    SymmetricOnly {
+        /// The operation.
+        operation: &'static str,
+        /// Position of the dense operand.
+        operand: usize,
+    },
+}
+
 /// What is inconsistent in a manifest ([`DistError::BadManifest`]).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -281,7 +331,15 @@ pub enum ManifestError {
         /// The tensor's shape.
         shape: Vec<usize>,
     },
-    /// The number of block entries differs from the tiling's block count.
+    /// A symmetric manifest's tiling is not the one its legs' tiles give.
+    #[error("tiling {extents:?} is not the tiling {layout:?} of the symmetric layout's legs")]
+    LayoutTiling {
+        /// The manifest's extents.
+        extents: Vec<Vec<usize>>,
+        /// The extents of the layout's leg tiles.
+        layout: Vec<Vec<usize>>,
+    },
+    /// The number of block entries differs from the number of stored blocks.
     #[error("{entries} block entries for a tiling of {blocks} blocks")]
     BlockCount {
         /// Block entries of the manifest.

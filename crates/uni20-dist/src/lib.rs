@@ -72,8 +72,8 @@ pub use ops::elementwise::{axpby, conj, permute, reshape, scale};
 pub use ops::reblock::reblock;
 pub use ops::replicate::replicate;
 
-// Creation on the workers.
-pub use ops::create::{identity, random, zeros};
+// Creation on the workers (dense, and symmetric: charge-allowed blocks only).
+pub use ops::create::{identity, random, sym_identity, sym_random, sym_zeros, zeros};
 
 // Reductions to one number.
 pub use ops::reduce::{inner, max_abs, norm, reduce, Reduced, Reduction};

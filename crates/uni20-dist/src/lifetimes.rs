@@ -9,11 +9,10 @@
 
 use std::collections::BTreeMap;
 
-use uni20_persist::{ObjectId, PersistentPtr};
+use uni20_persist::ObjectId;
 use uni20_worker::commands::{GcDesc, GcV1};
 use uni20_worker::Controller;
 
-use crate::checkpoint::Checkpoint;
 use crate::error::DistError;
 
 /// What [`gc`] did on all ranks together.
@@ -48,7 +47,7 @@ pub fn gc(ctl: &Controller<'_>) -> Result<GcTotals, DistError> {
     // Checkpoints named as roots in the root's store keep their blocks on
     // the blocks' owners.
     for (_, root) in ctl.store().roots() {
-        if let Ok(cp) = ctl.store().load_wait(PersistentPtr::<Checkpoint>::from_id(root)) {
+        if let Ok(cp) = crate::checkpoint::load_checkpoint(ctl, root) {
             for (_, m) in &cp.tensors {
                 for b in &m.blocks {
                     keep.entry(b.owner).or_default().push(b.id);

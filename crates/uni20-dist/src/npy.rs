@@ -354,8 +354,12 @@ pub(crate) struct NpyWriteDesc {
     pub(crate) shape: Vec<usize>,
     /// Block tiling.
     pub(crate) blocking: Blocking,
-    /// Every block.
+    /// Every stored block.
     pub(crate) blocks: Vec<BlockRef>,
+    /// For a symmetric tensor, the multi-index in `blocking` of each stored
+    /// block (the charge-forbidden ones stay the zeros the root wrote);
+    /// empty for a dense tensor.
+    pub(crate) tiles: Vec<Vec<usize>>,
 }
 
 fn handle_npy_write(ctx: &mut WorkerContext<'_>, d: NpyWriteDesc) -> Result<(), HandlerError> {
@@ -369,7 +373,10 @@ fn handle_npy_write(ctx: &mut WorkerContext<'_>, d: NpyWriteDesc) -> Result<(), 
             .store()
             .load_wait(PersistentPtr::<Block>::from_id(r.id))
             .map_err(|e| HandlerError::from(e).with_object(r.id))?;
-        let multi = d.blocking.multi(b);
+        let multi = match d.tiles.get(b) {
+            Some(t) => t.clone(),
+            None => d.blocking.multi(b),
+        };
         write_block(&file, d.data_offset, &d.shape, &d.blocking.block_offset(&multi), &v.0)
             .map_err(|e| HandlerError::from(e).context(format!("writing block {b} to {}", d.path.display())))?;
     }
@@ -411,6 +418,7 @@ pub fn read_npy(ctl: &Controller<'_>, path: impl AsRef<Path>, block: usize) -> R
     let (t, write) = DistTensor::pending(
         ctl,
         TensorMeta {
+            symmetric: None,
             shape: layout.shape,
             dtype: layout.dtype,
             blocking,
@@ -433,7 +441,8 @@ pub fn read_npy(ctl: &Controller<'_>, path: impl AsRef<Path>, block: usize) -> R
 /// replace (registered with `uni20_worker::cleanup` before it exists) and
 /// writes the header; each owner writes its blocks; the root syncs the file
 /// and renames it over the target, so the file appears under its name only
-/// when complete.
+/// when complete. A symmetric tensor is written as its dense embedding:
+/// the owners write the charge-allowed blocks, the rest stays zero.
 ///
 /// Which paths may be written is [`resolve_npy_output`]'s rule: a regular
 /// file or a new path is replaced; a symlink is followed (its final target
@@ -472,6 +481,10 @@ pub fn write_npy(ctl: &Controller<'_>, t: &DistTensor, path: impl AsRef<Path>) -
         shape: m.shape.clone(),
         blocking: m.blocking.clone(),
         blocks: m.blocks.clone(),
+        tiles: match m.layout() {
+            Some(l) => l.blocks().iter().map(|b| b.tiles.clone()).collect(),
+            None => Vec::new(),
+        },
     };
     ctl.submit::<NpyWriteV1>(&desc, &participants)?;
     file.sync_all().map_err(io)?;

@@ -1,9 +1,13 @@
 //! Explicit data movement between the root and the workers, which the user
 //! asks for by name: scatter a root-local tensor into blocks
-//! ([`DistTensor::from_local`], command `uni20.put_blocks.v1`) and gather a
-//! distributed tensor onto the root ([`DistTensor::to_local`],
+//! ([`DistTensor::from_local`]; into the charge-allowed blocks of a
+//! symmetric layout, [`DistTensor::from_dense`]; command
+//! `uni20.put_blocks.v1`) and gather a distributed tensor onto the root
+//! ([`DistTensor::to_local`], [`DistTensor::to_dense`],
 //! `uni20.get_blocks.v1`). These are the only paths on which block payloads
 //! pass through the root.
+
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use uni20_dispatch::LocalTensor;
@@ -14,7 +18,8 @@ use uni20_worker::{command, Controller, HandlerError, WorkerContext};
 use crate::error::DistError;
 use crate::layout::{extract_block, Blocking};
 use crate::placement::Placement;
-use crate::tensor::{collect_refs, Block, BlockRef, DistTensor, Manifest};
+use crate::symmetry::{split_dense, SymmetricLayout};
+use crate::tensor::{collect_refs, Block, BlockRef, DistTensor, Manifest, TensorMeta};
 
 impl DistTensor {
     /// Scatters a root-local tensor into blocks of at most `block` elements
@@ -46,36 +51,47 @@ impl DistTensor {
         let blocks: Vec<LocalTensor> = (0..blocking.num_blocks())
             .map(|b| extract_block(local, &blocking, b).map_err(DistError::from))
             .collect::<Result<_, _>>()?;
-        let refs = if owners.iter().all(|&o| o == 0) {
-            blocks
-                .into_iter()
-                .map(|blk| {
-                    Ok(BlockRef {
-                        owner: 0,
-                        id: ctl.store().commit(Block(blk))?.id(),
-                    })
-                })
-                .collect::<Result<Vec<_>, DistError>>()?
-        } else {
-            let mut participants = owners.clone();
-            participants.sort_unstable();
-            participants.dedup();
-            let desc = PutBlocksDesc { owners: owners.clone() };
-            let op = ctl.begin::<PutBlocksV1>(&desc, &participants)?;
-            for (blk, &owner) in blocks.iter().zip(&owners) {
-                ctl.send_data(owner, &blk.encode())?;
-            }
-            collect_refs(ctl.finish(op)?, owners.len())?
-        };
-        DistTensor::from_manifest(
-            ctl,
-            Manifest {
-                shape: local.shape().to_vec(),
-                dtype: local.dtype(),
-                blocking,
-                blocks: refs,
-            },
-        )
+        let meta = TensorMeta::dense(local.shape().to_vec(), local.dtype(), blocking);
+        put_blocks(ctl, meta, blocks, owners)
+    }
+
+    /// Scatters a root-local dense tensor into the charge-allowed blocks of
+    /// `layout`, owned round-robin by the compute workers: a symmetric
+    /// tensor whose dense embedding is `local`. Every element outside the
+    /// allowed blocks must be at most `tol` in magnitude (it is dropped).
+    /// The payload passes through the root because the user asked for it.
+    /// Returns once every block is committed.
+    ///
+    /// # Errors
+    /// [`DistError::DenseEmbedding`]: `BrokenSymmetry` naming the first
+    /// forbidden block (tiles, charges, flux) with an element above `tol`
+    /// (or NaN), `Shape` when `local` is not the layout's dense shape,
+    /// `Tolerance` for a negative or non-finite `tol`; [`DistError::Blocking`]
+    /// when the layout's tiling has too many blocks; as
+    /// [`DistTensor::from_local_on`] otherwise. Nothing is submitted on a
+    /// validation error.
+    pub fn from_dense(
+        ctl: &Controller<'_>,
+        local: &LocalTensor,
+        layout: impl Into<Arc<SymmetricLayout>>,
+        tol: f64,
+    ) -> Result<DistTensor, DistError> {
+        let layout = layout.into();
+        let blocks = split_dense(&layout, local, tol)?;
+        let meta = TensorMeta::symmetric(layout, local.dtype())?;
+        let owners = Placement::Workers.owners(ctl, blocks.len())?;
+        put_blocks(ctl, meta, blocks, owners)
+    }
+
+    /// The dense embedding of the tensor gathered onto the root: for a
+    /// dense tensor the same as [`DistTensor::to_local`]; for a symmetric
+    /// one, its stored blocks placed in a dense tensor of
+    /// [`SymmetricLayout::dense_shape`], zero everywhere else.
+    ///
+    /// # Errors
+    /// As [`DistTensor::to_local`].
+    pub fn to_dense(&self, ctl: &Controller<'_>) -> Result<LocalTensor, DistError> {
+        self.to_local(ctl)
     }
 
     /// Gathers the whole tensor onto the root (explicit materialisation:
@@ -115,6 +131,38 @@ impl DistTensor {
         }
         Ok(LocalTensor::from_bytes(m.dtype, &m.shape, &bytes)?)
     }
+}
+
+/// Commits `blocks` (stored block `b` on rank `owners[b]`) and wraps them
+/// as a tensor described by `meta`.
+fn put_blocks(
+    ctl: &Controller<'_>,
+    meta: TensorMeta,
+    blocks: Vec<LocalTensor>,
+    owners: Vec<usize>,
+) -> Result<DistTensor, DistError> {
+    let refs = if owners.iter().all(|&o| o == 0) {
+        blocks
+            .into_iter()
+            .map(|blk| {
+                Ok(BlockRef {
+                    owner: 0,
+                    id: ctl.store().commit(Block(blk))?.id(),
+                })
+            })
+            .collect::<Result<Vec<_>, DistError>>()?
+    } else {
+        let mut participants = owners.clone();
+        participants.sort_unstable();
+        participants.dedup();
+        let desc = PutBlocksDesc { owners: owners.clone() };
+        let op = ctl.begin::<PutBlocksV1>(&desc, &participants)?;
+        for (blk, &owner) in blocks.iter().zip(&owners) {
+            ctl.send_data(owner, &blk.encode())?;
+        }
+        collect_refs(ctl.finish(op)?, owners.len())?
+    };
+    DistTensor::from_manifest(ctl, Manifest::new(&meta, refs))
 }
 
 command!(

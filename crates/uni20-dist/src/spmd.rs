@@ -115,6 +115,7 @@ pub fn scatter(ctx: &SpmdContext<'_>, local: &LocalTensor, block: usize) -> Resu
     }
     let blocks = every_block(blocks, "committed block")?;
     let manifest = Manifest {
+        symmetric: None,
         shape: local.shape().to_vec(),
         dtype: local.dtype(),
         blocking,
@@ -219,6 +220,7 @@ pub fn contract_with(
     }
     let blocks = every_block(blocks, "computed output block")?;
     let manifest = Manifest {
+        symmetric: None,
         shape: p.out_shape.clone(),
         dtype: p.descriptor.out_dtype,
         blocking: p.out_blocking.clone(),

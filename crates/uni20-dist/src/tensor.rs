@@ -17,9 +17,10 @@ use uni20_persist::{ObjectId, Persist, PersistError};
 use uni20_worker::ledger::{HeldBlock, ReleaseLedger};
 use uni20_worker::{CollectReport, Controller};
 
-use crate::error::{DistError, ManifestError};
+use crate::error::{DistError, LayoutError, ManifestError};
 use crate::layout::{c_strides, copy_box, Blocking};
 use crate::summary::PlanSummary;
+use crate::symmetry::SymmetricLayout;
 
 /// One dense block stored as a persistent object.
 ///
@@ -53,26 +54,128 @@ pub struct BlockRef {
 
 /// The static description of a distributed tensor: known as soon as the
 /// operation that produces it is submitted.
+///
+/// Two layouts share this type (docs/architecture.md, "Symmetric layout"):
+///
+/// - **dense** (`symmetric` is `None`): every block of `blocking` is stored;
+///   entry `b` of the block map is block `b` of the tiling (row-major).
+/// - **symmetric** (`symmetric` is `Some(layout)`): `blocking` is the tiling
+///   of the dense embedding by the legs' tiles ([`SymmetricLayout::blocking`])
+///   and only the charge-allowed blocks are stored: entry `b` of the block
+///   map is `layout.blocks()[b]`, whose tile tuple is its multi-index in
+///   `blocking`. Every other block is an exact zero, never stored, sent,
+///   planned or computed. `shape` is the dense embedding's shape.
+///
+/// Use [`TensorMeta::dense`] or [`TensorMeta::symmetric`] to build one; the
+/// block-map helpers ([`TensorMeta::stored_blocks`],
+/// [`TensorMeta::stored_multi`], [`TensorMeta::stored_shape`]) cover both.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TensorMeta {
-    /// Global shape.
+    /// Global shape (for a symmetric tensor: of its dense embedding).
     pub shape: Vec<usize>,
     /// Element type.
     pub dtype: DType,
     /// Block tiling (its shape equals `shape`).
     pub blocking: Blocking,
+    /// The block-sparse layout of a symmetric tensor; `None` for a dense one.
+    pub symmetric: Option<Arc<SymmetricLayout>>,
+}
+
+/// Block-map indexing shared by [`TensorMeta`] and [`Manifest`].
+fn stored_count(blocking: &Blocking, sym: Option<&SymmetricLayout>) -> usize {
+    match sym {
+        None => blocking.num_blocks(),
+        Some(l) => l.blocks().len(),
+    }
+}
+
+fn stored_multi_of(blocking: &Blocking, sym: Option<&SymmetricLayout>, b: usize) -> Vec<usize> {
+    match sym {
+        None => blocking.multi(b),
+        Some(l) => l.blocks()[b].tiles.clone(),
+    }
+}
+
+/// Checks that a symmetric layout sits on `blocking` and `shape`.
+fn check_symmetric(shape: &[usize], blocking: &Blocking, l: &SymmetricLayout) -> Result<(), DistError> {
+    if l.dense_shape() != shape {
+        return Err(DistError::BadManifest(ManifestError::TilingShape {
+            extents: blocking.extents().to_vec(),
+            shape: l.dense_shape(),
+        }));
+    }
+    let tiles = l.blocking()?;
+    if &tiles != blocking {
+        return Err(DistError::BadManifest(ManifestError::LayoutTiling {
+            extents: blocking.extents().to_vec(),
+            layout: tiles.extents().to_vec(),
+        }));
+    }
+    Ok(())
 }
 
 impl TensorMeta {
-    /// Bytes of block number `b` (elements of the block times the element size).
-    ///
-    /// # Panics
-    /// If `b` is not below `blocking.num_blocks()`.
-    pub fn block_bytes(&self, b: usize) -> u64 {
-        (self.blocking.block_len(b) * self.dtype.size_bytes()) as u64
+    /// A dense tensor's description.
+    pub fn dense(shape: Vec<usize>, dtype: DType, blocking: Blocking) -> TensorMeta {
+        TensorMeta {
+            shape,
+            dtype,
+            blocking,
+            symmetric: None,
+        }
     }
 
-    /// Number of elements.
+    /// A symmetric tensor's description: its dense embedding's shape, the
+    /// tiling by the legs' tiles, and the layout.
+    ///
+    /// # Errors
+    /// [`DistError::Blocking`] when the embedding's tiling has more than
+    /// [`MAX_BLOCKS`](crate::layout::MAX_BLOCKS) blocks (allowed or not).
+    pub fn symmetric(layout: Arc<SymmetricLayout>, dtype: DType) -> Result<TensorMeta, DistError> {
+        Ok(TensorMeta {
+            shape: layout.dense_shape(),
+            dtype,
+            blocking: layout.blocking()?,
+            symmetric: Some(layout),
+        })
+    }
+
+    /// The symmetric layout, or `None` for a dense tensor.
+    pub fn layout(&self) -> Option<&SymmetricLayout> {
+        self.symmetric.as_deref()
+    }
+
+    /// Number of stored blocks (entries of the block map): every block of
+    /// the tiling for a dense tensor, the allowed blocks for a symmetric one.
+    pub fn stored_blocks(&self) -> usize {
+        stored_count(&self.blocking, self.layout())
+    }
+
+    /// Multi-index in `blocking` of stored block `b`.
+    ///
+    /// # Panics
+    /// If `b` is not below [`TensorMeta::stored_blocks`].
+    pub fn stored_multi(&self, b: usize) -> Vec<usize> {
+        stored_multi_of(&self.blocking, self.layout(), b)
+    }
+
+    /// Shape of stored block `b`.
+    ///
+    /// # Panics
+    /// If `b` is not below [`TensorMeta::stored_blocks`].
+    pub fn stored_shape(&self, b: usize) -> Vec<usize> {
+        self.blocking.block_shape(&self.stored_multi(b))
+    }
+
+    /// Bytes of stored block `b` (elements of the block times the element size).
+    ///
+    /// # Panics
+    /// If `b` is not below [`TensorMeta::stored_blocks`].
+    pub fn block_bytes(&self, b: usize) -> u64 {
+        (self.stored_shape(b).iter().product::<usize>() * self.dtype.size_bytes()) as u64
+    }
+
+    /// Number of elements of the (dense embedding of the) tensor.
     pub fn len(&self) -> usize {
         self.shape.iter().product()
     }
@@ -94,7 +197,12 @@ pub struct Manifest {
     pub dtype: DType,
     /// Block tiling.
     pub blocking: Blocking,
-    /// One entry per block, in row-major order of block multi-indices.
+    /// The block-sparse layout of a symmetric tensor (see [`TensorMeta`]);
+    /// `None` for a dense one.
+    pub symmetric: Option<Arc<SymmetricLayout>>,
+    /// One entry per stored block: for a dense tensor every block, in
+    /// row-major order of block multi-indices; for a symmetric one the
+    /// allowed blocks, in the layout's order.
     pub blocks: Vec<BlockRef>,
 }
 
@@ -105,21 +213,43 @@ impl Manifest {
             shape: meta.shape.clone(),
             dtype: meta.dtype,
             blocking: meta.blocking.clone(),
+            symmetric: meta.symmetric.clone(),
             blocks,
         }
     }
 
-    /// Bytes of block number `b`.
-    ///
-    /// # Panics
-    /// If `b` is not below the number of blocks.
-    pub fn block_bytes(&self, b: usize) -> u64 {
-        (self.blocking.block_len(b) * self.dtype.size_bytes()) as u64
+    /// The symmetric layout, or `None` for a dense tensor.
+    pub fn layout(&self) -> Option<&SymmetricLayout> {
+        self.symmetric.as_deref()
     }
 
-    /// Copies `blk`, block number `b`, into `dense`: the row-major bytes of
-    /// the whole tensor (`len * dtype size` bytes). The assembly step of
-    /// every gather (`DistTensor::to_local`, the SPMD gather).
+    /// Number of stored blocks (see [`TensorMeta::stored_blocks`]).
+    pub fn stored_blocks(&self) -> usize {
+        stored_count(&self.blocking, self.layout())
+    }
+
+    /// Multi-index in `blocking` of stored block `b`.
+    ///
+    /// # Panics
+    /// If `b` is not below [`Manifest::stored_blocks`].
+    pub fn stored_multi(&self, b: usize) -> Vec<usize> {
+        stored_multi_of(&self.blocking, self.layout(), b)
+    }
+
+    /// Bytes of stored block `b`.
+    ///
+    /// # Panics
+    /// If `b` is not below [`Manifest::stored_blocks`].
+    pub fn block_bytes(&self, b: usize) -> u64 {
+        let shape = self.blocking.block_shape(&self.stored_multi(b));
+        (shape.iter().product::<usize>() * self.dtype.size_bytes()) as u64
+    }
+
+    /// Copies `blk`, stored block number `b`, into `dense`: the row-major
+    /// bytes of the whole tensor (`len * dtype size` bytes; for a symmetric
+    /// tensor its dense embedding, whose absent blocks the caller leaves at
+    /// zero). The assembly step of every gather (`DistTensor::to_local`,
+    /// the SPMD gather).
     ///
     /// # Errors
     /// [`DistError::BadManifest`] if `b` is not a block of the manifest, or
@@ -128,14 +258,14 @@ impl Manifest {
     /// # Panics
     /// If `dense` is shorter than the tensor.
     pub fn place_block(&self, dense: &mut [u8], b: usize, blk: &LocalTensor) -> Result<(), DistError> {
-        if b >= self.blocking.num_blocks() || b >= self.blocks.len() {
+        if b >= self.stored_blocks() || b >= self.blocks.len() {
             return Err(DistError::BadManifest(ManifestError::NoSuchBlock {
                 block: b,
                 entries: self.blocks.len(),
-                blocks: self.blocking.num_blocks(),
+                blocks: self.stored_blocks(),
             }));
         }
-        let multi = self.blocking.multi(b);
+        let multi = self.stored_multi(b);
         let shape = self.blocking.block_shape(&multi);
         if blk.shape() != shape.as_slice() || blk.dtype() != self.dtype {
             return Err(DistError::BadManifest(ManifestError::BlockContents {
@@ -163,17 +293,19 @@ impl Manifest {
         Ok(())
     }
 
-    /// The static part (shape, dtype, tiling).
+    /// The static part (shape, dtype, tiling, layout).
     pub fn meta(&self) -> TensorMeta {
         TensorMeta {
             shape: self.shape.clone(),
             dtype: self.dtype,
             blocking: self.blocking.clone(),
+            symmetric: self.symmetric.clone(),
         }
     }
 
-    /// Checks that the tiling covers the shape and that there is one block
-    /// entry per block.
+    /// Checks that the tiling covers the shape, that a symmetric layout sits
+    /// on that tiling and shape, and that there is one block entry per
+    /// stored block.
     ///
     /// # Errors
     /// [`DistError::BadManifest`] naming what is inconsistent.
@@ -184,19 +316,24 @@ impl Manifest {
                 shape: self.shape.clone(),
             }));
         }
-        if self.blocks.len() != self.blocking.num_blocks() {
+        if let Some(l) = self.layout() {
+            check_symmetric(&self.shape, &self.blocking, l)?;
+        }
+        if self.blocks.len() != self.stored_blocks() {
             return Err(DistError::BadManifest(ManifestError::BlockCount {
                 entries: self.blocks.len(),
-                blocks: self.blocking.num_blocks(),
+                blocks: self.stored_blocks(),
             }));
         }
         Ok(())
     }
 }
 
-/// A distributed dense tensor.
+/// A distributed tensor, dense or symmetric (block-sparse by charge
+/// sector; see [`TensorMeta`]).
 ///
-/// Its static description ([`TensorMeta`]: shape, dtype, block tiling) is
+/// Its static description ([`TensorMeta`]: shape, dtype, block tiling,
+/// symmetric layout) is
 /// fixed when the tensor is created; its block map (owner rank and object
 /// id of every block) lives behind an [`Async`] and is written when the
 /// operation producing the tensor completes, or poisoned when it fails. An
@@ -355,6 +492,17 @@ impl DistTensor {
     pub fn blocking(&self) -> &Blocking {
         &self.inner.meta.blocking
     }
+
+    /// The symmetric layout (legs, flux, allowed blocks), or `None` for a
+    /// dense tensor.
+    pub fn layout(&self) -> Option<&SymmetricLayout> {
+        self.inner.meta.layout()
+    }
+
+    /// True for a symmetric (block-sparse) tensor.
+    pub fn is_symmetric(&self) -> bool {
+        self.inner.meta.symmetric.is_some()
+    }
     /// Number of elements.
     pub fn len(&self) -> usize {
         self.inner.meta.len()
@@ -407,6 +555,36 @@ impl DistTensor {
         self.wait(ctl)?;
         let blocks = self.inner.blocks.read().get_wait()?;
         Ok(Manifest::new(&self.inner.meta, blocks))
+    }
+}
+
+/// `Err` when `operands` mix symmetric and dense tensors
+/// ([`LayoutError::Mixed`]).
+pub(crate) fn check_layouts(operation: &'static str, operands: &[&DistTensor]) -> Result<(), DistError> {
+    let sym = operands.iter().position(|t| t.is_symmetric());
+    let dense = operands.iter().position(|t| !t.is_symmetric());
+    match (sym, dense) {
+        (Some(symmetric), Some(dense)) => Err(LayoutError::Mixed {
+            operation,
+            symmetric,
+            dense,
+        }
+        .into()),
+        _ => Ok(()),
+    }
+}
+
+/// `Err` when an operand is symmetric ([`LayoutError::DenseOnly`]) for an
+/// operation that takes dense tensors only.
+pub(crate) fn dense_only(operation: &'static str, operands: &[&DistTensor]) -> Result<(), DistError> {
+    match operands.iter().position(|t| t.is_symmetric()) {
+        Some(operand) => Err(LayoutError::DenseOnly {
+            operation,
+            operand,
+            hint: "convert it with DistTensor::to_dense, or from a dense tensor with DistTensor::from_dense",
+        }
+        .into()),
+        None => Ok(()),
     }
 }
 
@@ -473,6 +651,7 @@ pub(crate) fn test_manifest(
     Manifest {
         shape: shape.to_vec(),
         dtype,
+        symmetric: None,
         blocks: (0..blocking.num_blocks())
             .map(|b| BlockRef {
                 owner: owner(b),
@@ -498,6 +677,7 @@ mod tests {
             shape: vec![4],
             dtype: DType::F64,
             blocking: blocking.clone(),
+            symmetric: None,
             blocks: vec![block],
         };
         assert!(matches!(

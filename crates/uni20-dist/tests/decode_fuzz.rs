@@ -62,6 +62,7 @@ fn manifest(shape: &[usize], block: usize, origin: u32) -> Manifest {
         shape: shape.to_vec(),
         dtype: DType::C64,
         blocking,
+        symmetric: None,
         blocks,
     }
 }

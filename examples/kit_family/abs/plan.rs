@@ -47,6 +47,7 @@ mod tests {
             shape: vec![6],
             dtype: DType::F64,
             blocking,
+            symmetric: None,
             blocks: [1, 2, 3]
                 .iter()
                 .enumerate()

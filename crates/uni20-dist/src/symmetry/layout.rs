@@ -10,6 +10,8 @@
 
 use std::collections::BTreeMap;
 
+use serde::{Deserialize, Serialize};
+
 use super::group::{Charge, Symmetry, SymmetryError};
 use super::leg::{Direction, Leg};
 use crate::layout::odometer_step;
@@ -26,12 +28,41 @@ pub struct SymBlock {
 
 /// The block-sparse structure of a symmetric tensor: legs, flux and the
 /// charge-allowed blocks, sorted by their tile tuples (row-major order).
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// Serialized as its group, legs and flux only (what a manifest or a
+/// checkpoint stores); the allowed blocks are enumerated again when it is
+/// read, so a stored layout cannot disagree with the charge rule.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "LayoutWire", into = "LayoutWire")]
 pub struct SymmetricLayout {
     symmetry: Symmetry,
     legs: Vec<Leg>,
     flux: Charge,
     blocks: Vec<SymBlock>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct LayoutWire {
+    symmetry: Symmetry,
+    legs: Vec<Leg>,
+    flux: Charge,
+}
+
+impl TryFrom<LayoutWire> for SymmetricLayout {
+    type Error = SymmetryError;
+    fn try_from(w: LayoutWire) -> Result<SymmetricLayout, SymmetryError> {
+        SymmetricLayout::new(w.symmetry, w.legs, w.flux)
+    }
+}
+
+impl From<SymmetricLayout> for LayoutWire {
+    fn from(l: SymmetricLayout) -> LayoutWire {
+        LayoutWire {
+            symmetry: l.symmetry,
+            legs: l.legs,
+            flux: l.flux,
+        }
+    }
 }
 
 /// Checks that every leg has `symmetry` (the first leg's, or `flux_group`

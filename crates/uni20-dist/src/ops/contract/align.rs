@@ -120,6 +120,7 @@ mod tests {
 
     fn meta(shape: &[usize], ext: Vec<Vec<usize>>) -> TensorMeta {
         TensorMeta {
+            symmetric: None,
             shape: shape.to_vec(),
             dtype: DType::F64,
             blocking: Blocking::from_extents(shape, ext).unwrap(),

@@ -98,6 +98,8 @@ pub fn einsum(
     for t in operands.iter().copied().chain(opts.c) {
         t.check_universe(ctl)?;
     }
+    let all: Vec<&DistTensor> = operands.iter().copied().chain(opts.c).collect();
+    crate::tensor::dense_only("einsum", &all)?;
     let metas: Vec<&TensorMeta> = operands.iter().map(|t| t.meta()).collect();
     let shapes: Vec<&[usize]> = metas.iter().map(|m| m.shape.as_slice()).collect();
     let spec = spec.resolve_spec(&shapes)?.into_owned();

@@ -218,6 +218,7 @@ pub(crate) fn validate(
     Ok(Validated {
         empty_product,
         out: TensorMeta {
+            symmetric: None,
             shape: out_shape,
             dtype: out_dtype,
             blocking: out_blocking,

@@ -1,5 +1,6 @@
 //! The `uni20.create.v1` command: its descriptor (recipe, shape, dtype,
-//! tiling and the owner of each block) and its per-block compute with the
+//! tiling, the owner of each stored block and, for a symmetric tensor, the
+//! tiles of its allowed blocks) and its per-block compute with the
 //! local `uni20_dispatch` block functions; the kit's [`handle_items`]
 //! commits and replies.
 
@@ -43,8 +44,12 @@ pub(crate) struct CreateDescV1 {
     pub(crate) shape: Vec<usize>,
     /// Block tiling.
     pub(crate) blocking: Blocking,
-    /// Owner of each block (row-major block order).
+    /// Owner of each stored block.
     pub(crate) owners: Vec<usize>,
+    /// For a symmetric tensor, the multi-index in `blocking` of each stored
+    /// (charge-allowed) block; empty for a dense tensor, whose stored
+    /// blocks are all blocks of `blocking` in row-major order.
+    pub(crate) tiles: Vec<Vec<usize>>,
 }
 
 command!(
@@ -64,7 +69,10 @@ impl ItemWork for CreateDescV1 {
         (*owner, b)
     }
     fn compute(&self, _: &WorkerContext<'_>, b: usize, _: &usize) -> Result<LocalTensor, HandlerError> {
-        let multi = self.blocking.multi(b);
+        let multi = match self.tiles.get(b) {
+            Some(t) => t.clone(),
+            None => self.blocking.multi(b),
+        };
         let (offset, shape) = (self.blocking.block_offset(&multi), self.blocking.block_shape(&multi));
         let t = match self.recipe {
             Recipe::Zeros => zeros_block(self.dtype, &shape),

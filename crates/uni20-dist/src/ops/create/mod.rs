@@ -9,6 +9,8 @@
 mod command;
 mod plan;
 
+use std::sync::Arc;
+
 use uni20_dispatch::DType;
 use uni20_worker::Controller;
 
@@ -16,11 +18,12 @@ use crate::error::DistError;
 use crate::ops::kit::deferred::Output;
 use crate::ops::kit::{check_block_bytes, submit_items, Tiling};
 use crate::placement::Placement;
+use crate::symmetry::{Leg, SymmetricLayout, SymmetryError};
 use crate::tensor::{DistTensor, TensorMeta};
 use command::{CreateV1, Recipe};
 use plan::plan_create;
 
-/// Creates a tensor of `shape` and `dtype` whose blocks hold `recipe`,
+/// Creates a dense tensor of `shape` and `dtype` whose blocks hold `recipe`,
 /// owned round-robin by the compute ranks; returns at once.
 fn create(
     ctl: &Controller<'_>,
@@ -30,7 +33,14 @@ fn create(
     recipe: Recipe,
 ) -> Result<DistTensor, DistError> {
     let blocking = tiling.blocking(shape)?;
-    check_block_bytes(&blocking, dtype, "the new tensor")?;
+    create_meta(ctl, TensorMeta::dense(shape.to_vec(), dtype, blocking), recipe)
+}
+
+/// Creates the stored blocks of `meta` (dense or symmetric) holding
+/// `recipe`, owned round-robin by the compute ranks; returns at once.
+fn create_meta(ctl: &Controller<'_>, meta: TensorMeta, recipe: Recipe) -> Result<DistTensor, DistError> {
+    let shape = &meta.shape;
+    check_block_bytes(&meta.blocking, meta.dtype, "the new tensor")?;
     if let Recipe::Identity { row_modes } = recipe {
         if row_modes > shape.len() {
             return Err(uni20_dispatch::BlockError::BadSplit {
@@ -43,18 +53,13 @@ fn create(
     if ctl.has_failed() {
         ctl.progress()?;
     }
-    let owners = Placement::Workers.owners(ctl, blocking.num_blocks())?;
-    let meta = TensorMeta {
-        shape: shape.to_vec(),
-        dtype,
-        blocking: blocking.clone(),
-    };
+    let owners = Placement::Workers.owners(ctl, meta.stored_blocks())?;
+    let plan = plan_create(&meta, recipe, owners);
     let (out, write) = DistTensor::pending(ctl, meta);
     let output = Output {
         tensor: out.clone(),
         write,
     };
-    let plan = plan_create(shape, dtype, blocking, recipe, owners);
     submit_items::<CreateV1>(ctl, plan, vec![output], Vec::new());
     Ok(out)
 }
@@ -117,4 +122,69 @@ pub fn identity(
     row_modes: usize,
 ) -> Result<DistTensor, DistError> {
     create(ctl, shape, dtype, block.into(), Recipe::Identity { row_modes })
+}
+
+/// A symmetric tensor of zeros with `layout` (legs, flux) and `dtype`: only
+/// its charge-allowed blocks are created, each by its owner (the compute
+/// ranks, round-robin). Returns at once.
+///
+/// # Errors
+/// [`DistError::Blocking`] when the layout's tiling has too many blocks;
+/// otherwise as [`zeros`].
+pub fn sym_zeros(
+    ctl: &Controller<'_>,
+    layout: impl Into<Arc<SymmetricLayout>>,
+    dtype: DType,
+) -> Result<DistTensor, DistError> {
+    create_meta(ctl, TensorMeta::symmetric(layout.into(), dtype)?, Recipe::Zeros)
+}
+
+/// A random symmetric tensor with `layout` (its flux chooses the sector)
+/// and `dtype`: an allowed block holds the values [`random`] gives the
+/// same positions of the dense embedding with the same `seed`, so the
+/// dense embedding is the dense random tensor with every charge-forbidden
+/// block set to zero, for every tiling and rank count. Returns at once.
+///
+/// # Errors
+/// As [`sym_zeros`].
+pub fn sym_random(
+    ctl: &Controller<'_>,
+    layout: impl Into<Arc<SymmetricLayout>>,
+    dtype: DType,
+    seed: u64,
+) -> Result<DistTensor, DistError> {
+    create_meta(
+        ctl,
+        TensorMeta::symmetric(layout.into(), dtype)?,
+        Recipe::Random { seed },
+    )
+}
+
+/// The identity on `legs` as a symmetric tensor: its legs are `legs`
+/// followed by their duals ([`Leg::dual`]), its flux the group's identity,
+/// and its dense embedding is [`identity`] with `row_modes = legs.len()`
+/// (every nonzero of that identity lies in a charge-allowed block). Returns
+/// at once.
+///
+/// # Errors
+/// [`DistError::Symmetry`] when `legs` is empty (`LegCount`) or the legs'
+/// groups differ;
+/// otherwise as [`sym_zeros`].
+pub fn sym_identity(ctl: &Controller<'_>, legs: &[Leg], dtype: DType) -> Result<DistTensor, DistError> {
+    let Some(first) = legs.first() else {
+        return Err(SymmetryError::LegCount {
+            what: "the legs of sym_identity (at least one)".into(),
+            expected: 1,
+            got: 0,
+        }
+        .into());
+    };
+    let g = first.symmetry().clone();
+    let all: Vec<Leg> = legs.iter().cloned().chain(legs.iter().map(Leg::dual)).collect();
+    let layout = SymmetricLayout::new(g.clone(), all, g.identity())?;
+    create_meta(
+        ctl,
+        TensorMeta::symmetric(Arc::new(layout), dtype)?,
+        Recipe::Identity { row_modes: legs.len() },
+    )
 }

@@ -2,31 +2,29 @@
 //! whose blocks are owned by `owners` (every item computed by its owner;
 //! nothing moves).
 
-use uni20_dispatch::DType;
-
 use super::command::{CreateDescV1, Recipe};
-use crate::layout::Blocking;
 use crate::ops::kit::ItemPlan;
+use crate::tensor::TensorMeta;
 
-/// The plan creating a tensor of `shape`, `dtype` and `blocking` holding
-/// `recipe`, block `b` on rank `owners[b]`.
-pub(crate) fn plan_create(
-    shape: &[usize],
-    dtype: DType,
-    blocking: Blocking,
-    recipe: Recipe,
-    owners: Vec<usize>,
-) -> ItemPlan<CreateDescV1> {
-    let n = blocking.num_blocks();
+/// The plan creating a tensor described by `meta` holding `recipe`,
+/// stored block `b` on rank `owners[b]`. Only stored blocks are made: for a
+/// symmetric tensor, the charge-allowed ones.
+pub(crate) fn plan_create(meta: &TensorMeta, recipe: Recipe, owners: Vec<usize>) -> ItemPlan<CreateDescV1> {
+    let n = meta.stored_blocks();
+    let tiles = match meta.layout() {
+        Some(l) => l.blocks().iter().map(|b| b.tiles.clone()).collect(),
+        None => Vec::new(),
+    };
     let ranks = owners.clone();
     let mut plan = ItemPlan::new(
         "create",
         CreateDescV1 {
             recipe,
-            dtype,
-            shape: shape.to_vec(),
-            blocking,
+            dtype: meta.dtype,
+            shape: meta.shape.clone(),
+            blocking: meta.blocking.clone(),
             owners,
+            tiles,
         },
         &ranks,
         (0..n).collect(),
@@ -41,17 +39,14 @@ pub(crate) fn plan_create(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::layout::Blocking;
+    use uni20_dispatch::DType;
 
     #[test]
     fn every_block_is_made_by_its_owner() {
         let blocking = Blocking::regular(&[5, 3], 2).unwrap();
-        let p = plan_create(
-            &[5, 3],
-            DType::F32,
-            blocking,
-            Recipe::Random { seed: 7 },
-            vec![1, 2, 1, 2, 1, 2],
-        );
+        let meta = TensorMeta::dense(vec![5, 3], DType::F32, blocking);
+        let p = plan_create(&meta, Recipe::Random { seed: 7 }, vec![1, 2, 1, 2, 1, 2]);
         assert_eq!(p.participants, vec![1, 2]);
         assert_eq!(p.out_blocks, (0..6).collect::<Vec<_>>());
         assert_eq!(p.n_blocks, 6);

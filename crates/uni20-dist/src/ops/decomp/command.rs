@@ -60,6 +60,7 @@ impl MatrixDescV1 {
             cols: split.col_dims(&self.shape).iter().product(),
             split,
             input: TensorMeta {
+                symmetric: None,
                 shape: self.shape.clone(),
                 dtype: self.dtype,
                 blocking: self.blocking.clone(),

@@ -194,6 +194,7 @@ pub struct EighOutput {
 /// (the diagnostic lists the local backend attempts); the input's own
 /// failure as [`DistTensor::wait`].
 pub fn svd(ctl: &Controller<'_>, t: &DistTensor, split: &str, opts: &SvdOptions) -> Result<SvdOutput, DistError> {
+    crate::tensor::dense_only("svd", &[t])?;
     let v = plan::validate(DecompKind::Svd, t.meta(), split, opts.k_block, opts.max_matrix_bytes)?;
     plan::check_truncation(&opts.truncation)?;
     let tr = &opts.truncation;
@@ -234,6 +235,7 @@ pub fn svd(ctl: &Controller<'_>, t: &DistTensor, split: &str, opts: &SvdOptions)
 /// # Errors
 /// As [`svd`] (no truncation options).
 pub fn qr(ctl: &Controller<'_>, t: &DistTensor, split: &str, opts: &QrOptions) -> Result<QrOutput, DistError> {
+    crate::tensor::dense_only("qr", &[t])?;
     let (q, r, factorizer, summary) = qr_family(ctl, t, split, opts, false)?;
     Ok(QrOutput {
         q,
@@ -251,6 +253,7 @@ pub fn qr(ctl: &Controller<'_>, t: &DistTensor, split: &str, opts: &QrOptions) -
 /// # Errors
 /// As [`qr`].
 pub fn lq(ctl: &Controller<'_>, t: &DistTensor, split: &str, opts: &QrOptions) -> Result<LqOutput, DistError> {
+    crate::tensor::dense_only("lq", &[t])?;
     let (l, q, factorizer, summary) = qr_family(ctl, t, split, opts, true)?;
     Ok(LqOutput {
         l,
@@ -289,6 +292,7 @@ fn qr_family(
 /// naming the largest deviation `|A[i, j] - conj(A[j, i])|` and where it
 /// is (the job goes on).
 pub fn eigh(ctl: &Controller<'_>, t: &DistTensor, split: &str, opts: &EighOptions) -> Result<EighOutput, DistError> {
+    crate::tensor::dense_only("eigh", &[t])?;
     let v = plan::validate(DecompKind::Eigh, t.meta(), split, opts.k_block, opts.max_matrix_bytes)?;
     plan::check_tolerances(DecompKind::Eigh, &[("hermitian_rtol", opts.hermitian_rtol)])?;
     let hermitian_rtol = opts.hermitian_rtol;

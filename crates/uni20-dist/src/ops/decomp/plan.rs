@@ -185,7 +185,7 @@ pub(crate) fn factor_metas(v: &Validated, k: usize, s_diag: bool) -> Result<Vec<
         .into_iter()
         .map(|(extents, dtype)| {
             let (shape, blocking) = tiling(extents)?;
-            Ok(TensorMeta { shape, dtype, blocking })
+            Ok(TensorMeta::dense(shape, dtype, blocking))
         })
         .collect()
 }
@@ -285,6 +285,7 @@ mod tests {
 
     fn meta(shape: &[usize], block: usize) -> TensorMeta {
         TensorMeta {
+            symmetric: None,
             shape: shape.to_vec(),
             dtype: DType::F64,
             blocking: Blocking::regular(shape, block).unwrap(),

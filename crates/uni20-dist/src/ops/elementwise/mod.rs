@@ -104,6 +104,7 @@ pub fn axpby(
     b: &DistTensor,
     spec: &str,
 ) -> Result<DistTensor, DistError> {
+    crate::tensor::dense_only("axpby", &[a, b])?;
     a.check_universe(ctl)?;
     b.check_universe(ctl)?;
     let (alpha, beta) = (alpha.into(), beta.into());
@@ -132,6 +133,7 @@ pub fn axpby(
     let v = Validated {
         name: "axpby",
         out: TensorMeta {
+            symmetric: None,
             shape: out_shape,
             dtype,
             blocking: permuted(a.blocking(), &perm_a),
@@ -161,6 +163,7 @@ fn unary(
     let v = Validated {
         name,
         out: TensorMeta {
+            symmetric: None,
             shape: perm.iter().map(|&p| t.shape()[p]).collect(),
             dtype: t.dtype(),
             blocking: permuted(t.blocking(), &perm),
@@ -183,6 +186,7 @@ fn unary(
 /// [`DistError::Elementwise`] (`ComplexScalarForRealOutput`) for a complex
 /// `alpha` and a real `t`; [`DistError::Job`] if the job already stopped.
 pub fn scale(ctl: &Controller<'_>, alpha: impl Into<C64>, t: &DistTensor) -> Result<DistTensor, DistError> {
+    crate::tensor::dense_only("scale", &[t])?;
     t.check_universe(ctl)?;
     unary(ctl, "scale", t, alpha.into(), (0..t.shape().len()).collect(), false)
 }
@@ -193,6 +197,7 @@ pub fn scale(ctl: &Controller<'_>, alpha: impl Into<C64>, t: &DistTensor) -> Res
 /// # Errors
 /// [`DistError::Job`] if the job already stopped.
 pub fn conj(ctl: &Controller<'_>, t: &DistTensor) -> Result<DistTensor, DistError> {
+    crate::tensor::dense_only("conj", &[t])?;
     t.check_universe(ctl)?;
     unary(ctl, "conj", t, C64::new(1.0, 0.0), (0..t.shape().len()).collect(), true)
 }
@@ -207,6 +212,7 @@ pub fn conj(ctl: &Controller<'_>, t: &DistTensor) -> Result<DistTensor, DistErro
 /// are not a permutation, or a label count other than the rank;
 /// [`DistError::Job`] if the job already stopped.
 pub fn permute(ctl: &Controller<'_>, t: &DistTensor, spec: &str) -> Result<DistTensor, DistError> {
+    crate::tensor::dense_only("permute", &[t])?;
     t.check_universe(ctl)?;
     let s = LabelSpec::parse(spec, 1)?;
     s.check_rank(spec, "a", t.shape().len())?;
@@ -238,6 +244,7 @@ pub fn permute(ctl: &Controller<'_>, t: &DistTensor, spec: &str) -> Result<DistT
 /// or [`DistError::PlanTooLarge`] if the needed tilings are too large;
 /// [`DistError::Job`] if the job already stopped.
 pub fn reshape(ctl: &Controller<'_>, t: &DistTensor, shape: &[usize]) -> Result<DistTensor, DistError> {
+    crate::tensor::dense_only("reshape", &[t])?;
     t.check_universe(ctl)?;
     let rule = ReshapeRule::new(t.blocking(), shape)?;
     check_block_bytes(&rule.input, t.dtype(), "the reshape's input tiling")?;
@@ -245,6 +252,7 @@ pub fn reshape(ctl: &Controller<'_>, t: &DistTensor, shape: &[usize]) -> Result<
     let v = Validated {
         name: "reshape",
         out: TensorMeta {
+            symmetric: None,
             shape: shape.to_vec(),
             dtype: t.dtype(),
             blocking: rule.output.clone(),

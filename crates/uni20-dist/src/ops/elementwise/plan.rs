@@ -117,6 +117,7 @@ mod tests {
                 b: None,
             },
             out: TensorMeta {
+                symmetric: None,
                 shape: vec![2, 4],
                 dtype: DType::F64,
                 blocking: permuted(&ma.blocking, &perm),

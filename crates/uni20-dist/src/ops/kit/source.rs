@@ -64,8 +64,10 @@ fn overlapping(ext: &[usize], lo: usize, hi: usize) -> Vec<(usize, usize)> {
 
 impl BoxSource {
     /// The box at `offset` of `shape` of the tensor of manifest `m`, with
-    /// the blocks of `m` that overlap it (row-major order of their block
-    /// multi-indices). An empty box has no pieces.
+    /// the stored blocks of `m` that overlap it (row-major order of their
+    /// block multi-indices). For a symmetric manifest the charge-forbidden
+    /// blocks are no pieces: they are exact zeros, which
+    /// [`BoxSource::assemble`] leaves in place. An empty box has no pieces.
     ///
     /// # Panics
     /// If the box does not lie inside `m.shape` (callers derive it from a
@@ -81,13 +83,18 @@ impl BoxSource {
             let hi: Vec<usize> = per_mode.iter().map(Vec::len).collect();
             'outer: loop {
                 let multi: Vec<usize> = idx.iter().zip(&per_mode).map(|(&i, v)| v[i].0).collect();
-                let lin = m.blocking.linear(&multi);
-                pieces.push(Piece {
-                    block: m.blocks[lin],
-                    offset: idx.iter().zip(&per_mode).map(|(&i, v)| v[i].1).collect(),
-                    shape: m.blocking.block_shape(&multi),
-                    bytes: m.block_bytes(lin),
-                });
+                let stored = match m.layout() {
+                    None => Some(m.blocking.linear(&multi)),
+                    Some(l) => l.find(&multi),
+                };
+                if let Some(b) = stored {
+                    pieces.push(Piece {
+                        block: m.blocks[b],
+                        offset: idx.iter().zip(&per_mode).map(|(&i, v)| v[i].1).collect(),
+                        shape: m.blocking.block_shape(&multi),
+                        bytes: m.block_bytes(b),
+                    });
+                }
                 if !odometer_step(&mut idx, &lo, &hi) {
                     break 'outer;
                 }

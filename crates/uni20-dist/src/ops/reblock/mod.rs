@@ -24,6 +24,7 @@ use command::ReblockV1;
 /// pending result; `note` is added to its summary.
 pub(crate) fn submit_reblock(ctl: &Controller<'_>, t: &DistTensor, to: Blocking, note: Option<String>) -> DistTensor {
     let meta = TensorMeta {
+        symmetric: None,
         shape: t.shape().to_vec(),
         dtype: t.dtype(),
         blocking: to,
@@ -57,6 +58,7 @@ pub(crate) fn submit_reblock(ctl: &Controller<'_>, t: &DistTensor, to: Blocking,
 /// tiling would exceed [`MAX_BLOCK_BYTES`](crate::plan::MAX_BLOCK_BYTES);
 /// [`DistError::Job`] if the job already stopped.
 pub fn reblock(ctl: &Controller<'_>, t: &DistTensor, tiling: impl Into<Tiling>) -> Result<DistTensor, DistError> {
+    crate::tensor::dense_only("reblock", &[t])?;
     t.check_universe(ctl)?;
     let to = tiling.into().blocking(t.shape())?;
     check_block_bytes(&to, t.dtype(), "the new tiling")?;

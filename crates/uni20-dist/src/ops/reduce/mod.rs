@@ -69,6 +69,7 @@ pub fn reduce(ctl: &Controller<'_>, r: Reduction<'_>) -> Result<Reduced, DistErr
     let (op, a, b) = match r {
         Reduction::Norm(t) => (ReduceOp::NormSqr, t, None),
         Reduction::Inner(a, b) => {
+            crate::tensor::check_layouts("inner", &[a, b])?;
             if a.shape() != b.shape() {
                 return Err(DistError::ShapeMismatch {
                     what: "inner: operand b".into(),

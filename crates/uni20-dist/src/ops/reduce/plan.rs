@@ -1,4 +1,6 @@
-//! The reduction planner, pure: one item per block of the first operand,
+//! The reduction planner, pure: one item per stored block of the first
+//! operand (for a symmetric operand, its charge-allowed blocks only: the
+//! others are zeros and add nothing),
 //! on the rank holding most of its bytes (its owner, or for an inner
 //! product the owners of the overlapping blocks of `b` when those are
 //! more; under a load cap), with the blocks that must move.
@@ -17,12 +19,12 @@ pub(crate) fn plan(
     ma: &Manifest,
     mb: Option<&Manifest>,
 ) -> (ReduceDescV1, PlanSummary) {
-    let n = ma.blocking.num_blocks();
+    let n = ma.stored_blocks();
     let mut assign = Assigner::new(workers, n);
     let mut set = TransferSet::new();
     let mut items = Vec::with_capacity(n);
     for (blk, a) in ma.blocks.iter().enumerate() {
-        let multi = ma.blocking.multi(blk);
+        let multi = ma.stored_multi(blk);
         let b = mb.map(|mb| BoxSource::of(mb, &ma.blocking.block_offset(&multi), &ma.blocking.block_shape(&multi)));
         let rank = place_reading(&mut assign, &mut set, a, ma.block_bytes(blk), b.as_ref());
         items.push(ReduceItem { rank, a: *a, b });

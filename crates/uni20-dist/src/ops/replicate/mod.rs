@@ -21,6 +21,7 @@ use plan::plan_replicate;
 /// # Errors
 /// As [`DistTensor::manifest`]; [`DistError::Job`] if a transfer fails.
 pub fn replicate(ctl: &Controller<'_>, t: &DistTensor, to: usize, keep: bool) -> Result<u64, DistError> {
+    crate::tensor::dense_only("replicate", &[t])?;
     let m = t.manifest(ctl)?;
     let (desc, participants, bytes) = plan_replicate(&m, to, keep);
     if !participants.is_empty() {
