@@ -249,7 +249,7 @@ mod tests {
                 tfi_exact(8, 1.0, g)
             );
         }
-        // Heisenberg L = 8: the known ground energy -3.374932598688 (README's exact table).
+        // Heisenberg L = 8: the known ground energy -3.374932598688 (the exact table of the guide, "Getting started").
         assert!((lowest(&dense(&heisenberg(8, 1, 1.0, Conserve::None).unwrap()), 256) + 3.374932598688).abs() < 1e-10);
         // Two-site Hubbard at mu = U/2 (half filling): the N = 2 singlet
         // (U - sqrt(U^2 + 16 t^2)) / 2 - 2 mu is the lowest of all particle numbers.
