@@ -38,7 +38,7 @@ pub struct Checkpoint {
 impl Persist for Checkpoint {
     /// v2: manifests carry the symmetric layout ([`Manifest::symmetric`]).
     /// v1 objects (dense only, written before) are still read: see
-    /// [`load_checkpoint`].
+    /// `load_checkpoint`.
     const TYPE_NAME: &'static str = "uni20.checkpoint.v2";
     fn encode(&self) -> Vec<u8> {
         encode_postcard(self)
