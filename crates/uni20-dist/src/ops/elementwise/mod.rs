@@ -369,7 +369,8 @@ fn symmetric_layout<'t>(operation: &'static str, t: &'t DistTensor) -> Result<&'
 /// Fuses the `count` adjacent legs `first_leg .. first_leg + count` of the
 /// symmetric tensor `t` into one leg of direction `direction` (TeNPy's
 /// `combine_legs`, ITensor's combiner). Returns the fused tensor and the
-/// [`Fusion`] that [`split_leg`] takes to undo it.
+/// [`Fusion`] that [`split_leg`] takes to undo it (`Fusion::new` of the same
+/// legs and direction rebuilds it, for example after a restart).
 ///
 /// The fused leg's sectors are the sorted distinct charges `q_F` of the
 /// parts' sector combinations (`s_F q_F = sum_j s_j q_j`, so the flux is
