@@ -27,14 +27,21 @@ mod opsum;
 mod sites;
 mod split;
 mod states;
+mod sweep;
+mod tdvp;
 mod tebd;
 
-pub use dmrg::{checkpoint_truncation, Dmrg, DmrgOptions, StepInfo, SweepStats, CHECKPOINT_LABEL, MAX_ADAPTIVE_TOL};
+pub use dmrg::{checkpoint_truncation, Dmrg, DmrgOptions, CHECKPOINT_LABEL};
 pub use env::{grow_left, grow_right, Matvec, TwoSiteHamiltonian};
 pub use error::TnError;
-pub use lanczos::{lanczos_lowest, LanczosOptions, LanczosResult, LinearOperator};
+pub use lanczos::{krylov_exp, lanczos_lowest, KrylovExp, LanczosOptions, LanczosResult, LinearOperator};
 pub use mpo::{heisenberg_left, heisenberg_right, heisenberg_tensor, Mpo, HEISENBERG_BOND, MAX_SITES, SPIN_HALF};
 pub use mps::{site_name, Mps};
 pub use opsum::{LocalMpo, MpoOptions, OpSum, OpTerm};
 pub use sites::{Conserve, Site, SiteOp};
+pub use sweep::{
+    CentreUpdate, Control, EnergyConvergence, LocalProblem, LocalSolution, LocalStep, Observer, OneSiteHamiltonian,
+    StepInfo, SweepEngine, SweepParams, SweepSchedule, SweepStats, MAX_ADAPTIVE_TOL,
+};
+pub use tdvp::{Tdvp, TdvpOptions, TdvpStep};
 pub use tebd::{Tebd, TebdOptions, TebdStep};
