@@ -252,7 +252,11 @@ fn hubbard_exact(l: usize, t: f64, u: f64, mu: f64, nup: u32, ndn: u32) -> (f64,
                     if (s >> from) & 1 == 1 && (s >> to) & 1 == 0 {
                         let (lo, hi) = (to.min(from), to.max(from));
                         let between = (s >> (lo + 1)) & ((1u64 << (hi - lo - 1)) - 1);
-                        let sign = if between.count_ones() % 2 == 0 { 1.0 } else { -1.0 };
+                        let sign = if between.count_ones().is_multiple_of(2) {
+                            1.0
+                        } else {
+                            -1.0
+                        };
                         let s2 = s & !(1 << from) | (1 << to);
                         let c = index(s2).expect("a hop stays in the sector");
                         rows[c].push((r, -t * sign));

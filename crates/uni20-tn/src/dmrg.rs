@@ -57,7 +57,7 @@ pub struct DmrgOptions {
     pub lanczos: LanczosOptions,
     /// Adaptive eigensolver tolerance: each step stops its Lanczos at the
     /// residual `max(lanczos.tol, tol_to_truncation * sqrt(w))`, at most
-    /// [`MAX_ADAPTIVE_TOL`], where `w` is the discarded weight of the run's
+    /// [`MAX_ADAPTIVE_TOL`](crate::MAX_ADAPTIVE_TOL), where `w` is the discarded weight of the run's
     /// previous SVD (TeNPy's `P_tol_to_trunc`, stated for the residual). The
     /// residual `r` moves the energy by about `r^2 / gap`, so with the
     /// default `0.1` that is `0.01 w / gap`, below what the truncation itself
