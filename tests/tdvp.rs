@@ -9,7 +9,8 @@
 //! - imaginary time: from a product state to the ground energy of the
 //!   gapped transverse-field Ising chain (free fermions), to 1e-9.
 //!
-//! L = 40 (with TEBD alongside) is in `tests/tn_reference.rs` (release).
+//! L = 40 (with TEBD alongside) and a next-nearest coupling (J1-J2 against
+//! the dense `exp(-i H t)`) are in `tests/tn_reference.rs` (release).
 
 use uni20::tn::measure::{expectation, local_expectations, site_operator};
 use uni20::tn::models::{tfi, xxz};
