@@ -13,6 +13,7 @@
 //! cargo run --release --example dmrg -- --sites 100 --chi-max 100 --sweeps 12
 //! cargo run --release --example dmrg -- --checkpoint /tmp/dmrg    # prints `checkpoint: r0:N@<nonce> (after sweep k)`
 //! cargo run --release --example dmrg -- --checkpoint /tmp/dmrg --resume r0:N@<nonce>
+//! cargo run --release --example dmrg -- --model spin1 --sites 40 --chi-max 100 --excited 1   # singlet and triplet
 //! ```
 //!
 //! One line per sweep on stdout:
@@ -123,6 +124,15 @@ struct Args {
     /// the entanglement entropy at every bond and the energy variance.
     #[arg(long)]
     measure: bool,
+    /// After the ground state, find the next K levels by projection: each is the lowest
+    /// state orthogonal to those found before (`Dmrg::orthogonal_to`, weight
+    /// --excited-weight), from its own random start (seed + k), with the same sweeps and
+    /// tolerance. Printed as `level k: E = ...`. Not with --checkpoint.
+    #[arg(long, default_value_t = 0)]
+    excited: usize,
+    /// Weight of the projectors onto the lower states (larger than the gaps to them).
+    #[arg(long, default_value_t = 5.0)]
+    excited_weight: f64,
     /// Write sweeps.json (per-sweep statistics), and with --measure profile.npy,
     /// entropy.npy and dmrg.svg (energy convergence and entropy profile), into this
     /// directory (created).
@@ -191,6 +201,9 @@ fn run(ctl: &Controller<'_>, args: &Args) -> anyhow::Result<()> {
         ..DmrgOptions::default()
     };
     opts.validate()?;
+    if args.excited > 0 && args.checkpoint.is_some() {
+        bail!("--excited does not checkpoint its runs: drop --checkpoint (or --excited)");
+    }
     if !(args.tol.is_finite() && args.tol >= 0.0) {
         bail!("invalid --tol {}: expected a finite number >= 0", args.tol);
     }
@@ -359,15 +372,69 @@ fn run(ctl: &Controller<'_>, args: &Args) -> anyhow::Result<()> {
         ),
         None => println!("final: no sweep run (--sweeps {})", args.sweeps),
     }
+    let levels = excited_levels(ctl, args, &mpo, phys, opts, dmrg.mps())?;
     let measured = match (&model, args.measure) {
         (Some(m), true) => Some(measure_state(ctl, m, &mpo, dmrg.mps(), args)?),
         _ => None,
     };
     if let Some(dir) = &args.output {
-        write_output(dir, args, &history, measured.as_ref())?;
+        write_output(dir, args, &history, measured.as_ref(), &levels)?;
         println!("output: {}", dir.display());
     }
     Ok(())
+}
+
+/// `--excited K`: the levels above the ground state `ground` by projection,
+/// each converged as the ground state was (`--sweeps`, `--tol`); returns
+/// every level's energy, the ground state's first (empty without
+/// `--excited`).
+fn excited_levels(
+    ctl: &Controller<'_>,
+    args: &Args,
+    mpo: &Mpo,
+    phys: usize,
+    opts: DmrgOptions,
+    ground: &Mps,
+) -> anyhow::Result<Vec<f64>> {
+    if args.excited == 0 {
+        return Ok(Vec::new());
+    }
+    let mut found = vec![ground.clone()];
+    let mut levels = vec![uni20::tn::measure::expectation(ctl, ground, mpo)?];
+    println!("level 0: E = {:.12}", levels[0]);
+    for k in 1..=args.excited {
+        let start = Mps::random(
+            ctl,
+            args.sites,
+            phys,
+            args.init_bond.min(args.chi_max),
+            args.block,
+            args.seed.wrapping_add(k as u64),
+        )?;
+        let mut d = Dmrg::new(ctl, mpo.clone(), start, opts)?.orthogonal_to(ctl, found.clone(), args.excited_weight)?;
+        let mut unconverged = 0;
+        while d.sweeps() < args.sweeps {
+            let s = d.sweep(ctl, &mut |_| {})?;
+            println!(
+                "level {k} sweep {:>3}  E = {:.12}  dE = {:.3e}  trunc = {:.3e}  chi = {}",
+                s.sweep, s.energy, s.energy_change, s.max_truncation, s.max_bond
+            );
+            unconverged = s.unconverged_steps;
+            if s.energy_change.abs() < args.tol {
+                break;
+            }
+        }
+        if unconverged > 0 {
+            eprint_once(&format!(
+                "dmrg: warning: level {k}: {unconverged} eigensolver steps of the last sweep did not converge\n"
+            ));
+        }
+        let e = d.energy().unwrap_or(f64::NAN);
+        println!("level {k}: E = {e:.12}  (gap to level 0: {:.6e})", e - levels[0]);
+        levels.push(e);
+        found.push(d.mps().clone());
+    }
+    Ok(levels)
 }
 
 /// What `--measure` computes on the final state.
@@ -431,6 +498,7 @@ fn write_output(
     args: &Args,
     history: &[SweepStats],
     m: Option<&Measured>,
+    levels: &[f64],
 ) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let sweeps: Vec<serde_json::Value> = history
@@ -449,6 +517,9 @@ fn write_output(
         "sites": args.sites, "chi_max": args.chi_max, "cutoff": args.cutoff, "seed": args.seed,
         "init_bond": args.init_bond.min(args.chi_max), "sweeps": sweeps,
     });
+    if !levels.is_empty() {
+        doc["levels"] = serde_json::json!(levels);
+    }
     if let Some(m) = m {
         doc["measure"] = serde_json::json!({
             "profile": m.profile_name, "energy": m.energy, "variance": m.variance,

@@ -5,7 +5,8 @@
 //! a vanishing energy variance, and writes files that read back:
 //! `sweeps.json` (the printed energies), `profile.npy` (`<Sz_i>`, mirror
 //! symmetric on the open chain), `entropy.npy` (L - 1 bonds) and an SVG of
-//! the stated size.
+//! the stated size. `--excited 2` on the spin-1 chain gives the three
+//! lowest levels of the dense spectrum.
 
 mod common;
 
@@ -126,4 +127,94 @@ fn unknown_model_is_refused() {
         .unwrap();
     assert!(!res.status.success());
     assert!(String::from_utf8_lossy(&res.stderr).contains("potts"));
+}
+
+/// `--excited 2` on the spin-1 chain at L = 6: the singlet and two members of
+/// the edge-state triplet, against the spectrum of the dense Hamiltonian
+/// (eigh of the 729 x 729 matrix from the model's MPO), printed and in
+/// `sweeps.json` (`levels`).
+#[test]
+fn excited_levels_of_the_spin1_chain() {
+    let l = 6;
+    let model = uni20::tn::models::spin1(l, 1.0, 0.0, uni20::tn::Conserve::None).unwrap();
+    let local = model
+        .hamiltonian
+        .to_mpo(&model.sites, &uni20::tn::MpoOptions::default())
+        .unwrap();
+    let n = 729;
+    let h: Vec<f64> = local.dense_matrix().unwrap().iter().map(|z| z.re).collect();
+    let exact = uni20::dispatch::decomp::eigh(
+        &uni20::dispatch::LocalTensor::from_f64(&[n, n], h).unwrap(),
+        &Default::default(),
+        &uni20::dispatch::decomp::EighBackendList::default_cpu(1),
+    )
+    .unwrap()
+    .values;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let res = Command::new(example_binary())
+        .args([
+            "--model",
+            "spin1",
+            "--sites",
+            "6",
+            "--chi-max",
+            "32",
+            "--cutoff",
+            "1e-14",
+            "--block",
+            "8",
+            "--tol",
+            "1e-12",
+            "--excited",
+            "2",
+            "--output",
+        ])
+        .arg(&out)
+        .env("UNI20_RANKS", "2")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&res.stdout);
+    assert!(
+        res.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    let printed: Vec<f64> = (0..3)
+        .map(|k| {
+            let tag = format!("level {k}: E = ");
+            let line = stdout.lines().find(|x| x.starts_with(&tag)).unwrap();
+            line[tag.len()..].split_whitespace().next().unwrap().parse().unwrap()
+        })
+        .collect();
+    let want = [exact[0], exact[1], exact[2]];
+    for k in 0..3 {
+        assert!(
+            (printed[k] - want[k]).abs() < 1e-8,
+            "level {k}: {} vs exact {}",
+            printed[k],
+            want[k]
+        );
+    }
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("sweeps.json")).unwrap()).unwrap();
+    let levels: Vec<f64> = doc["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    assert_eq!(levels.len(), 3);
+    for k in 0..3 {
+        assert!((levels[k] - printed[k]).abs() < 1e-11);
+    }
+    // Refused with checkpoints.
+    let res = Command::new(example_binary())
+        .args(["--model", "spin1", "--sites", "6", "--excited", "1", "--checkpoint"])
+        .arg(dir.path().join("ck"))
+        .env("UNI20_RANKS", "1")
+        .output()
+        .unwrap();
+    assert!(!res.status.success());
+    assert!(String::from_utf8_lossy(&res.stderr).contains("--excited"));
 }

@@ -1,4 +1,5 @@
-//! `examples/quench.rs --output DIR` writes files that read back: the JSON
+//! `examples/quench.rs --output DIR` (TEBD) and `examples/tdvp.rs --output
+//! DIR` (TDVP, the same output code) write files that read back: the JSON
 //! per-step statistics, the `.npy` arrays of `<Sz_i(t)>` and of the
 //! entanglement entropy (shapes, and the values at t = 0: the Neel state's
 //! +-1/2 and zero entropy; at later times the staggered magnetization in the
@@ -10,8 +11,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn example_binary() -> PathBuf {
-    common::example_binary("quench")
+fn example_binary(name: &str) -> PathBuf {
+    common::example_binary(name)
 }
 
 fn read_npy(path: &Path) -> (Vec<u64>, Vec<f64>) {
@@ -23,10 +24,19 @@ fn read_npy(path: &Path) -> (Vec<u64>, Vec<f64>) {
 
 #[test]
 fn output_files_read_back() {
+    check_outputs("quench");
+}
+
+#[test]
+fn tdvp_output_files_read_back() {
+    check_outputs("tdvp");
+}
+
+fn check_outputs(example: &str) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("q");
     let l = 6;
-    let st = Command::new(example_binary())
+    let st = Command::new(example_binary(example))
         .args([
             "--sites", "6", "--time", "0.3", "--dt", "0.1", "--block", "4", "--output",
         ])

@@ -10,32 +10,9 @@ use uni20::tn::measure::{local_expectations, site_operator};
 use uni20::tn::models::xxz;
 use uni20::tn::{Conserve, Mps, Tebd, TebdOptions};
 
-fn exact_sz(l: usize, t: f64) -> Vec<f64> {
-    // T = (1/2) (adjacency of the open chain): modes phi_k(i) = sqrt(2/(L+1)) sin(pi k (i+1)/(L+1)),
-    // energies cos(pi k / (L+1)).
-    let modes: Vec<(f64, Vec<f64>)> = (1..=l)
-        .map(|k| {
-            let q = std::f64::consts::PI * k as f64 / (l + 1) as f64;
-            let norm = (2.0 / (l + 1) as f64).sqrt();
-            (q.cos(), (0..l).map(|i| norm * (q * (i + 1) as f64).sin()).collect())
-        })
-        .collect();
-    (0..l)
-        .map(|i| {
-            let mut n = 0.0;
-            for j in (0..l).step_by(2) {
-                // U_ij = sum_k phi_k(i) exp(-i e_k t) phi_k(j); Neel: sites 0, 2, .. are up (occupied).
-                let (mut re, mut im) = (0.0, 0.0);
-                for (e, phi) in &modes {
-                    re += phi[i] * phi[j] * (e * t).cos();
-                    im -= phi[i] * phi[j] * (e * t).sin();
-                }
-                n += re * re + im * im;
-            }
-            n - 0.5
-        })
-        .collect()
-}
+mod free_fermions;
+
+use free_fermions::neel_sz as exact_sz;
 
 fn evolve(l: usize, dt: f64, t_end: f64) -> f64 {
     let model = xxz(l, 1, 1.0, 0.0, 0.0, Conserve::None).unwrap();

@@ -32,6 +32,11 @@ pub const MPI_EXAMPLES: &[(&str, u32)] = &[
     ("guide_library_mode", 4),
 ];
 
+/// Integration tests of the root package whose `#[ignore]`d tests need an
+/// optimised build (physics references at sizes a debug build takes minutes
+/// for): run with `--release -- --ignored` after stage 1.
+pub const RELEASE_TESTS: &[&str] = &["tn_reference"];
+
 /// Options of `cargo xtask test`.
 #[derive(Debug, Clone)]
 pub struct TestOptions {
@@ -73,6 +78,18 @@ pub fn run(opts: &TestOptions) -> Result<i32> {
         eprintln!("xtask: == stage 1b: the user guide (mdbook build docs/guide) ==");
         if crate::guide::build()? == crate::guide::GuideOutcome::Failed {
             return Ok(1);
+        }
+        eprintln!("xtask: == stage 1c: release reference tests ({RELEASE_TESTS:?}, --ignored) ==");
+        let mut cmd = cargo::cargo();
+        cmd.args(["test", "--release", "-p", ROOT_PACKAGE]);
+        for t in RELEASE_TESTS {
+            cmd.args(["--test", t]);
+        }
+        cmd.args(["--", "--ignored"]);
+        let status = cargo::status(&mut cmd)?;
+        if !status.success() {
+            eprintln!("xtask: the release reference tests failed ({status})");
+            return Ok(status.code().unwrap_or(1));
         }
     }
 

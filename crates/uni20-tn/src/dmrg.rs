@@ -2,16 +2,21 @@
 //! Phys. Rev. Lett. 69, 2863 (1992); the matrix-product formulation of
 //! U. Schollwöck, Ann. Phys. 326, 96 (2011), section 6.
 //!
-//! A sweep goes right over the bonds `(0,1) .. (L-2,L-1)` and back left
-//! over `(L-2,L-1) .. (0,1)`. Each step contracts the two site tensors into
-//! `theta[a, s, t, b]`, finds the lowest eigenpair of the two-site effective
-//! Hamiltonian ([`TwoSiteHamiltonian`]) by [`lanczos_lowest`] started from
-//! `theta`, splits it by a truncated [`svd`] (`chi_max`, absolute cutoff on
-//! the normalised singular values), keeps the kept singular values
-//! normalised to one, and grows the environment on the side it leaves. The
-//! environment on the side it moves into is dropped at once (it no longer
-//! matches the state), so at most `L + 1` environments live at any time and
-//! memory does not grow with the number of sweeps.
+//! The sweeps are those of the [`SweepEngine`] (`crate::sweep`): a sweep
+//! goes right over the bonds `(0,1) .. (L-2,L-1)` and back left over
+//! `(L-2,L-1) .. (0,1)`. The local problem of DMRG at each bond finds the
+//! lowest eigenpair of the two-site effective Hamiltonian
+//! ([`crate::TwoSiteHamiltonian`], with projectors onto lower states for
+//! excited states: [`Dmrg::orthogonal_to`]) by [`lanczos_lowest`] started
+//! from `theta`; the engine splits it by a truncated
+//! [`uni20_dist::svd`] (`chi_max`, absolute cutoff on the normalised
+//! singular values; or the density-matrix split of the mixer), keeps the
+//! kept singular values normalised to one, and grows the environment on
+//! the side it leaves, so at most `L + 1` environments live at any time
+//! and memory does not grow with the number of sweeps. [`Dmrg::sweep`]
+//! uses the run's [`DmrgOptions`]; [`Dmrg::sweep_with`] one entry of a
+//! [`SweepSchedule`]; [`Dmrg::run`] a whole schedule with an
+//! [`Observer`].
 //!
 //! Canonical form between sweeps: sites `1..L` right-normalised, the
 //! orthogonality centre (and the norm) in site 0 — the form [`Dmrg::new`]
@@ -19,19 +24,22 @@
 //! right environments from the checkpointed sites and continues exactly as
 //! the uninterrupted run would.
 
-use std::time::Instant;
-
-use uni20_dist::{checkpoint, contract, retire, Checkpoint, DistTensor};
+use uni20_dist::{checkpoint, retire, Checkpoint, DistTensor};
 use uni20_persist::ObjectId;
 use uni20_worker::Controller;
 
-use crate::env::{grow_left, grow_right, Matvec, TwoSiteHamiltonian};
+use crate::env::Matvec;
 use crate::error::TnError;
 use crate::excited::{Orthogonal, Projected};
 use crate::lanczos::{lanczos_lowest, LanczosOptions};
 use crate::mpo::Mpo;
 use crate::mps::Mps;
-use crate::split::split_two_site;
+#[cfg(test)]
+use crate::sweep::MAX_ADAPTIVE_TOL;
+use crate::sweep::{
+    Control, LocalProblem, LocalSolution, LocalStep, Observer, StepInfo, SweepEngine, SweepParams, SweepSchedule,
+    SweepStats,
+};
 
 /// Label prefix of the checkpoints that [`Dmrg::checkpoint`] writes.
 pub const CHECKPOINT_LABEL: &str = "uni20-tn two-site dmrg v1";
@@ -49,7 +57,7 @@ pub struct DmrgOptions {
     pub lanczos: LanczosOptions,
     /// Adaptive eigensolver tolerance: each step stops its Lanczos at the
     /// residual `max(lanczos.tol, tol_to_truncation * sqrt(w))`, at most
-    /// [`MAX_ADAPTIVE_TOL`], where `w` is the discarded weight of the run's
+    /// [`MAX_ADAPTIVE_TOL`](crate::MAX_ADAPTIVE_TOL), where `w` is the discarded weight of the run's
     /// previous SVD (TeNPy's `P_tol_to_trunc`, stated for the residual). The
     /// residual `r` moves the energy by about `r^2 / gap`, so with the
     /// default `0.1` that is `0.01 w / gap`, below what the truncation itself
@@ -120,10 +128,18 @@ impl DmrgOptions {
     /// relative weight `w` (`None` before the run's first SVD): see
     /// `tol_to_truncation`.
     pub fn step_lanczos(&self, w: Option<f64>) -> LanczosOptions {
-        let adaptive = w.map_or(0.0, |w| self.tol_to_truncation * w.max(0.0).sqrt());
-        LanczosOptions {
-            tol: self.lanczos.tol.max(adaptive.min(MAX_ADAPTIVE_TOL)),
-            ..self.lanczos
+        self.sweep_params().step_lanczos(w)
+    }
+
+    /// These options as the parameters of one sweep ([`SweepParams`], no
+    /// mixer).
+    pub fn sweep_params(&self) -> SweepParams {
+        SweepParams {
+            chi_max: self.chi_max,
+            cutoff: self.cutoff,
+            lanczos: self.lanczos,
+            tol_to_truncation: self.tol_to_truncation,
+            mixer: 0.0,
         }
     }
 }
@@ -142,80 +158,65 @@ pub fn checkpoint_truncation(cp: &Checkpoint) -> Option<(usize, f64)> {
     (chi_ok && cutoff.is_finite() && cutoff >= 0.0).then_some((chi as usize, cutoff))
 }
 
-/// Largest residual tolerance the adaptive rule of
-/// [`DmrgOptions::tol_to_truncation`] gives (early sweeps, where the
-/// discarded weights are large): `1e-4`.
-pub const MAX_ADAPTIVE_TOL: f64 = 1e-4;
-
-/// Where a step of a sweep is, for progress reports.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct StepInfo {
-    /// Steps of this sweep done so far (1-based after the step).
-    pub done: usize,
-    /// Steps in a sweep: `2 (L - 1)`.
-    pub total: usize,
-    /// The left site of the bond just optimised.
-    pub site: usize,
-}
-
-/// What one sweep measured.
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub struct SweepStats {
-    /// Sweeps completed, this one included (1 for the first).
-    pub sweep: u64,
-    /// The energy of the sweep's last step (the bond `(0, 1)`).
-    pub energy: f64,
-    /// Change of `energy` from the previous sweep (`NaN` for the first
-    /// sweep of a run that was not resumed).
-    pub energy_change: f64,
-    /// Largest relative discarded weight `sum discarded s^2 / sum s^2` of
-    /// the sweep's SVDs.
-    pub max_truncation: f64,
-    /// Largest bond dimension after the sweep.
-    pub max_bond: usize,
-    /// Operator applications of all Lanczos runs of the sweep.
-    pub lanczos_applications: usize,
-    /// Largest Lanczos residual estimate of the sweep.
-    pub max_residual: f64,
-    /// Steps whose eigensolver stopped at `max_krylov` (and its restarts)
-    /// with the residual still above its `tol`: their energy and state are
-    /// not converged (raise `max_krylov` or `max_restarts`).
-    pub unconverged_steps: usize,
-    /// Wall time of the sweep, in seconds.
-    pub seconds: f64,
-    /// Of `seconds`: in the eigensolver (its operator applications, and
-    /// whatever earlier deferred work they waited for).
-    pub lanczos_seconds: f64,
-    /// Of `seconds`: in the SVDs (assembly, factorisation, distribution).
-    pub svd_seconds: f64,
-}
-
-/// A two-site DMRG run: the MPO, the MPS being optimised and the
-/// environments (see the module docs).
+/// A two-site DMRG run: a [`SweepEngine`] (MPO, MPS, environments) and
+/// the eigenvalue problem solved at each bond (see the module docs).
 #[derive(Debug)]
 pub struct Dmrg {
-    mpo: Mpo,
-    mps: Mps,
+    engine: SweepEngine,
     opts: DmrgOptions,
-    /// `left[i]`: sites `0..i` contracted (`left[0]` the boundary).
-    left: Vec<Option<DistTensor>>,
-    /// `right[i]`: sites `i+1..L` contracted (`right[L-1]` the boundary).
-    right: Vec<Option<DistTensor>>,
-    sweeps: u64,
-    energy: Option<f64>,
+    problem: LowestEigen,
+    /// The truncation of the last sweep (recorded in checkpoints).
+    last_params: SweepParams,
     /// The checkpoint this run wrote or resumed from last, retired when
     /// the next one is written.
     last_checkpoint: Option<Checkpoint>,
-    /// Discarded weight of the run's last SVD (sets the next step's
-    /// eigensolver tolerance; checkpointed, so a resumed run continues with
-    /// the same tolerances).
-    last_discarded: Option<f64>,
-    /// Lower states the run stays orthogonal to, with their overlap
-    /// environments, and the weight of their projectors.
+}
+
+/// The local problem of DMRG: the lowest eigenpair of the two-site
+/// effective Hamiltonian, or of `H + weight sum_k |phi_k><phi_k|` with
+/// lower states to stay orthogonal to.
+#[derive(Debug, Default)]
+struct LowestEigen {
     orthogonal: Vec<Orthogonal>,
     weight: f64,
+}
+
+impl LocalProblem for LowestEigen {
+    fn solve(&mut self, ctl: &Controller<'_>, step: &LocalStep<'_>) -> Result<LocalSolution, TnError> {
+        let eig = if self.orthogonal.is_empty() {
+            lanczos_lowest(ctl, step.hamiltonian, step.theta, &step.lanczos)?
+        } else {
+            let projectors = self
+                .orthogonal
+                .iter()
+                .map(|o| o.projector(ctl, step.bond))
+                .collect::<Result<_, _>>()?;
+            let op = Projected {
+                h: step.hamiltonian,
+                projectors,
+                weight: self.weight,
+            };
+            lanczos_lowest(ctl, &op, step.theta, &step.lanczos)?
+        };
+        Ok(LocalSolution {
+            theta: eig.vector,
+            energy: eig.value,
+            applications: eig.applications,
+            residual: eig.residual,
+            converged: eig.converged,
+        })
+    }
+
+    fn moved(&mut self, ctl: &Controller<'_>, bond: usize, to_right: bool, site: &DistTensor) -> Result<(), TnError> {
+        for o in &mut self.orthogonal {
+            if to_right {
+                o.moved_right(ctl, bond, site)?;
+            } else {
+                o.moved_left(ctl, bond, site)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Dmrg {
@@ -229,43 +230,20 @@ impl Dmrg {
     /// local dimension; the validation errors of the contractions.
     pub fn new(ctl: &Controller<'_>, mpo: Mpo, mps: Mps, opts: DmrgOptions) -> Result<Dmrg, TnError> {
         opts.validate()?;
-        let n = mps.len();
-        if n < 2 {
+        if mps.len() < 2 {
             return Err(TnError::InvalidOption {
                 name: "sites",
-                value: n.to_string(),
+                value: mps.len().to_string(),
                 expected: "at least 2 for two-site DMRG",
             });
         }
-        let phys: Vec<usize> = (0..n).map(|i| mps.site(i).shape()[1]).collect();
-        let mpo_phys: Vec<usize> = (0..mpo.len()).map(|i| mpo.phys_dim(i)).collect();
-        if phys != mpo_phys {
-            return Err(TnError::Shape {
-                what: "local dimensions of the MPS sites vs the MPO sites".into(),
-                expected: mpo_phys,
-                got: phys,
-            });
-        }
-        let mut left = vec![None; n];
-        let mut right = vec![None; n];
-        left[0] = Some(mpo.left_boundary(ctl, opts.block)?);
-        right[n - 1] = Some(mpo.right_boundary(ctl, opts.block)?);
-        for i in (1..n - 1).rev() {
-            let env = env_at(&right, i + 1)?;
-            right[i] = Some(grow_right(ctl, env, &mpo.sites()[i + 1], mps.site(i + 1))?);
-        }
+        let engine = SweepEngine::new(ctl, mpo, mps, opts.block, opts.matvec)?;
         Ok(Dmrg {
-            mpo,
-            mps,
+            engine,
             opts,
-            left,
-            right,
-            sweeps: 0,
-            energy: None,
+            problem: LowestEigen::default(),
+            last_params: opts.sweep_params(),
             last_checkpoint: None,
-            last_discarded: None,
-            orthogonal: Vec::new(),
-            weight: 0.0,
         })
     }
 
@@ -288,9 +266,11 @@ impl Dmrg {
             });
         }
         for phi in states {
-            self.orthogonal.push(Orthogonal::new(ctl, phi, &self.mps)?);
+            self.problem
+                .orthogonal
+                .push(Orthogonal::new(ctl, phi, self.engine.mps())?);
         }
-        self.weight = weight;
+        self.problem.weight = weight;
         Ok(self)
     }
 
@@ -315,206 +295,124 @@ impl Dmrg {
             .ok_or_else(|| TnError::BadCheckpoint("the energy scalar is missing".into()))?;
         let mps = Mps::from_checkpoint(ctl, &cp, mpo.len())?;
         let mut d = Dmrg::new(ctl, mpo, mps, opts)?;
-        d.sweeps = cp.step;
-        d.energy = Some(energy);
         // Checkpoints written before the adaptive tolerance have no second
         // scalar: the first step then uses `lanczos.tol`.
-        d.last_discarded = cp.scalars.get(1).copied().filter(|w| w.is_finite());
+        let last_discarded = cp.scalars.get(1).copied().filter(|w| w.is_finite());
+        d.engine.set_history(cp.step, Some(energy), last_discarded);
         d.last_checkpoint = Some(cp);
         Ok(d)
     }
 
     /// The current MPS (between sweeps: centre in site 0).
     pub fn mps(&self) -> &Mps {
-        &self.mps
+        self.engine.mps()
+    }
+
+    /// The sweep engine (MPO, MPS and environments) of the run.
+    pub fn engine(&self) -> &SweepEngine {
+        &self.engine
     }
 
     /// Sweeps completed (including those of the run a checkpoint came from).
     pub fn sweeps(&self) -> u64 {
-        self.sweeps
+        self.engine.sweeps()
     }
 
     /// The energy of the last completed sweep, if any.
     pub fn energy(&self) -> Option<f64> {
-        self.energy
+        self.engine.energy()
     }
 
-    /// One full sweep (right, then left), calling `progress` after each of
-    /// its `2 (L - 1)` steps.
+    /// One full sweep (right, then left) with the run's options, calling
+    /// `progress` after each of its `2 (L - 1)` steps.
     ///
     /// # Errors
     /// The errors of the distributed operations and of the eigensolver; a
     /// failed command is fail-stop ([`uni20_dist::DistError::Job`]) and
     /// leaves the run unusable.
     pub fn sweep(&mut self, ctl: &Controller<'_>, progress: &mut dyn FnMut(StepInfo)) -> Result<SweepStats, TnError> {
-        let n = self.mps.len();
-        let start = Instant::now();
-        let mut acc = Acc::default();
-        let total = 2 * (n - 1);
-        let mut done = 0;
-        for i in 0..n - 1 {
-            self.step(ctl, i, true, &mut acc)?;
-            done += 1;
-            progress(StepInfo { done, total, site: i });
-        }
-        for i in (0..n - 1).rev() {
-            self.step(ctl, i, false, &mut acc)?;
-            done += 1;
-            progress(StepInfo { done, total, site: i });
-        }
-        // The centre tensor is computed (it was an SVD factor's product):
-        // the timing includes the sweep's deferred work.
-        self.mps.site(0).wait(ctl)?;
-        self.sweeps += 1;
-        let energy = acc.energy;
-        let energy_change = self.energy.map_or(f64::NAN, |e| energy - e);
-        self.energy = Some(energy);
-        Ok(SweepStats {
-            sweep: self.sweeps,
-            energy,
-            energy_change,
-            max_truncation: acc.max_truncation,
-            max_bond: self.mps.max_bond(),
-            lanczos_applications: acc.applications,
-            max_residual: acc.max_residual,
-            unconverged_steps: acc.unconverged,
-            seconds: start.elapsed().as_secs_f64(),
-            lanczos_seconds: acc.lanczos_seconds,
-            svd_seconds: acc.svd_seconds,
-        })
+        let params = self.opts.sweep_params();
+        self.sweep_with(ctl, &params, progress)
     }
 
-    /// Optimises the bond `(i, i+1)` and moves the centre right
-    /// (`to_right`) or left.
-    fn step(&mut self, ctl: &Controller<'_>, i: usize, to_right: bool, acc: &mut Acc) -> Result<(), TnError> {
-        let n = self.mps.len();
-        let w = self.mpo.sites();
-        let h = TwoSiteHamiltonian::new(
-            ctl,
-            env_at(&self.left, i)?,
-            &w[i],
-            &w[i + 1],
-            env_at(&self.right, i + 1)?,
-            self.opts.matvec,
-        )?;
-        let theta = contract(ctl, "asb,btc->astc", self.mps.site(i), self.mps.site(i + 1))?;
-        let t0 = Instant::now();
-        let lopts = self.opts.step_lanczos(self.last_discarded);
-        let eig = if self.orthogonal.is_empty() {
-            lanczos_lowest(ctl, &h, &theta, &lopts)?
-        } else {
-            let projectors = self
-                .orthogonal
-                .iter()
-                .map(|o| o.projector(ctl, i))
-                .collect::<Result<_, _>>()?;
-            let op = Projected {
-                h: &h,
-                projectors,
-                weight: self.weight,
-            };
-            lanczos_lowest(ctl, &op, &theta, &lopts)?
-        };
-        acc.lanczos_seconds += t0.elapsed().as_secs_f64();
-        drop((h, theta));
-        acc.energy = eig.value;
-        acc.applications += eig.applications;
-        acc.max_residual = acc.max_residual.max(eig.residual);
-        acc.unconverged += usize::from(!eig.converged);
-        let t1 = Instant::now();
-        let f = split_two_site(
-            ctl,
-            &eig.vector,
-            "as|tc",
-            self.opts.chi_max,
-            self.opts.cutoff,
-            self.opts.block,
-        )?;
-        acc.svd_seconds += t1.elapsed().as_secs_f64();
-        acc.max_truncation = acc.max_truncation.max(f.discarded_weight);
-        self.last_discarded = Some(f.discarded_weight);
-        // Renormalised singular values: the state keeps norm 1.
-        let s_diag = f.s;
-        for o in &mut self.orthogonal {
-            if to_right {
-                o.moved_right(ctl, i, &f.u)?;
-            } else {
-                o.moved_left(ctl, i, &f.vh)?;
+    /// One full sweep with `params` instead of the run's options (one entry
+    /// of a [`SweepSchedule`]: truncation, eigensolver tolerance, mixer).
+    ///
+    /// # Errors
+    /// As [`Dmrg::sweep`]; [`TnError::InvalidOption`] for bad `params`.
+    pub fn sweep_with(
+        &mut self,
+        ctl: &Controller<'_>,
+        params: &SweepParams,
+        progress: &mut dyn FnMut(StepInfo),
+    ) -> Result<SweepStats, TnError> {
+        let stats = self.engine.sweep(ctl, &mut self.problem, params, progress)?;
+        self.last_params = *params;
+        Ok(stats)
+    }
+
+    /// Sweeps by `schedule`, showing every sweep to `observer` (which may
+    /// measure and stop the run, as [`crate::EnergyConvergence`] does);
+    /// returns the statistics of the sweeps run.
+    ///
+    /// # Errors
+    /// As [`Dmrg::sweep_with`] and the observer's errors.
+    pub fn run(
+        &mut self,
+        ctl: &Controller<'_>,
+        schedule: &SweepSchedule,
+        observer: &mut dyn Observer,
+    ) -> Result<Vec<SweepStats>, TnError> {
+        schedule.validate()?;
+        let mut out = Vec::new();
+        for params in schedule.sweeps() {
+            let stats = self.sweep_with(ctl, params, &mut |_| {})?;
+            let control = observer.observe(ctl, &stats, self.engine.mps())?;
+            out.push(stats);
+            if control == Control::Stop {
+                break;
             }
         }
-        if to_right {
-            let right_site = contract(ctl, "kj,jtc->ktc", &s_diag, &f.vh)?;
-            self.left[i + 1] = Some(grow_left(ctl, env_at(&self.left, i)?, &w[i], &f.u)?);
-            self.mps.set_site(i, f.u);
-            self.mps.set_site(i + 1, right_site);
-            if i + 1 < n - 1 {
-                self.right[i + 1] = None;
-            }
-        } else {
-            let left_site = contract(ctl, "ask,kj->asj", &f.u, &s_diag)?;
-            if i > 0 {
-                self.right[i] = Some(grow_right(ctl, env_at(&self.right, i + 1)?, &w[i + 1], &f.vh)?);
-                self.left[i + 1] = None;
-            }
-            self.mps.set_site(i, left_site);
-            self.mps.set_site(i + 1, f.vh);
-        }
-        Ok(())
+        Ok(out)
     }
 
     /// Writes the current MPS, sweep count, energy, last discarded weight
     /// and truncation options (scalars 0-3: energy, discarded weight,
-    /// `chi_max`, `cutoff`; see [`checkpoint_truncation`]) as a checkpoint
-    /// ([`uni20_dist::checkpoint`]: every rank's store flushed, the
-    /// manifest committed and named as the root `checkpoint`), then retires
-    /// the previous checkpoint of this run ([`uni20_dist::retire`]), so only
-    /// the latest one keeps its blocks. Returns the id that
-    /// [`uni20_dist::restore`] and [`Dmrg::resume`] take.
+    /// `chi_max`, `cutoff` of the last sweep; see [`checkpoint_truncation`])
+    /// as a checkpoint ([`uni20_dist::checkpoint`]: every rank's store
+    /// flushed, the manifest committed and named as the root `checkpoint`),
+    /// then retires the previous checkpoint of this run
+    /// ([`uni20_dist::retire`]), so only the latest one keeps its blocks.
+    /// Returns the id that [`uni20_dist::restore`] and [`Dmrg::resume`]
+    /// take.
     ///
     /// # Errors
     /// The errors of [`uni20_dist::checkpoint`] (a rank that cannot flush).
     pub fn checkpoint(&mut self, ctl: &Controller<'_>) -> Result<ObjectId, TnError> {
+        let mps = self.engine.mps();
         let mut cp = Checkpoint {
             label: format!(
                 "{CHECKPOINT_LABEL} L={} chi_max={} cutoff={:e}",
-                self.mps.len(),
-                self.opts.chi_max,
-                self.opts.cutoff
+                mps.len(),
+                self.last_params.chi_max,
+                self.last_params.cutoff
             ),
-            step: self.sweeps,
+            step: self.engine.sweeps(),
             scalars: vec![
-                self.energy.unwrap_or(f64::NAN),
-                self.last_discarded.unwrap_or(f64::NAN),
-                self.opts.chi_max as f64,
-                self.opts.cutoff,
+                self.engine.energy().unwrap_or(f64::NAN),
+                self.engine.last_discarded().unwrap_or(f64::NAN),
+                self.last_params.chi_max as f64,
+                self.last_params.cutoff,
             ],
             tensors: Vec::new(),
         };
-        self.mps.add_to_checkpoint(ctl, &mut cp)?;
+        mps.add_to_checkpoint(ctl, &mut cp)?;
         let p = checkpoint(ctl, &cp)?;
         if let Some(old) = self.last_checkpoint.replace(cp) {
             retire(ctl, &old);
         }
         Ok(p.id())
     }
-}
-
-/// Per-sweep accumulators.
-#[derive(Default)]
-struct Acc {
-    energy: f64,
-    max_truncation: f64,
-    applications: usize,
-    max_residual: f64,
-    unconverged: usize,
-    lanczos_seconds: f64,
-    svd_seconds: f64,
-}
-
-fn env_at(envs: &[Option<DistTensor>], i: usize) -> Result<&DistTensor, TnError> {
-    envs.get(i)
-        .and_then(Option::as_ref)
-        .ok_or(TnError::Internal("a step needs an environment the sweep has not built"))
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@
 //! of B. N. Parlett, *The Symmetric Eigenvalue Problem* (SIAM, 1998).
 
 use uni20_dispatch::decomp::{eigh, EighBackendList, EighOptions};
-use uni20_dispatch::{DType, LocalTensor};
+use uni20_dispatch::{DType, LocalTensor, C64};
 use uni20_dist::{axpby, inner, norm, scale, DistTensor};
 use uni20_worker::Controller;
 
@@ -194,6 +194,133 @@ fn one_pass(
         applications,
         converged,
     })
+}
+
+/// The result of [`krylov_exp`].
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct KrylovExp {
+    /// `exp(tau A) v`.
+    pub vector: DistTensor,
+    /// `<v|A|v> / <v|v>` (the first Lanczos coefficient).
+    pub expectation: f64,
+    /// Operator applications.
+    pub applications: usize,
+    /// Error estimate `|v| beta_j |(exp(tau T_j) e_1)_j|` of the result
+    /// (the weight the next Krylov vector would get).
+    pub error: f64,
+    /// Whether `error <= tol` (or the Krylov space became invariant).
+    pub converged: bool,
+}
+
+/// `exp(tau A) v` for a Hermitian operator `A` and a complex step `tau`
+/// (`-i dt` for real time, `-dt` for imaginary time) by the Lanczos
+/// projection `exp(tau A) v ~= |v| Q_j exp(tau T_j) e_1` onto the Krylov
+/// space of `v` (Y. Saad, SIAM J. Numer. Anal. 29, 209 (1992); the
+/// tridiagonal `T_j` is diagonalised on the root). Grows the space until
+/// the error estimate is at most `opts.tol` or `opts.max_krylov` vectors
+/// are used (no restarts: `max_restarts` is ignored). The vectors stay on
+/// the workers.
+///
+/// # Errors
+/// [`TnError::InvalidOption`] for bad `opts` or a non-finite `tau`; the
+/// validation errors of the operator's contractions.
+pub fn krylov_exp(
+    ctl: &Controller<'_>,
+    op: &dyn LinearOperator,
+    v: &DistTensor,
+    tau: C64,
+    opts: &LanczosOptions,
+) -> Result<KrylovExp, TnError> {
+    opts.validate()?;
+    if !(tau.re.is_finite() && tau.im.is_finite()) {
+        return Err(TnError::InvalidOption {
+            name: "Krylov exponential step",
+            value: tau.to_string(),
+            expected: "a finite complex number",
+        });
+    }
+    let labels = identity_spec(v.shape().len());
+    let backends = EighBackendList::default_cpu(1);
+    let beta0 = norm(ctl, v)?;
+    if beta0 == 0.0 {
+        return Ok(KrylovExp {
+            vector: v.clone(),
+            expectation: 0.0,
+            applications: 0,
+            error: 0.0,
+            converged: true,
+        });
+    }
+    let mut basis: Vec<DistTensor> = vec![scale(ctl, 1.0 / beta0, v)?];
+    let (mut alphas, mut betas): (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
+    let (coeffs, error, converged) = loop {
+        let j = basis.len() - 1;
+        let mut w = op.apply(ctl, &basis[j])?;
+        let a = inner(ctl, &basis[j], &w)?.re;
+        w = axpby(ctl, 1.0, &w, -a, &basis[j], &labels)?;
+        if j > 0 {
+            w = axpby(ctl, 1.0, &w, -betas[j - 1], &basis[j - 1], &labels)?;
+        }
+        let b = norm(ctl, &w)?;
+        alphas.push(a);
+        let c = exp_of_tridiagonal(&alphas, &betas, tau, &backends)?;
+        let error = beta0 * b * c[j].norm();
+        let invariant = b <= 1e-14 * a.abs().max(1e-300);
+        if error <= opts.tol || invariant {
+            break (c, error, true);
+        }
+        if basis.len() == opts.max_krylov {
+            break (c, error, false);
+        }
+        betas.push(b);
+        basis.push(scale(ctl, 1.0 / b, &w)?);
+    };
+    let first = coeffs[0] * beta0;
+    let mut x = if coeffs.iter().any(|c| c.im != 0.0) && v.dtype() == DType::F64 {
+        // A complex multiple of a real vector: a contraction with a complex
+        // scalar makes the result complex.
+        let c = DistTensor::from_local(ctl, &LocalTensor::from_c64(&[], vec![first])?, 1)?;
+        let spec = labels.split_once("->").map_or(String::new(), |(l, _)| l.to_string());
+        uni20_dist::contract(ctl, format!(",{spec}->{spec}"), &c, &basis[0])?
+    } else {
+        scale(ctl, first, &basis[0])?
+    };
+    for (k, q) in basis.iter().enumerate().skip(1) {
+        x = axpby(ctl, 1.0, &x, coeffs[k] * beta0, q, &labels)?;
+    }
+    Ok(KrylovExp {
+        vector: x,
+        expectation: alphas[0],
+        applications: alphas.len(),
+        error,
+        converged,
+    })
+}
+
+/// `exp(tau T) e_1` for the symmetric tridiagonal `T` (diagonal `alphas`,
+/// off-diagonal `betas`), by its eigendecomposition.
+fn exp_of_tridiagonal(
+    alphas: &[f64],
+    betas: &[f64],
+    tau: C64,
+    backends: &EighBackendList,
+) -> Result<Vec<C64>, TnError> {
+    let n = alphas.len();
+    let mut t = vec![0.0; n * n];
+    for (i, a) in alphas.iter().enumerate() {
+        t[i * n + i] = *a;
+    }
+    for (i, b) in betas.iter().enumerate().take(n.saturating_sub(1)) {
+        t[i * n + i + 1] = *b;
+        t[(i + 1) * n + i] = *b;
+    }
+    let r = eigh(&LocalTensor::from_f64(&[n, n], t)?, &EighOptions::default(), backends)?;
+    let q: Vec<f64> = r.vectors.to_c64_vec().iter().map(|z| z.re).collect();
+    let e: Vec<C64> = r.values.iter().map(|&l| (tau * l).exp()).collect();
+    Ok((0..n)
+        .map(|k| (0..n).map(|m| e[m] * (q[k * n + m] * q[m])).sum())
+        .collect())
 }
 
 /// The lowest eigenvalue of the symmetric tridiagonal matrix with diagonal

@@ -1,12 +1,17 @@
-//! Tensor-network algorithms on uni20's distributed tensors: matrix-product
-//! states ([`Mps`]) and operators ([`Mpo`], with the Heisenberg chain),
-//! environments and the matrix-free two-site effective Hamiltonian
-//! ([`TwoSiteHamiltonian`]), the Lanczos eigensolver over distributed
-//! vectors ([`lanczos_lowest`]) and finite two-site DMRG ([`Dmrg`]),
-//! checkpointed per sweep.
+//! Tensor-network algorithms on uni20's distributed tensors: site types
+//! ([`Site`]) and operator sums compiled into MPOs ([`OpSum`],
+//! [`models`]), matrix-product states ([`Mps`]) and operators ([`Mpo`]),
+//! environments and the matrix-free effective Hamiltonians
+//! ([`TwoSiteHamiltonian`], [`OneSiteHamiltonian`]), Krylov solvers over
+//! distributed vectors ([`lanczos_lowest`], [`krylov_exp`]), the open sweep
+//! engine ([`SweepEngine`] running any [`LocalProblem`], with
+//! [`SweepSchedule`], [`Observer`] and a mixer), finite two-site DMRG
+//! ([`Dmrg`], checkpointed per sweep, excited states by projection),
+//! two-site TDVP ([`Tdvp`]), TEBD ([`Tebd`]) and measurements
+//! ([`measure`]).
 //!
 //! Everything here is written against the public API of `uni20-dist`
-//! (`contract`, `svd`, `lq`, `axpby`, `inner`, `norm`, checkpoints): it is
+//! (`contract`, `svd`, `eigh`, `lq`, `axpby`, `inner`, `norm`, checkpoints): it is
 //! the template for a user's own algorithm. Every tensor stays on the
 //! workers; the root sees only scalars (Lanczos coefficients, singular
 //! values) and manifests. `examples/dmrg.rs` is the command-line front end.
@@ -27,14 +32,21 @@ mod opsum;
 mod sites;
 mod split;
 mod states;
+mod sweep;
+mod tdvp;
 mod tebd;
 
-pub use dmrg::{checkpoint_truncation, Dmrg, DmrgOptions, StepInfo, SweepStats, CHECKPOINT_LABEL, MAX_ADAPTIVE_TOL};
+pub use dmrg::{checkpoint_truncation, Dmrg, DmrgOptions, CHECKPOINT_LABEL};
 pub use env::{grow_left, grow_right, Matvec, TwoSiteHamiltonian};
 pub use error::TnError;
-pub use lanczos::{lanczos_lowest, LanczosOptions, LanczosResult, LinearOperator};
+pub use lanczos::{krylov_exp, lanczos_lowest, KrylovExp, LanczosOptions, LanczosResult, LinearOperator};
 pub use mpo::{heisenberg_left, heisenberg_right, heisenberg_tensor, Mpo, HEISENBERG_BOND, MAX_SITES, SPIN_HALF};
 pub use mps::{site_name, Mps};
 pub use opsum::{LocalMpo, MpoOptions, OpSum, OpTerm};
 pub use sites::{Conserve, Site, SiteOp};
+pub use sweep::{
+    CentreUpdate, Control, EnergyConvergence, LocalProblem, LocalSolution, LocalStep, Observer, OneSiteHamiltonian,
+    StepInfo, SweepEngine, SweepParams, SweepSchedule, SweepStats, MAX_ADAPTIVE_TOL,
+};
+pub use tdvp::{Tdvp, TdvpOptions, TdvpStep};
 pub use tebd::{Tebd, TebdOptions, TebdStep};
