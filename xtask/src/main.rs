@@ -14,6 +14,7 @@ mod bench_dmrg;
 mod cargo;
 mod launcher;
 mod proc;
+mod python;
 mod test;
 
 use std::ffi::OsString;

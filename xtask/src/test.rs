@@ -9,6 +9,7 @@ use anyhow::{bail, Context, Result};
 use crate::cargo::{self, TargetKind, ROOT_PACKAGE};
 use crate::launcher::Launcher;
 use crate::proc::Outcome;
+use crate::python;
 
 /// Rank counts used when a test does not declare its own.
 pub const DEFAULT_RANKS: &[u32] = &[1, 2, 3];
@@ -73,7 +74,10 @@ pub fn run(opts: &TestOptions) -> Result<i32> {
     eprintln!("xtask: == stage 2: MPI integration tests ==");
     let Some(launcher) = Launcher::detect()? else {
         warn_no_mpi(opts.require_mpi);
-        return Ok(if opts.require_mpi { 1 } else { 0 });
+        let py = python_stage(None, opts)?;
+        print_python_summary(&py);
+        let failed = py.iter().any(|(_, o, _)| !o.success());
+        return Ok(if opts.require_mpi || failed { 1 } else { 0 });
     };
     eprintln!(
         "xtask: launcher {} ({:?}: {})",
@@ -146,12 +150,43 @@ pub fn run(opts: &TestOptions) -> Result<i32> {
         results.push(no_mpi_refusal(&launcher, opts)?);
         results.push(abort_timeout_stage(&launcher, opts)?);
     }
+    let interrupted = matches!(results.last(), Some((_, Outcome::Interrupted(_), _)));
+    let py = if interrupted {
+        Vec::new()
+    } else {
+        python_stage(Some(&launcher), opts)?
+    };
     print_summary(&results);
+    print_python_summary(&py);
     if let Some((_, Outcome::Interrupted(sig), _)) = results.last() {
         return Ok(128 + sig);
     }
-    let failed = results.iter().filter(|(_, o, _)| !o.success()).count();
+    let failed = results.iter().filter(|(_, o, _)| !o.success()).count() + py.iter().filter(|(_, o, _)| !o.success()).count();
     Ok(if failed == 0 { 0 } else { 1 })
+}
+
+/// Stage 3, the Python package (see [`python::stage`]); a missing Python
+/// fails it under `--require-mpi`.
+fn python_stage(launcher: Option<&Launcher>, opts: &TestOptions) -> Result<Vec<python::StepResult>> {
+    let example = python::built_example(opts.release);
+    python::stage(
+        launcher,
+        opts.release,
+        opts.require_mpi,
+        opts.timeout.max(Duration::from_secs(600)),
+        example.as_deref(),
+    )
+}
+
+fn print_python_summary(results: &[python::StepResult]) {
+    if results.is_empty() {
+        return;
+    }
+    println!();
+    println!("Python package summary");
+    for (name, outcome, elapsed) in results {
+        println!("  {:<44}  {:>7.1}s  {}", name, elapsed.as_secs_f64(), outcome.describe());
+    }
 }
 
 /// Fixture cases (under `tests/fixtures`) used for the CLI parity runs: the

@@ -177,7 +177,8 @@ fn dist_kind(e: &DistError) -> Kind {
         D::Spec(_) | D::Labels(_) | D::Split { .. } => Kind::Spec,
         D::Contract(c) => match c {
             uni20::dispatch::ContractError::Spec(_) => Kind::Spec,
-            _ => Kind::Shape,
+            uni20::dispatch::ContractError::Shape { .. } => Kind::Shape,
+            _ => Kind::DType,
         },
         D::Blocking(_)
         | D::BlockingMismatch { .. }
@@ -189,7 +190,10 @@ fn dist_kind(e: &DistError) -> Kind {
         | D::PlanTooLarge { .. } => Kind::Shape,
         D::Elementwise(_) | D::DType(_) => Kind::DType,
         D::Decomp(_) | D::Block(_) | D::BadRank { .. } | D::NoRanks(_) => Kind::Option,
-        D::NotFound(_) | D::DamagedBlock { .. } | D::BadManifest(_) => Kind::Checkpoint,
+        D::NotFound(_)
+        | D::DamagedBlock { .. }
+        | D::BadManifest(_)
+        | D::Store(uni20::persist::PersistError::NotFound(_)) => Kind::Checkpoint,
         D::Npy { .. } | D::Io { .. } | D::Store(_) => Kind::File,
         D::NonFinite { .. } => Kind::NonFinite,
         _ => Kind::Job,

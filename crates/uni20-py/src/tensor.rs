@@ -376,7 +376,9 @@ impl Tensor {
                 Some(a) if a.is_instance_of::<pyo3::types::PyString>() => a.extract::<String>()?,
                 Some(a) => {
                     let ax: Vec<usize> = a.extract()?;
-                    if ax.len() != n || ax.iter().any(|&k| k >= n) {
+                    let mut sorted = ax.clone();
+                    sorted.sort_unstable();
+                    if sorted != (0..n).collect::<Vec<_>>() {
                         return Err(Failure::new(
                             Kind::Shape,
                             format!("transpose: axes {ax:?} are not a permutation of {n} modes"),

@@ -10,12 +10,13 @@
 //! every 50 ms (Ctrl-C raises `KeyboardInterrupt` at once; the job itself
 //! runs to its end on the root thread, and the universe is then closed).
 //!
-//! Under `mpirun` (feature `mpi`) the same call is the standalone launch of
-//! the Rust facade: on rank 0 the root thread serves the jobs; on every
-//! other rank `run` enters the worker loop on that thread and ends the
-//! process when the root shuts the job down, so the Python script never
-//! continues past `Universe.__enter__` there (the calling thread waits,
-//! GIL released, until the process exits).
+//! Under `mpirun` (feature `mpi`) the root thread initialises MPI and runs
+//! the universe in library mode on `MPI_COMM_WORLD` (`run_on`, which
+//! returns on every rank, so that a failed command becomes a Python
+//! exception on rank 0 instead of ending the job): on rank 0 it serves the
+//! jobs; on every other rank it runs the worker loop and then ends the
+//! process, so the Python script never continues past `Universe.__enter__`
+//! there (the calling thread waits, GIL released, until the process exits).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -176,6 +177,42 @@ fn serve(ctl: &Controller<'_>, rx: Receiver<Msg>) {
     }
 }
 
+/// Runs the universe on this (the root) thread: in-process, or under an
+/// MPI launcher with the MPI build in library mode on `MPI_COMM_WORLD`
+/// (MPI initialised and finalised here). Library mode returns on every
+/// rank, so a failed command reaches Python as an exception instead of
+/// ending the job; a worker rank ends its process here once the universe
+/// is over (status 0 after a clean shutdown, 1 after an abort).
+fn run_universe(builder: uni20::UniverseBuilder, root: impl FnOnce(&Controller<'_>)) -> Result<(), JobError> {
+    #[cfg(feature = "mpi")]
+    if uni20::worker::launched_by_mpi() {
+        use uni20::mpi::traits::Communicator;
+        let Some((mpi, _)) = uni20::mpi::initialize_with_threading(uni20::mpi::Threading::Funneled) else {
+            return Err(JobError::Startup(
+                "MPI is already initialised in this process: one universe per process under mpirun".into(),
+            ));
+        };
+        let world = mpi.world();
+        let rank = world.rank();
+        let out = builder.run_on(&world, root);
+        drop(world);
+        drop(mpi);
+        return match out {
+            Ok(uni20::RankExit::Root(())) => Ok(()),
+            Ok(uni20::RankExit::Worker(exit)) => {
+                // The script never runs past Universe.__enter__ on a worker.
+                std::process::exit(if exit == uni20::WorkerExit::Shutdown { 0 } else { 1 })
+            }
+            Err(e) if rank == 0 => Err(e),
+            Err(e) => {
+                eprintln!("uni20: rank {rank}: {e}");
+                std::process::exit(1)
+            }
+        };
+    }
+    builder.run(root)
+}
+
 /// A universe of ranks: rank 0 (this process, or under MPI the process of
 /// rank 0) runs the Python script; the other ranks serve it.
 ///
@@ -189,8 +226,9 @@ fn serve(ctl: &Controller<'_>, rx: Receiver<Msg>) {
 /// ``mpi``) each process is one rank: rank 0 returns from ``__enter__``
 /// and runs the script, every other rank serves as a worker from
 /// ``__enter__`` on and exits when rank 0 leaves the ``with`` block. An
-/// exception that leaves the ``with`` block on rank 0 under MPI is
-/// printed (once, by rank 0) and ends every rank with status 1.
+/// exception that leaves the ``with`` block on rank 0 under MPI aborts the
+/// universe: every worker exits with status 1, and the exception
+/// propagates on rank 0 (Python prints its traceback, once).
 #[pyclass(module = "uni20")]
 pub(crate) struct Universe {
     ranks: Option<usize>,
@@ -261,7 +299,7 @@ impl Universe {
         let thread = std::thread::Builder::new()
             .name("uni20-root".into())
             .spawn(move || {
-                let out = builder.run(move |ctl| {
+                let root = move |ctl: &Controller<'_>| {
                     let info = Started {
                         size: ctl.size(),
                         transport: ctl.transport_kind().name(),
@@ -270,7 +308,8 @@ impl Universe {
                     };
                     let _ = started_tx.send(Ok(info));
                     serve(ctl, rx);
-                });
+                };
+                let out = run_universe(builder, root);
                 if let Err(e) = &out {
                     // Start-up failed: tell the waiting caller why.
                     let _ = started_err.send(Err(JobError::Startup(e.to_string())));
@@ -310,9 +349,9 @@ impl Universe {
         Universe::start(slf)
     }
 
-    /// Ends the universe: after an exception under MPI, prints its
-    /// traceback once and ends every rank with status 1; otherwise shuts the
-    /// workers down. Never suppresses the exception.
+    /// Ends the universe: after an exception under MPI, aborts it (every
+    /// worker exits with status 1); otherwise shuts the workers down. Never
+    /// suppresses the exception.
     #[pyo3(signature = (exc_type=None, exc=None, tb=None))]
     fn __exit__(
         &mut self,
@@ -324,22 +363,28 @@ impl Universe {
         let Some(h) = self.handle.take() else { return Ok(false) };
         if let (Some(t), Some(e)) = (&exc_type, &exc) {
             if h.info.transport == "mpi" {
-                // The traceback now, from rank 0 only: the abort below ends
-                // this process too, before Python could print it.
-                let traceback = py.import("traceback")?;
-                let kwargs = PyDict::new(py);
-                kwargs.set_item("file", py.import("sys")?.getattr("stderr")?)?;
-                traceback.call_method("print_exception", (t, e, tb), Some(&kwargs))?;
-                py.import("sys")?.getattr("stderr")?.call_method0("flush")?;
-                let reason = format!("rank 0 raised {}", e.str().map(|s| s.to_string()).unwrap_or_default());
                 if h.interrupted.load(Ordering::SeqCst) {
-                    // The root thread is busy: end this process; mpirun then
-                    // ends the other ranks.
+                    // The root thread is still busy with the interrupted
+                    // operation and cannot abort the universe: print the
+                    // traceback and end this process; mpirun then ends the
+                    // other ranks.
+                    let traceback = py.import("traceback")?;
+                    let kwargs = PyDict::new(py);
+                    kwargs.set_item("file", py.import("sys")?.getattr("stderr")?)?;
+                    traceback.call_method("print_exception", (t, e, tb), Some(&kwargs))?;
+                    py.import("sys")?.getattr("stderr")?.call_method0("flush")?;
                     std::process::exit(1);
                 }
+                // Every worker is told with an abort frame and exits with
+                // status 1; the exception propagates here (Python prints
+                // the traceback once, on rank 0).
+                let reason = format!(
+                    "rank 0 raised {}: {}",
+                    t.getattr("__name__").map(|n| n.to_string()).unwrap_or_default(),
+                    e.str().map(|s| s.to_string()).unwrap_or_default()
+                );
                 let _ = h.close(py, Some(reason));
-                // MPI_Abort does not return; if it did, end this rank anyway.
-                std::process::exit(1);
+                return Ok(false);
             }
             // In-process: shut down; the exception propagates.
             let _ = h.close(py, None);
