@@ -182,7 +182,8 @@ fn serve(ctl: &Controller<'_>, rx: Receiver<Msg>) {
 /// (MPI initialised and finalised here). Library mode returns on every
 /// rank, so a failed command reaches Python as an exception instead of
 /// ending the job; a worker rank ends its process here once the universe
-/// is over (status 0 after a clean shutdown, 1 after an abort).
+/// is over (status 0 after rank 0 shut it down or aborted it, 1 after the
+/// worker's own failure).
 fn run_universe(builder: uni20::UniverseBuilder, root: impl FnOnce(&Controller<'_>)) -> Result<(), JobError> {
     #[cfg(feature = "mpi")]
     if uni20::worker::launched_by_mpi() {
@@ -201,7 +202,15 @@ fn run_universe(builder: uni20::UniverseBuilder, root: impl FnOnce(&Controller<'
             Ok(uni20::RankExit::Root(())) => Ok(()),
             Ok(uni20::RankExit::Worker(exit)) => {
                 // The script never runs past Universe.__enter__ on a worker.
-                std::process::exit(if exit == uni20::WorkerExit::Shutdown { 0 } else { 1 })
+                // The job's status is rank 0's (its exception, or the script's
+                // own exit): after rank 0 shut the universe down or aborted it
+                // (rank 0 reports why), a worker ends with 0, so that mpirun
+                // does not kill rank 0 before it has printed its traceback; a
+                // worker's own failure ends it with 1.
+                std::process::exit(match exit {
+                    uni20::WorkerExit::Shutdown | uni20::WorkerExit::Aborted(_) => 0,
+                    _ => 1,
+                })
             }
             Err(e) if rank == 0 => Err(e),
             Err(e) => {
@@ -227,8 +236,9 @@ fn run_universe(builder: uni20::UniverseBuilder, root: impl FnOnce(&Controller<'
 /// and runs the script, every other rank serves as a worker from
 /// ``__enter__`` on and exits when rank 0 leaves the ``with`` block. An
 /// exception that leaves the ``with`` block on rank 0 under MPI aborts the
-/// universe: every worker exits with status 1, and the exception
-/// propagates on rank 0 (Python prints its traceback, once).
+/// universe: every worker exits at once, and the exception propagates on
+/// rank 0 (Python prints its traceback, once, and exits with status 1,
+/// which is the job's status).
 #[pyclass(module = "uni20")]
 pub(crate) struct Universe {
     ranks: Option<usize>,
@@ -350,7 +360,7 @@ impl Universe {
     }
 
     /// Ends the universe: after an exception under MPI, aborts it (every
-    /// worker exits with status 1); otherwise shuts the workers down. Never
+    /// worker exits at once); otherwise shuts the workers down. Never
     /// suppresses the exception.
     #[pyo3(signature = (exc_type=None, exc=None, tb=None))]
     fn __exit__(
@@ -375,9 +385,9 @@ impl Universe {
                     py.import("sys")?.getattr("stderr")?.call_method0("flush")?;
                     std::process::exit(1);
                 }
-                // Every worker is told with an abort frame and exits with
-                // status 1; the exception propagates here (Python prints
-                // the traceback once, on rank 0).
+                // Every worker is told with an abort frame and exits; the
+                // exception propagates here (Python prints the traceback
+                // once, on rank 0, and exits with status 1).
                 let reason = format!(
                     "rank 0 raised {}: {}",
                     t.getattr("__name__").map(|n| n.to_string()).unwrap_or_default(),
