@@ -110,6 +110,10 @@ struct TestArgs {
     /// Skip `cargo test --workspace` and run only the MPI stage.
     #[arg(long)]
     mpi_only: bool,
+    /// Run only stage 3, the Python package (venv, pip install, pytest in-process and
+    /// under mpirun -n 3).
+    #[arg(long, conflicts_with = "mpi_only")]
+    python_only: bool,
 }
 
 /// Arguments of `cargo xtask bench`.
@@ -133,6 +137,7 @@ fn main() -> ExitCode {
             release: args.release,
             timeout: Duration::from_secs(args.timeout),
             mpi_only: args.mpi_only,
+            python_only: args.python_only,
         }),
         Task::Bench(args) => bench(args),
     };

@@ -42,6 +42,8 @@ pub struct TestOptions {
     pub timeout: Duration,
     /// Skip `cargo test --workspace`; run only the MPI stage.
     pub mpi_only: bool,
+    /// Run only the Python stage.
+    pub python_only: bool,
 }
 
 /// One MPI job: a target at a number of ranks.
@@ -57,6 +59,16 @@ struct Job {
 
 /// Runs `cargo xtask test`; returns the process exit code.
 pub fn run(opts: &TestOptions) -> Result<i32> {
+    if opts.python_only {
+        let launcher = Launcher::detect()?;
+        if launcher.is_none() {
+            warn_no_mpi(opts.require_mpi);
+        }
+        let py = python_stage(launcher.as_ref(), opts)?;
+        print_python_summary(&py);
+        let failed = py.iter().any(|(_, o, _)| !o.success()) || (opts.require_mpi && launcher.is_none());
+        return Ok(i32::from(failed));
+    }
     if !opts.mpi_only {
         eprintln!("xtask: == stage 1: cargo test --workspace ==");
         let mut cmd = cargo::cargo();
