@@ -40,7 +40,12 @@ fn missing_python() -> Option<String> {
         .args(["-c", "import venv, ensurepip"])
         .output()
         .is_ok_and(|o| o.status.success());
-    (!ok).then(|| format!("{} has no working venv/ensurepip module (Debian: apt-get install python3-venv)", py.display()))
+    (!ok).then(|| {
+        format!(
+            "{} has no working venv/ensurepip module (Debian: apt-get install python3-venv)",
+            py.display()
+        )
+    })
 }
 
 /// Runs `cmd` under `timeout`, echoing it first.
@@ -71,9 +76,7 @@ pub fn stage(
         } else {
             "The Python stage is SKIPPED."
         };
-        eprintln!(
-            "xtask: WARNING: {why}.\nxtask: the pytest suite of the Python package was NOT run. {verdict}"
-        );
+        eprintln!("xtask: WARNING: {why}.\nxtask: the pytest suite of the Python package was NOT run. {verdict}");
         return Ok(if require {
             vec![("python: setup".into(), Outcome::Exited(1), Duration::ZERO)]
         } else {
@@ -116,7 +119,10 @@ pub fn stage(
         }
     }
     // pip install ./crates/uni20-py, built by maturin in this venv.
-    let mut args = vec!["--profile".to_string(), if release { "release" } else { "dev" }.to_string()];
+    let mut args = vec![
+        "--profile".to_string(),
+        if release { "release" } else { "dev" }.to_string(),
+    ];
     if launcher.is_some() {
         args.extend(["--features".into(), "mpi".into()]);
     }
@@ -124,7 +130,12 @@ pub fn stage(
     install
         .current_dir(&root)
         .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
-        .args(["--no-build-isolation", "--force-reinstall", "--no-deps", "./crates/uni20-py"])
+        .args([
+            "--no-build-isolation",
+            "--force-reinstall",
+            "--no-deps",
+            "./crates/uni20-py",
+        ])
         .env("MATURIN_PEP517_ARGS", args.join(" "))
         .env("VIRTUAL_ENV", &venv);
     let r = step("python: pip install ./crates/uni20-py", &mut install, setup_timeout)?;

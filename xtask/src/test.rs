@@ -173,7 +173,8 @@ pub fn run(opts: &TestOptions) -> Result<i32> {
     if let Some((_, Outcome::Interrupted(sig), _)) = results.last() {
         return Ok(128 + sig);
     }
-    let failed = results.iter().filter(|(_, o, _)| !o.success()).count() + py.iter().filter(|(_, o, _)| !o.success()).count();
+    let failed =
+        results.iter().filter(|(_, o, _)| !o.success()).count() + py.iter().filter(|(_, o, _)| !o.success()).count();
     Ok(if failed == 0 { 0 } else { 1 })
 }
 
@@ -190,6 +191,7 @@ fn python_stage(launcher: Option<&Launcher>, opts: &TestOptions) -> Result<Vec<p
     )
 }
 
+/// Prints the steps of the Python stage with their times and outcomes.
 fn print_python_summary(results: &[python::StepResult]) {
     if results.is_empty() {
         return;
@@ -197,7 +199,12 @@ fn print_python_summary(results: &[python::StepResult]) {
     println!();
     println!("Python package summary");
     for (name, outcome, elapsed) in results {
-        println!("  {:<44}  {:>7.1}s  {}", name, elapsed.as_secs_f64(), outcome.describe());
+        println!(
+            "  {:<44}  {:>7.1}s  {}",
+            name,
+            elapsed.as_secs_f64(),
+            outcome.describe()
+        );
     }
 }
 

@@ -3,8 +3,8 @@
 //!
 //! Thin by design: every function wraps one call of the Rust API
 //! (`uni20::dist`, `uni20::tn`) and runs it on the root thread of the
-//! universe ([`universe`]); errors become Python exceptions of specific
-//! classes ([`errors`]) and panics are caught at the boundary. The Python
+//! universe (module `universe`); errors become Python exceptions of specific
+//! classes (module `errors`) and panics are caught at the boundary. The Python
 //! documentation is `README.md` of this crate; the type stubs are
 //! `python/uni20/_uni20.pyi`.
 

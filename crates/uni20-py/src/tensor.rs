@@ -123,7 +123,10 @@ fn same_universe(h: &Arc<Handle>, ts: &[&Tensor]) -> Res<()> {
 /// A label string `"abc..."` of `n` letters.
 fn labels(n: usize) -> Res<String> {
     if n > 52 {
-        return Err(Failure::new(Kind::Shape, format!("{n} modes: at most 52 are supported here")));
+        return Err(Failure::new(
+            Kind::Shape,
+            format!("{n} modes: at most 52 are supported here"),
+        ));
     }
     Ok(('a'..='z').chain('A'..='Z').take(n).collect())
 }
@@ -265,9 +268,9 @@ impl Universe {
     fn restore<'py>(&self, py: Python<'py>, id: &str) -> PyResult<Bound<'py, PyAny>> {
         let r = (|| {
             let h = self.handle()?;
-            let oid: uni20::persist::ObjectId = id.parse().map_err(|e| {
-                Failure::new(Kind::Checkpoint, format!("invalid checkpoint id {id:?}: {e}"))
-            })?;
+            let oid: uni20::persist::ObjectId = id
+                .parse()
+                .map_err(|e| Failure::new(Kind::Checkpoint, format!("invalid checkpoint id {id:?}: {e}")))?;
             let (label, step, scalars, tensors) = h.call(py, move |ctl| {
                 let cp = dist::restore(ctl, oid)?;
                 let mut ts = Vec::new();
@@ -438,7 +441,11 @@ impl Tensor {
     }
 
     fn __repr__(&self) -> String {
-        format!("Tensor(shape={:?}, dtype={})", self.t.shape(), dtype_name(self.t.dtype()))
+        format!(
+            "Tensor(shape={:?}, dtype={})",
+            self.t.shape(),
+            dtype_name(self.t.dtype())
+        )
     }
 }
 
@@ -454,7 +461,8 @@ fn axpby_same(py: Python<'_>, alpha: C64, a: &Tensor, beta: C64, b: &Tensor) -> 
         let l = labels(a.t.shape().len())?;
         let spec = format!("{l},{l}->{l}");
         let (x, y) = (a.t.clone(), b.t.clone());
-        let out = a.h.call(py, move |ctl| Ok(dist::axpby(ctl, alpha, &x, beta, &y, &spec)?))?;
+        let out =
+            a.h.call(py, move |ctl| Ok(dist::axpby(ctl, alpha, &x, beta, &y, &spec)?))?;
         Ok(Tensor::wrap(out, &a.h))
     })();
     py_result(py, r)
@@ -564,7 +572,14 @@ pub(crate) struct SvdResult {
 #[pymethods]
 impl SvdResult {
     fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let l = PyList::new(py, [self.u.clone_ref(py).into_any(), self.s.clone_ref(py), self.vh.clone_ref(py).into_any()])?;
+        let l = PyList::new(
+            py,
+            [
+                self.u.clone_ref(py).into_any(),
+                self.s.clone_ref(py),
+                self.vh.clone_ref(py).into_any(),
+            ],
+        )?;
         l.as_any().try_iter().map(|i| i.into_any())
     }
 }

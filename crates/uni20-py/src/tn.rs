@@ -10,8 +10,8 @@ use pyo3::prelude::*;
 use uni20::tn::measure;
 use uni20::tn::models::{self, Model as TnModel};
 use uni20::tn::{
-    Conserve, Dmrg as TnDmrg, DmrgOptions, LanczosOptions, Mpo as TnMpo, MpoOptions, Mps as TnMps,
-    OpSum as TnOpSum, Site as TnSite, SweepStats as TnSweepStats, Tebd as TnTebd, TebdOptions,
+    Conserve, Dmrg as TnDmrg, DmrgOptions, LanczosOptions, Mpo as TnMpo, MpoOptions, Mps as TnMps, OpSum as TnOpSum,
+    Site as TnSite, SweepStats as TnSweepStats, Tebd as TnTebd, TebdOptions,
 };
 use uni20::DistTensor;
 
@@ -62,7 +62,11 @@ impl Site {
     #[staticmethod]
     #[pyo3(signature = (two_s=1, conserve="none"))]
     fn spin(py: Python<'_>, two_s: u32, conserve: &str) -> PyResult<Site> {
-        let r = (|| Ok(Site { s: TnSite::spin(two_s, self::conserve(conserve)?)? }))();
+        let r = (|| {
+            Ok(Site {
+                s: TnSite::spin(two_s, self::conserve(conserve)?)?,
+            })
+        })();
         py_result(py, r)
     }
 
@@ -71,7 +75,11 @@ impl Site {
     #[staticmethod]
     #[pyo3(signature = (conserve="none"))]
     fn fermion(py: Python<'_>, conserve: &str) -> PyResult<Site> {
-        let r = (|| Ok(Site { s: TnSite::fermion(self::conserve(conserve)?)? }))();
+        let r = (|| {
+            Ok(Site {
+                s: TnSite::fermion(self::conserve(conserve)?)?,
+            })
+        })();
         py_result(py, r)
     }
 
@@ -81,7 +89,11 @@ impl Site {
     #[staticmethod]
     #[pyo3(signature = (conserve="none"))]
     fn electron(py: Python<'_>, conserve: &str) -> PyResult<Site> {
-        let r = (|| Ok(Site { s: TnSite::electron(self::conserve(conserve)?)? }))();
+        let r = (|| {
+            Ok(Site {
+                s: TnSite::electron(self::conserve(conserve)?)?,
+            })
+        })();
         py_result(py, r)
     }
 
@@ -89,7 +101,11 @@ impl Site {
     #[staticmethod]
     #[pyo3(signature = (nmax, conserve="none"))]
     fn boson(py: Python<'_>, nmax: usize, conserve: &str) -> PyResult<Site> {
-        let r = (|| Ok(Site { s: TnSite::boson(nmax, self::conserve(conserve)?)? }))();
+        let r = (|| {
+            Ok(Site {
+                s: TnSite::boson(nmax, self::conserve(conserve)?)?,
+            })
+        })();
         py_result(py, r)
     }
 
@@ -104,7 +120,10 @@ impl Site {
             if m.shape() != [d, d] {
                 return Err(Failure::new(
                     Kind::Shape,
-                    format!("operator `{name}`: expected a {d}x{d} matrix, got shape {:?}", m.shape()),
+                    format!(
+                        "operator `{name}`: expected a {d}x{d} matrix, got shape {:?}",
+                        m.shape()
+                    ),
                 ));
             }
             Ok(Site {
@@ -240,7 +259,14 @@ impl Model {
 #[pyfunction]
 #[pyo3(signature = (length, two_s=1, j=1.0, conserve="none"))]
 pub(crate) fn heisenberg(py: Python<'_>, length: usize, two_s: u32, j: f64, conserve: &str) -> PyResult<Model> {
-    let r = (|| Ok(Model::wrap(models::heisenberg(length, two_s, j, self::conserve(conserve)?)?)))();
+    let r = (|| {
+        Ok(Model::wrap(models::heisenberg(
+            length,
+            two_s,
+            j,
+            self::conserve(conserve)?,
+        )?))
+    })();
     py_result(py, r)
 }
 
@@ -256,7 +282,16 @@ pub(crate) fn xxz(
     hz: f64,
     conserve: &str,
 ) -> PyResult<Model> {
-    let r = (|| Ok(Model::wrap(models::xxz(length, two_s, jxy, jz, hz, self::conserve(conserve)?)?)))();
+    let r = (|| {
+        Ok(Model::wrap(models::xxz(
+            length,
+            two_s,
+            jxy,
+            jz,
+            hz,
+            self::conserve(conserve)?,
+        )?))
+    })();
     py_result(py, r)
 }
 
@@ -288,7 +323,15 @@ pub(crate) fn tfi(py: Python<'_>, length: usize, j: f64, g: f64, conserve: &str)
 #[pyfunction]
 #[pyo3(signature = (length, t=1.0, u=4.0, mu=0.0, conserve="none"))]
 pub(crate) fn hubbard(py: Python<'_>, length: usize, t: f64, u: f64, mu: f64, conserve: &str) -> PyResult<Model> {
-    let r = (|| Ok(Model::wrap(models::hubbard(length, t, u, mu, self::conserve(conserve)?)?)))();
+    let r = (|| {
+        Ok(Model::wrap(models::hubbard(
+            length,
+            t,
+            u,
+            mu,
+            self::conserve(conserve)?,
+        )?))
+    })();
     py_result(py, r)
 }
 
@@ -373,7 +416,10 @@ fn ops_on_workers(
     op: &str,
     block: usize,
 ) -> Result<Vec<DistTensor>, uni20::tn::TnError> {
-    sites.iter().map(|s| measure::site_operator(ctl, s, op, block)).collect()
+    sites
+        .iter()
+        .map(|s| measure::site_operator(ctl, s, op, block))
+        .collect()
 }
 
 #[pymethods]
@@ -401,7 +447,10 @@ impl Mps {
         if i >= m.len() {
             return py_result(
                 py,
-                Err(Failure::new(Kind::Shape, format!("site {i} of a chain of {} sites", m.len()))),
+                Err(Failure::new(
+                    Kind::Shape,
+                    format!("site {i} of a chain of {} sites", m.len()),
+                )),
             );
         }
         Ok(Tensor::wrap(m.site(i).clone(), &self.h))
@@ -455,7 +504,10 @@ impl Mps {
             let psi = self.snapshot();
             let list = sites.expand(psi.len())?;
             if i >= list.len() {
-                return Err(Failure::new(Kind::Shape, format!("site {i} of a chain of {} sites", list.len())));
+                return Err(Failure::new(
+                    Kind::Shape,
+                    format!("site {i} of a chain of {} sites", list.len()),
+                ));
             }
             let (a, b) = (a.to_string(), b.to_string());
             let range = range.unwrap_or(list.len());
@@ -466,7 +518,15 @@ impl Mps {
                     Some(s) => Some(ops_on_workers(ctl, &list, s, block)?),
                     None => None,
                 };
-                Ok(measure::correlations(ctl, &psi, &a_op, i, &b_ops, s_ops.as_deref(), range)?)
+                Ok(measure::correlations(
+                    ctl,
+                    &psi,
+                    &a_op,
+                    i,
+                    &b_ops,
+                    s_ops.as_deref(),
+                    range,
+                )?)
             })?;
             Ok(vec_to_numpy(py, v))
         })();
@@ -477,7 +537,9 @@ impl Mps {
     #[pyo3(signature = (block=64))]
     fn schmidt_spectra<'py>(&self, py: Python<'py>, block: usize) -> PyResult<Vec<Bound<'py, PyAny>>> {
         let psi = self.snapshot();
-        let r = self.h.call(py, move |ctl| Ok(measure::schmidt_spectra(ctl, &psi, block)?));
+        let r = self
+            .h
+            .call(py, move |ctl| Ok(measure::schmidt_spectra(ctl, &psi, block)?));
         let spectra = py_result(py, r)?;
         Ok(spectra.into_iter().map(|s| vec_to_numpy(py, s)).collect())
     }
@@ -487,7 +549,9 @@ impl Mps {
     #[pyo3(signature = (block=64))]
     fn entanglement_entropy<'py>(&self, py: Python<'py>, block: usize) -> PyResult<Bound<'py, PyAny>> {
         let psi = self.snapshot();
-        let r = self.h.call(py, move |ctl| Ok(measure::schmidt_spectra(ctl, &psi, block)?));
+        let r = self
+            .h
+            .call(py, move |ctl| Ok(measure::schmidt_spectra(ctl, &psi, block)?));
         let spectra = py_result(py, r)?;
         Ok(vec_to_numpy(py, measure::entanglement_entropy(&spectra)))
     }
@@ -501,7 +565,10 @@ impl Mps {
     /// ``(<H>, <H^2> - <H>^2)`` of the MPO on the normalised state.
     fn energy_variance(&self, py: Python<'_>, mpo: &Mpo) -> PyResult<(f64, f64)> {
         let (psi, w) = (self.snapshot(), mpo.m.clone());
-        py_result(py, self.h.call(py, move |ctl| Ok(measure::energy_variance(ctl, &psi, &w)?)))
+        py_result(
+            py,
+            self.h.call(py, move |ctl| Ok(measure::energy_variance(ctl, &psi, &w)?)),
+        )
     }
 
     /// ``|<self|other>|`` of the normalised states.
@@ -574,7 +641,12 @@ impl Universe {
                 let Some(s) = sites else {
                     return Err(Failure::new(Kind::Model, "mpo(opsum, sites): the sites are missing"));
                 };
-                let n = sum.terms().iter().flat_map(|t| t.ops.iter().map(|o| o.1 + 1)).max().unwrap_or(0);
+                let n = sum
+                    .terms()
+                    .iter()
+                    .flat_map(|t| t.ops.iter().map(|o| o.1 + 1))
+                    .max()
+                    .unwrap_or(0);
                 let list = match &s {
                     SiteList::One(_) => s.expand(n)?,
                     SiteList::Many(v) => s.expand(v.len())?,
@@ -592,7 +664,15 @@ impl Universe {
     /// right-normalised, reproducible from `seed`: the start state of
     /// ``cargo run --example dmrg`` (``d=2, bond=8, seed=1``).
     #[pyo3(signature = (length, d=2, bond=8, block=64, seed=1))]
-    fn random_mps(&self, py: Python<'_>, length: usize, d: usize, bond: usize, block: usize, seed: u64) -> PyResult<Mps> {
+    fn random_mps(
+        &self,
+        py: Python<'_>,
+        length: usize,
+        d: usize,
+        bond: usize,
+        block: usize,
+        seed: u64,
+    ) -> PyResult<Mps> {
         let r = (|| {
             let h = self.handle()?;
             let m = h.call(py, move |ctl| Ok(TnMps::random(ctl, length, d, bond, block, seed)?))?;
@@ -730,7 +810,10 @@ impl Dmrg {
     ) -> PyResult<Dmrg> {
         let r = (|| {
             if !Arc::ptr_eq(&mpo.h, &mps.h) {
-                return Err(Failure::new(Kind::Shape, "the MPO and the MPS belong to different universes"));
+                return Err(Failure::new(
+                    Kind::Shape,
+                    "the MPO and the MPS belong to different universes",
+                ));
             }
             let opts = dmrg_options(
                 chi_max,
@@ -780,7 +863,10 @@ impl Dmrg {
                 block,
             )?;
             let id: uni20::persist::ObjectId = checkpoint_id.parse().map_err(|e| {
-                Failure::new(Kind::Checkpoint, format!("invalid checkpoint id {checkpoint_id:?}: {e}"))
+                Failure::new(
+                    Kind::Checkpoint,
+                    format!("invalid checkpoint id {checkpoint_id:?}: {e}"),
+                )
             })?;
             let w = mpo.m.clone();
             let d = mpo.h.call(py, move |ctl| {
@@ -818,7 +904,10 @@ impl Dmrg {
         if !(tol.is_finite() && tol >= 0.0) {
             return py_result(
                 py,
-                Err(Failure::new(Kind::Option, format!("invalid tol = {tol}: expected a finite number >= 0"))),
+                Err(Failure::new(
+                    Kind::Option,
+                    format!("invalid tol = {tol}: expected a finite number >= 0"),
+                )),
             );
         }
         let me = slf.get();
