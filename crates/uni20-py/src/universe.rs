@@ -288,8 +288,9 @@ impl Universe {
     /// ``UNI20_*`` variable, 0 ranks, a build without MPI under
     /// ``mpirun`` with several processes, a second universe in one MPI
     /// process), ``UniverseClosedError``-free otherwise.
-    fn start(mut slf: PyRefMut<'_, Self>) -> PyResult<PyRefMut<'_, Self>> {
-        let py = slf.py();
+    fn start(this: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        let py = this.py();
+        let mut slf = this.borrow_mut();
         if slf.handle.is_some() {
             return py_result(py, Err(Failure::new(Kind::Startup, "this universe is already running")));
         }
@@ -352,11 +353,15 @@ impl Universe {
             interrupted: AtomicBool::new(false),
             info: started,
         }));
-        Ok(slf)
+        drop(slf);
+        // A universe the script never closed ends with the interpreter
+        // (under MPI the workers would otherwise wait for rank 0 forever).
+        py.import("atexit")?.call_method1("register", (this.getattr("close")?,))?;
+        Ok(this)
     }
 
-    fn __enter__(slf: PyRefMut<'_, Self>) -> PyResult<PyRefMut<'_, Self>> {
-        Universe::start(slf)
+    fn __enter__(this: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        Universe::start(this)
     }
 
     /// Ends the universe: after an exception under MPI, aborts it (every
