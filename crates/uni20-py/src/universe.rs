@@ -356,7 +356,8 @@ impl Universe {
         drop(slf);
         // A universe the script never closed ends with the interpreter
         // (under MPI the workers would otherwise wait for rank 0 forever).
-        py.import("atexit")?.call_method1("register", (this.getattr("close")?,))?;
+        py.import("atexit")?
+            .call_method1("register", (this.getattr("close")?,))?;
         Ok(this)
     }
 
