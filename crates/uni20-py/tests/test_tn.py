@@ -178,3 +178,34 @@ def test_dmrg_checkpoint_resume(u):
     a = dmrg.sweep()
     b = again.sweep()
     assert a.energy == pytest.approx(b.energy, abs=1e-12)
+
+
+def test_gil_is_released_while_the_root_waits(u):
+    import threading
+    import time
+
+    mpo = u.heisenberg_mpo(16, block=8)
+    dmrg = uni20.Dmrg(mpo, u.random_mps(16, bond=8, block=8, seed=6), chi_max=16, block=8)
+    stamps, done = [], threading.Event()
+
+    def spin():
+        n = 0
+        while not done.is_set():
+            n += 1
+            if n % 1000 == 0:
+                stamps.append(time.perf_counter())
+
+    t = threading.Thread(target=spin)
+    t.start()
+    windows = []
+    while sum(b - a for a, b in windows) < 0.3 and len(windows) < 200:
+        t0 = time.perf_counter()
+        dmrg.sweep()  # Rust code: if it held the GIL, `spin` could not run meanwhile
+        windows.append((t0 + 0.01, time.perf_counter() - 0.01))
+    done.set()
+    t.join()
+    total = sum(max(0.0, b - a) for a, b in windows)
+    # Stamps the other thread took while a sweep ran (margins for the hand-offs): a Python loop
+    # makes thousands per second; with the GIL held by the waiting call it would make none.
+    inside = sum(1 for s in stamps for a, b in windows if a < s < b)
+    assert total > 0.1 and inside > 20 * total, (inside, total, len(windows))
