@@ -17,6 +17,7 @@ mod cargo;
 mod guide;
 mod launcher;
 mod proc;
+mod python;
 mod test;
 
 use std::ffi::OsString;
@@ -116,6 +117,10 @@ struct TestArgs {
     /// Skip `cargo test --workspace` and run only the MPI stage.
     #[arg(long)]
     mpi_only: bool,
+    /// Run only stage 3, the Python package (venv, pip install, pytest in-process and
+    /// under mpirun -n 3).
+    #[arg(long, conflicts_with = "mpi_only")]
+    python_only: bool,
 }
 
 /// Arguments of `cargo xtask bench`.
@@ -139,6 +144,7 @@ fn main() -> ExitCode {
             release: args.release,
             timeout: Duration::from_secs(args.timeout),
             mpi_only: args.mpi_only,
+            python_only: args.python_only,
         }),
         Task::Bench(args) => bench(args),
         Task::Guide => guide::build().map(|o| i32::from(o == guide::GuideOutcome::Failed)),

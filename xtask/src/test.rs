@@ -9,6 +9,7 @@ use anyhow::{bail, Context, Result};
 use crate::cargo::{self, TargetKind, ROOT_PACKAGE};
 use crate::launcher::Launcher;
 use crate::proc::Outcome;
+use crate::python;
 
 /// Rank counts used when a test does not declare its own.
 pub const DEFAULT_RANKS: &[u32] = &[1, 2, 3];
@@ -48,6 +49,8 @@ pub struct TestOptions {
     pub timeout: Duration,
     /// Skip `cargo test --workspace`; run only the MPI stage.
     pub mpi_only: bool,
+    /// Run only the Python stage.
+    pub python_only: bool,
 }
 
 /// One MPI job: a target at a number of ranks.
@@ -63,6 +66,16 @@ struct Job {
 
 /// Runs `cargo xtask test`; returns the process exit code.
 pub fn run(opts: &TestOptions) -> Result<i32> {
+    if opts.python_only {
+        let launcher = Launcher::detect()?;
+        if launcher.is_none() {
+            warn_no_mpi(opts.require_mpi);
+        }
+        let py = python_stage(launcher.as_ref(), opts)?;
+        print_python_summary(&py);
+        let failed = py.iter().any(|(_, o, _)| !o.success()) || (opts.require_mpi && launcher.is_none());
+        return Ok(i32::from(failed));
+    }
     if !opts.mpi_only {
         eprintln!("xtask: == stage 1: cargo test --workspace ==");
         let mut cmd = cargo::cargo();
@@ -96,7 +109,10 @@ pub fn run(opts: &TestOptions) -> Result<i32> {
     eprintln!("xtask: == stage 2: MPI integration tests ==");
     let Some(launcher) = Launcher::detect()? else {
         warn_no_mpi(opts.require_mpi);
-        return Ok(if opts.require_mpi { 1 } else { 0 });
+        let py = python_stage(None, opts)?;
+        print_python_summary(&py);
+        let failed = py.iter().any(|(_, o, _)| !o.success());
+        return Ok(if opts.require_mpi || failed { 1 } else { 0 });
     };
     eprintln!(
         "xtask: launcher {} ({:?}: {})",
@@ -169,12 +185,50 @@ pub fn run(opts: &TestOptions) -> Result<i32> {
         results.push(no_mpi_refusal(&launcher, opts)?);
         results.push(abort_timeout_stage(&launcher, opts)?);
     }
+    let interrupted = matches!(results.last(), Some((_, Outcome::Interrupted(_), _)));
+    let py = if interrupted {
+        Vec::new()
+    } else {
+        python_stage(Some(&launcher), opts)?
+    };
     print_summary(&results);
+    print_python_summary(&py);
     if let Some((_, Outcome::Interrupted(sig), _)) = results.last() {
         return Ok(128 + sig);
     }
-    let failed = results.iter().filter(|(_, o, _)| !o.success()).count();
+    let failed =
+        results.iter().filter(|(_, o, _)| !o.success()).count() + py.iter().filter(|(_, o, _)| !o.success()).count();
     Ok(if failed == 0 { 0 } else { 1 })
+}
+
+/// Stage 3, the Python package (see [`python::stage`]); a missing Python
+/// fails it under `--require-mpi`.
+fn python_stage(launcher: Option<&Launcher>, opts: &TestOptions) -> Result<Vec<python::StepResult>> {
+    let example = python::built_example(opts.release);
+    python::stage(
+        launcher,
+        opts.release,
+        opts.require_mpi,
+        opts.timeout.max(Duration::from_secs(600)),
+        example.as_deref(),
+    )
+}
+
+/// Prints the steps of the Python stage with their times and outcomes.
+fn print_python_summary(results: &[python::StepResult]) {
+    if results.is_empty() {
+        return;
+    }
+    println!();
+    println!("Python package summary");
+    for (name, outcome, elapsed) in results {
+        println!(
+            "  {:<44}  {:>7.1}s  {}",
+            name,
+            elapsed.as_secs_f64(),
+            outcome.describe()
+        );
+    }
 }
 
 /// Fixture cases (under `tests/fixtures`) used for the CLI parity runs: the
