@@ -110,7 +110,7 @@ pub mod decomp {
 /// function, and one `command!` line naming
 /// [`handle_items`](kit::handle_items)).
 pub mod kit {
-    pub use crate::ops::kit::{defer_items, handle_items, participants_of, Assigner, ItemPlan, ItemWork};
+    pub use crate::ops::kit::{defer_items, handle_items, participants_of, Assigner, CostAssigner, ItemPlan, ItemWork};
     pub use crate::transfer::record::Transfer;
     pub use crate::transfer::TransferSet;
 }
@@ -171,7 +171,7 @@ mod tests {
     fn every_command_keeps_its_wire_name_schema_and_debug_name() {
         let registry = uni20_worker::Registry::linked().unwrap();
         let expected = [
-            ("uni20.contract.v1", 2, "contract"),
+            ("uni20.contract.v1", 3, "contract"),
             ("uni20.svd.v1", 1, "svd"),
             ("uni20.qr.v1", 1, "qr"),
             ("uni20.eigh.v1", 1, "eigh"),
