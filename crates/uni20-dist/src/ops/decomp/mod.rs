@@ -39,10 +39,10 @@ mod sym_run;
 mod symmetric;
 
 pub(crate) use command::{DistributeFactorsV1, EighV1, QrV1, SvdV1};
-pub(crate) use sym_command::{SymCutV1, SymFactorizeV1};
-use sym_command::SymKindV1;
 use command::{EighDescV1, QrDescV1, SvdDescV1, TruncationV1};
 pub use plan::DEFAULT_MAX_MATRIX_BYTES;
+use sym_command::SymKindV1;
+pub(crate) use sym_command::{SymCutV1, SymFactorizeV1};
 
 use uni20_dispatch::decomp::DecompKind;
 use uni20_worker::Controller;

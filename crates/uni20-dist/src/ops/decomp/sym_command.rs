@@ -226,14 +226,31 @@ fn assemble_sector(
         }
         if let Some((i, value)) = first_non_finite(t) {
             let local = MatrixSplit::unflatten(&shape, i);
-            let element = local.iter().zip(d.layout.block_offsets(b)).map(|(l, o)| l + o).collect();
-            return Ok(Err(RejectionV1::NonFinite { block: b, element, value }));
+            let element = local
+                .iter()
+                .zip(d.layout.block_offsets(b))
+                .map(|(l, o)| l + o)
+                .collect();
+            return Ok(Err(RejectionV1::NonFinite {
+                block: b,
+                element,
+                value,
+            }));
         }
         let place = geo
             .input_place(b)
             .filter(|p| p.sector == s)
             .ok_or_else(|| HandlerError::msg(format!("block {b} is not in sector {s}")))?;
-        copy_box(t.as_bytes(), &c_strides(&shape), 0, dst, &place.strides, place.base, &shape, elem);
+        copy_box(
+            t.as_bytes(),
+            &c_strides(&shape),
+            0,
+            dst,
+            &place.strides,
+            place.base,
+            &shape,
+            elem,
+        );
     }
     Ok(Ok(LocalTensor::from_data(&[sec.m, sec.n], data)?))
 }
@@ -259,8 +276,7 @@ fn factorize_sector(
         }
         SymKindV1::Eigh { hermitian_rtol } => {
             let list = local_list!(EighBackendList, ctx);
-            eigh_with_attempts(a, &EighOptions { hermitian_rtol }, &list)
-                .map(|(r, at)| (vec![r.vectors], r.values, at))
+            eigh_with_attempts(a, &EighOptions { hermitian_rtol }, &list).map(|(r, at)| (vec![r.vectors], r.values, at))
         }
     };
     match r {
@@ -368,18 +384,28 @@ fn handle_factorize(ctx: &mut WorkerContext<'_>, d: SymFactorizeDescV1) -> Resul
 
 /// The `len x len`-block of the diagonal of `values` at offsets `(ra, rb)`
 /// inside the sector, shape `shape`, in the real `dtype`.
-fn diagonal_block(values: &[f64], ra: usize, rb: usize, shape: &[usize], dtype: DType) -> Result<LocalTensor, HandlerError> {
+fn diagonal_block(
+    values: &[f64],
+    ra: usize,
+    rb: usize,
+    shape: &[usize],
+    dtype: DType,
+) -> Result<LocalTensor, HandlerError> {
     let (h, w) = (shape[0], shape[1]);
-    let at = |i: usize, j: usize| if ra + i == rb + j { values.get(ra + i).copied() } else { None };
+    let at = |i: usize, j: usize| {
+        if ra + i == rb + j {
+            values.get(ra + i).copied()
+        } else {
+            None
+        }
+    };
     let data = match dtype {
-        DType::F32 => TensorData::F32(
-            (0..h * w)
-                .map(|x| at(x / w, x % w).unwrap_or(0.0) as f32)
-                .collect(),
-        ),
+        DType::F32 => TensorData::F32((0..h * w).map(|x| at(x / w, x % w).unwrap_or(0.0) as f32).collect()),
         DType::F64 => TensorData::F64((0..h * w).map(|x| at(x / w, x % w).unwrap_or(0.0)).collect()),
         DType::C32 | DType::C64 => {
-            return Err(HandlerError::msg(format!("a diagonal of singular values is real, not {dtype}")))
+            return Err(HandlerError::msg(format!(
+                "a diagonal of singular values is real, not {dtype}"
+            )))
         }
     };
     Ok(LocalTensor::from_data(shape, data)?)
@@ -441,8 +467,13 @@ fn handle_cut(ctx: &mut WorkerContext<'_>, d: SymCutDescV1) -> Result<Vec<(u32, 
                         if d.sectors[s].worker != me {
                             continue;
                         }
-                        let t =
-                            diagonal_block(&d.sectors[s].values, ta.offset_in_sector, tb.offset_in_sector, &shape, factor.dtype)?;
+                        let t = diagonal_block(
+                            &d.sectors[s].values,
+                            ta.offset_in_sector,
+                            tb.offset_in_sector,
+                            &shape,
+                            factor.dtype,
+                        )?;
                         let p = store
                             .commit(Block(t))
                             .map_err(|e| HandlerError::from(e).context(format!("committing factor {f} block {b}")))?;

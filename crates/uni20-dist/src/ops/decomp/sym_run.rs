@@ -108,7 +108,12 @@ pub(crate) fn factorize_symmetric(
                 values: Vec::new(),
             })
             .collect();
-        let mut ranks: Vec<usize> = got.iter().zip(&a.workers).filter(|(f, _)| f.is_some()).map(|(_, &w)| w).collect();
+        let mut ranks: Vec<usize> = got
+            .iter()
+            .zip(&a.workers)
+            .filter(|(f, _)| f.is_some())
+            .map(|(_, &w)| w)
+            .collect();
         ranks.sort_unstable();
         ranks.dedup();
         if !ranks.is_empty() {
@@ -226,9 +231,9 @@ pub(crate) fn factorize_symmetric(
         a.transfers.len(),
         a.transfers.iter().map(|t| t.bytes).sum::<u64>()
     ));
-    summary
-        .notes
-        .push(format!("kept per sector {kept:?}; the factor blocks stay on their sector's rank"));
+    summary.notes.push(format!(
+        "kept per sector {kept:?}; the factor blocks stay on their sector's rank"
+    ));
     tracing::debug!(target: "uni20_dist", "{summary}");
     let mut tensors = Vec::with_capacity(metas.len());
     for (f, (meta, map)) in metas.iter().zip(maps).enumerate() {

@@ -174,7 +174,12 @@ impl SectorGeometry {
 
     /// Where block `b` of a left factor (legs: the row legs, then the
     /// bond) lies in its sector's full factor (`m x width`, row-major).
-    pub(crate) fn left_place(&self, factor: &SymmetricLayout, b: usize, width: impl Fn(usize) -> usize) -> Option<BoxPlace> {
+    pub(crate) fn left_place(
+        &self,
+        factor: &SymmetricLayout,
+        b: usize,
+        width: impl Fn(usize) -> usize,
+    ) -> Option<BoxPlace> {
         let blk = &factor.blocks()[b];
         let legs: Vec<&Leg> = factor.legs().iter().collect();
         let nr = legs.len() - 1;
@@ -284,7 +289,11 @@ pub(crate) fn validate(
         for (&r, &c) in s.rows.iter().zip(&s.cols) {
             let (a, b) = (&legs[r], &legs[c]);
             if a.sectors() != b.sectors() || a.direction() == b.direction() {
-                return Err(SymDecompError::NotDualLegs { row_mode: r, col_mode: c }.into());
+                return Err(SymDecompError::NotDualLegs {
+                    row_mode: r,
+                    col_mode: c,
+                }
+                .into());
             }
         }
     }
@@ -357,10 +366,7 @@ pub(crate) fn factor_layouts(
     let bond = Leg::tiled(sym.clone(), Direction::In, sectors, v.k_block)?;
     let mut left: Vec<Leg> = g.split.rows.iter().map(|&k| lay.legs()[k].clone()).collect();
     left.push(bond.clone());
-    let mut out = vec![(
-        SymmetricLayout::new(sym.clone(), left, sym.identity())?,
-        v.input.dtype,
-    )];
+    let mut out = vec![(SymmetricLayout::new(sym.clone(), left, sym.identity())?, v.input.dtype)];
     if v.op != DecompKind::Eigh {
         let mut right = vec![bond.dual()];
         right.extend(g.split.cols.iter().map(|&k| lay.legs()[k].clone()));
@@ -444,7 +450,11 @@ pub(crate) fn plan_sectors(g: &SectorGeometry, m: &Manifest, workers: &[usize]) 
         }
     }
     let transfers = set.into_vec();
-    let mut participants: Vec<usize> = transfers.iter().map(|t| t.from).chain(assigned.iter().copied()).collect();
+    let mut participants: Vec<usize> = transfers
+        .iter()
+        .map(|t| t.from)
+        .chain(assigned.iter().copied())
+        .collect();
     participants.sort_unstable();
     participants.dedup();
     Ok(SectorAssembly {
