@@ -69,7 +69,7 @@ pub fn random_leg(g: &Symmetry, rng: &mut Rng, tile: usize) -> Leg {
             dim: rng.range(1, 3) as usize,
         })
         .collect();
-    let dir = if rng.next() % 2 == 0 {
+    let dir = if rng.next().is_multiple_of(2) {
         Direction::In
     } else {
         Direction::Out

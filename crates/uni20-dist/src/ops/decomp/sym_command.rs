@@ -255,12 +255,15 @@ fn assemble_sector(
     Ok(Ok(LocalTensor::from_data(&[sec.m, sec.n], data)?))
 }
 
+/// A sector's full factors, its values and the backend attempt lines.
+type SectorFactors = (Vec<LocalTensor>, Vec<f64>, Vec<String>);
+
 /// The full factors and values of one sector matrix, or a rejection.
 fn factorize_sector(
     ctx: &WorkerContext<'_>,
     kind: SymKindV1,
     a: &LocalTensor,
-) -> Result<Result<(Vec<LocalTensor>, Vec<f64>, Vec<String>), RejectionV1>, HandlerError> {
+) -> Result<Result<SectorFactors, RejectionV1>, HandlerError> {
     let r = match kind {
         SymKindV1::Svd => {
             let list = local_list!(SvdBackendList, ctx);
