@@ -24,7 +24,7 @@ use uni20_persist::{ObjectId, PValue, PersistentPtr, Store};
 use uni20_worker::{command, HandlerError, WorkerContext};
 
 use super::command::{attempt_lines, gpu_first, kernel_outcome, local_list, RejectionV1};
-use super::matrix::{bytes_mut, first_non_finite, zeros};
+use super::matrix::{bytes_mut, load_input_block, zeros};
 use super::split::MatrixSplit;
 use super::symmetric::{BoxPlace, SectorGeometry};
 use crate::layout::{c_strides, copy_box};
@@ -212,31 +212,11 @@ fn assemble_sector(
             .get(b)
             .ok_or_else(|| HandlerError::msg(format!("sector {s} names block {b}, the map has {}", d.blocks.len())))?;
         let shape = d.layout.block_extents(b);
-        let blk = load(store, r.id)?;
+        let blk = match load_input_block(store, r.id, b, &shape, &d.layout.block_offsets(b), d.dtype)? {
+            Ok(blk) => blk,
+            Err(bad) => return Ok(Err(bad.into())),
+        };
         let t = &blk.0;
-        if t.shape() != shape.as_slice() || t.dtype() != d.dtype {
-            return Err(HandlerError::msg(format!(
-                "block {b} is {} {:?}, the layout says {} {:?}",
-                t.dtype(),
-                t.shape(),
-                d.dtype,
-                shape
-            ))
-            .with_object(r.id));
-        }
-        if let Some((i, value)) = first_non_finite(t) {
-            let local = MatrixSplit::unflatten(&shape, i);
-            let element = local
-                .iter()
-                .zip(d.layout.block_offsets(b))
-                .map(|(l, o)| l + o)
-                .collect();
-            return Ok(Err(RejectionV1::NonFinite {
-                block: b,
-                element,
-                value,
-            }));
-        }
         let place = geo
             .input_place(b)
             .filter(|p| p.sector == s)

@@ -265,18 +265,11 @@ pub(crate) fn factorize_symmetric(
 
 /// The typed error of an input refused in sector `sector`.
 fn rejection(v: &SymValidated, m: &Manifest, sector: usize, r: RejectionV1) -> DistError {
+    if let Some(e) = r.non_finite_error(v.op, m) {
+        return e;
+    }
     match r {
-        RejectionV1::NonFinite { block, element, value } => DistError::NonFinite {
-            op: v.op,
-            block,
-            block_index: if block < m.blocks.len() {
-                m.stored_multi(block)
-            } else {
-                Vec::new()
-            },
-            element,
-            value,
-        },
+        RejectionV1::NonFinite { .. } => DistError::Protocol("a non-finite rejection without its error".into()),
         RejectionV1::NotHermitian {
             row,
             col,

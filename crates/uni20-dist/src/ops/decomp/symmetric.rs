@@ -24,7 +24,6 @@ use uni20_dispatch::DType;
 use super::error::{SplitError, SymDecompError};
 use super::split::MatrixSplit;
 use crate::error::DistError;
-use crate::layout::BlockingError;
 use crate::symmetry::{Charge, Direction, Fusion, Leg, Sector, SymmetricLayout};
 use crate::tensor::{Manifest, TensorMeta};
 use crate::transfer::{Transfer, TransferSet};
@@ -298,34 +297,10 @@ pub(crate) fn validate(
         }
     }
     let geometry = SectorGeometry::new(layout, &s)?;
-    let limit = max_matrix_bytes.unwrap_or(super::plan::DEFAULT_MAX_MATRIX_BYTES);
-    let elem = input.dtype.size_bytes() as u128;
     if let Some(big) = geometry.sectors.iter().max_by_key(|x| x.m as u128 * x.n as u128) {
-        let bytes = (big.m as u128 * big.n as u128).saturating_mul(elem);
-        if bytes > limit as u128 {
-            return Err(DistError::MatrixTooLarge {
-                op,
-                rows: big.m as u128,
-                cols: big.n as u128,
-                dtype: input.dtype,
-                bytes,
-                limit,
-            });
-        }
+        super::plan::check_matrix_bytes(op, big.m as u128, big.n as u128, input.dtype, max_matrix_bytes)?;
     }
-    let k_block = match k_block {
-        Some(0) => return Err(BlockingError::ZeroBlockSize.into()),
-        Some(b) => b,
-        None => input
-            .blocking
-            .extents()
-            .iter()
-            .flatten()
-            .copied()
-            .max()
-            .unwrap_or(1)
-            .max(1),
-    };
+    let k_block = super::plan::resolve_k_block(input, k_block)?;
     Ok(SymValidated {
         op,
         input: input.clone(),
