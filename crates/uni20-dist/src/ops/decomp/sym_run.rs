@@ -17,11 +17,11 @@ use super::sym_command::{
     SymFactorizeDescV1, SymFactorizeV1, SymKindV1,
 };
 use super::symmetric::{factor_layouts, factor_metas, plan_sectors, SymValidated};
-use super::SvdTruncation;
 use crate::error::DistError;
 use crate::summary::PlanSummary;
 use crate::symmetry::{truncate_sectors, Charge};
 use crate::tensor::{BlockRef, DistTensor, Manifest};
+use uni20_dispatch::decomp::SvdOptions as SvdTruncation;
 
 /// A finished symmetric factorization as the root sees it.
 pub(crate) struct SymFactorization {
