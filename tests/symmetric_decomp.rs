@@ -226,138 +226,154 @@ fn truncation_across_sectors_keeps_the_dense_values_and_drops_empty_sectors() {
 
 #[test]
 fn bad_inputs_are_typed_errors() {
-    uni20::universe()
-        .ranks(2)
-        .run(|ctl| {
-            let g = Symmetry::u1();
-            let a = leg(Direction::Out, &[(-1, 2), (0, 3), (1, 2)], 2);
-            let b = leg(Direction::In, &[(0, 2), (1, 1)], 1);
-            let layout = SymmetricLayout::new(g.clone(), vec![a.clone(), b.clone(), a.dual()], g.identity()).unwrap();
-            let t = sym_random(ctl, layout.clone(), DType::F64, 1).unwrap();
-            // A split naming a label the tensor does not have.
-            let e = uni20::dist::svd(ctl, &t, "abc->ab|x", &SvdOptions::default()).unwrap_err();
-            assert!(
-                matches!(&e, DistError::Split { error: SplitError::Extra { labels }, .. } if labels == &['x']),
-                "{e:?}"
-            );
-            let e = uni20::dist::qr(ctl, &t, "ab|cd", &QrOptions::default()).unwrap_err();
-            assert!(
-                matches!(
-                    e,
-                    DistError::Split {
-                        error: SplitError::RankMismatch { labels: 4, rank: 3 },
+    for ranks in [2, 3] {
+        uni20::universe()
+            .ranks(ranks)
+            .run(|ctl| {
+                let g = Symmetry::u1();
+                let a = leg(Direction::Out, &[(-1, 2), (0, 3), (1, 2)], 2);
+                let b = leg(Direction::In, &[(0, 2), (1, 1)], 1);
+                let layout =
+                    SymmetricLayout::new(g.clone(), vec![a.clone(), b.clone(), a.dual()], g.identity()).unwrap();
+                let t = sym_random(ctl, layout.clone(), DType::F64, 1).unwrap();
+                // A split naming a label the tensor does not have.
+                let e = uni20::dist::svd(ctl, &t, "abc->ab|x", &SvdOptions::default()).unwrap_err();
+                assert!(
+                    matches!(&e, DistError::Split { error: SplitError::Extra { labels }, .. } if labels == &['x']),
+                    "{e:?}"
+                );
+                let e = uni20::dist::qr(ctl, &t, "ab|cd", &QrOptions::default()).unwrap_err();
+                assert!(
+                    matches!(
+                        e,
+                        DistError::Split {
+                            error: SplitError::RankMismatch { labels: 4, rank: 3 },
+                            ..
+                        }
+                    ),
+                    "{e:?}"
+                );
+                // eigh: legs that are not each other's duals, and a nonzero flux.
+                let e = uni20::dist::eigh(ctl, &t, "ab|c", &EighOptions::default()).unwrap_err();
+                assert!(
+                    matches!(
+                        e,
+                        DistError::Split {
+                            error: SplitError::NotSquare { .. },
+                            ..
+                        }
+                    ),
+                    "{e:?}"
+                );
+                let op = SymmetricLayout::new(g.clone(), vec![a.clone(), b.clone(), a.dual(), b.clone()], g.identity())
+                    .unwrap();
+                let x = sym_random(ctl, op, DType::F64, 2).unwrap();
+                let e = uni20::dist::eigh(ctl, &x, "ab|cd", &EighOptions::default()).unwrap_err();
+                assert!(
+                    matches!(
+                        e,
+                        DistError::SymDecomp(SymDecompError::NotDualLegs {
+                            row_mode: 1,
+                            col_mode: 3
+                        })
+                    ),
+                    "{e:?}"
+                );
+                let charged =
+                    SymmetricLayout::new(g.clone(), vec![a.clone(), a.dual()], g.charge(&[1]).unwrap()).unwrap();
+                let y = sym_random(ctl, charged, DType::F64, 2).unwrap();
+                let e = uni20::dist::eigh(ctl, &y, "a|b", &EighOptions::default()).unwrap_err();
+                assert!(
+                    matches!(e, DistError::SymDecomp(SymDecompError::EighFlux { .. })),
+                    "{e}"
+                );
+                // A non-Hermitian operator: the largest deviation, named by dense matrix position.
+                let op = SymmetricLayout::new(g.clone(), vec![a.clone(), a.dual()], g.identity()).unwrap();
+                let z = sym_random(ctl, op, DType::C64, 9).unwrap();
+                let (m, _, mat) = symdecomp_common::dense_matrix(ctl, &z, "a|b");
+                let e = uni20::dist::eigh(ctl, &z, "a|b", &EighOptions::default()).unwrap_err();
+                match e {
+                    DistError::NotHermitian {
+                        row,
+                        col,
+                        row_index,
+                        col_index,
+                        deviation,
                         ..
+                    } => {
+                        let want = (mat[row * m + col] - mat[col * m + row].conj()).norm();
+                        assert!(
+                            (deviation - want).abs() <= 1e-12,
+                            "{deviation} vs {want} at ({row}, {col})"
+                        );
+                        assert_eq!((row_index, col_index), (vec![row], vec![col]));
                     }
-                ),
-                "{e:?}"
-            );
-            // eigh: legs that are not each other's duals, and a nonzero flux.
-            let e = uni20::dist::eigh(ctl, &t, "ab|c", &EighOptions::default()).unwrap_err();
-            assert!(
-                matches!(
-                    e,
-                    DistError::Split {
-                        error: SplitError::NotSquare { .. },
-                        ..
-                    }
-                ),
-                "{e:?}"
-            );
-            let op =
-                SymmetricLayout::new(g.clone(), vec![a.clone(), b.clone(), a.dual(), b.clone()], g.identity()).unwrap();
-            let x = sym_random(ctl, op, DType::F64, 2).unwrap();
-            let e = uni20::dist::eigh(ctl, &x, "ab|cd", &EighOptions::default()).unwrap_err();
-            assert!(
-                matches!(
-                    e,
-                    DistError::SymDecomp(SymDecompError::NotDualLegs {
-                        row_mode: 1,
-                        col_mode: 3
-                    })
-                ),
-                "{e:?}"
-            );
-            let charged = SymmetricLayout::new(g.clone(), vec![a.clone(), a.dual()], g.charge(&[1]).unwrap()).unwrap();
-            let y = sym_random(ctl, charged, DType::F64, 2).unwrap();
-            let e = uni20::dist::eigh(ctl, &y, "a|b", &EighOptions::default()).unwrap_err();
-            assert!(
-                matches!(e, DistError::SymDecomp(SymDecompError::EighFlux { .. })),
-                "{e}"
-            );
-            // A non-Hermitian operator: the largest deviation, named by dense matrix position.
-            let op = SymmetricLayout::new(g.clone(), vec![a.clone(), a.dual()], g.identity()).unwrap();
-            let z = sym_random(ctl, op, DType::C64, 9).unwrap();
-            let (m, _, mat) = symdecomp_common::dense_matrix(ctl, &z, "a|b");
-            let e = uni20::dist::eigh(ctl, &z, "a|b", &EighOptions::default()).unwrap_err();
-            match e {
-                DistError::NotHermitian {
-                    row,
-                    col,
-                    row_index,
-                    col_index,
-                    deviation,
-                    ..
-                } => {
-                    let want = (mat[row * m + col] - mat[col * m + row].conj()).norm();
-                    assert!(
-                        (deviation - want).abs() <= 1e-12,
-                        "{deviation} vs {want} at ({row}, {col})"
-                    );
-                    assert_eq!((row_index, col_index), (vec![row], vec![col]));
+                    other => panic!("expected NotHermitian, got {other:?}"),
                 }
-                other => panic!("expected NotHermitian, got {other:?}"),
-            }
-            // NaN in a stored block: named by its block; the job goes on.
-            let mut v = t.to_dense(ctl).unwrap().to_c64_vec();
-            let first = layout.block_offsets(0);
-            let shape = layout.dense_shape();
-            let at = (first[0] * shape[1] + first[1]) * shape[2] + first[2];
-            v[at] = C64::new(f64::NAN, 0.0);
-            let bad = LocalTensor::from_f64(&shape, v.iter().map(|z| z.re).collect()).unwrap();
-            let bad = DistTensor::from_dense(ctl, &bad, std::sync::Arc::new(layout.clone()), 0.0).unwrap();
-            let e = uni20::dist::svd(ctl, &bad, "ab|c", &SvdOptions::default()).unwrap_err();
-            assert!(
-                matches!(&e, DistError::NonFinite { block: 0, element, .. } if element == &first),
-                "{e:?}"
-            );
-            // Over the size limit: the largest sector matrix is named.
-            let opts = SvdOptions {
-                max_matrix_bytes: Some(8),
-                ..Default::default()
-            };
-            let e = uni20::dist::svd(ctl, &t, "ab|c", &opts).unwrap_err();
-            assert!(matches!(e, DistError::MatrixTooLarge { .. }), "{e:?}");
-            let e = uni20::dist::lq(
-                ctl,
-                &t,
-                "ab|c",
-                &QrOptions {
-                    k_block: Some(0),
+                // Non-finite values in two stored blocks: the first in block order is named,
+                // although the other lies in a sector matrix of lower row charge. With the
+                // split "ab|c" the row charge is q_a - q_b: block x (a in sector 1, charge 0;
+                // b in sector 0, charge 0) has row charge 0, block y (a charge 0, b charge 1)
+                // has -1, and y comes after x in block order.
+                let find = |sa: usize, sb: usize| {
+                    (0..layout.blocks().len())
+                        .find(|&k| layout.blocks()[k].sectors[..2] == [sa, sb])
+                        .unwrap()
+                };
+                let (x, y) = (find(1, 0), find(1, 1));
+                assert!(x < y);
+                let mut v = t.to_dense(ctl).unwrap().to_c64_vec();
+                let shape = layout.dense_shape();
+                let flat = |o: &[usize]| (o[0] * shape[1] + o[1]) * shape[2] + o[2];
+                let (ox, oy) = (layout.block_offsets(x), layout.block_offsets(y));
+                v[flat(&oy)] = C64::new(f64::INFINITY, 0.0);
+                v[flat(&ox)] = C64::new(f64::NAN, 0.0);
+                let bad = LocalTensor::from_f64(&shape, v.iter().map(|z| z.re).collect()).unwrap();
+                let bad = DistTensor::from_dense(ctl, &bad, std::sync::Arc::new(layout.clone()), 0.0).unwrap();
+                let e = uni20::dist::svd(ctl, &bad, "ab|c", &SvdOptions::default()).unwrap_err();
+                assert!(
+                    matches!(&e, DistError::NonFinite { block, element, .. } if *block == x && element == &ox),
+                    "{e:?}"
+                );
+                // Over the size limit: the largest sector matrix is named.
+                let opts = SvdOptions {
+                    max_matrix_bytes: Some(8),
                     ..Default::default()
-                },
-            )
-            .unwrap_err();
-            assert!(matches!(e, DistError::Blocking(_)), "{e:?}");
-            // A zero tensor with a cutoff keeps nothing: no symmetric factor can be built.
-            let zero = sym_zeros(ctl, layout.clone(), DType::F64).unwrap();
-            let opts = SvdOptions {
-                truncation: SvdTruncation {
-                    cutoff: Some(0.1),
+                };
+                let e = uni20::dist::svd(ctl, &t, "ab|c", &opts).unwrap_err();
+                assert!(matches!(e, DistError::MatrixTooLarge { .. }), "{e:?}");
+                let e = uni20::dist::lq(
+                    ctl,
+                    &t,
+                    "ab|c",
+                    &QrOptions {
+                        k_block: Some(0),
+                        ..Default::default()
+                    },
+                )
+                .unwrap_err();
+                assert!(matches!(e, DistError::Blocking(_)), "{e:?}");
+                // A zero tensor with a cutoff keeps nothing: no symmetric factor can be built.
+                let zero = sym_zeros(ctl, layout.clone(), DType::F64).unwrap();
+                let opts = SvdOptions {
+                    truncation: SvdTruncation {
+                        cutoff: Some(0.1),
+                        ..Default::default()
+                    },
                     ..Default::default()
-                },
-                ..Default::default()
-            };
-            let e = uni20::dist::svd(ctl, &zero, "ab|c", &opts).unwrap_err();
-            assert!(
-                matches!(e, DistError::SymDecomp(SymDecompError::NothingKept { .. })),
-                "{e:?}"
-            );
-            // The job goes on: the same call on good data works.
-            let out = uni20::dist::svd(ctl, &t, "ab|c", &SvdOptions::default()).unwrap();
-            // The factors are symmetric: mixing them with a dense tensor is refused.
-            let dense = uni20::dist::random(ctl, out.u.shape(), DType::F64, 2, 1).unwrap();
-            let e = inner(ctl, &out.u, &dense).unwrap_err();
-            assert!(matches!(e, DistError::Layout(LayoutError::Mixed { .. })), "{e:?}");
-        })
-        .unwrap();
+                };
+                let e = uni20::dist::svd(ctl, &zero, "ab|c", &opts).unwrap_err();
+                assert!(
+                    matches!(e, DistError::SymDecomp(SymDecompError::NothingKept { .. })),
+                    "{e:?}"
+                );
+                // The job goes on: the same call on good data works.
+                let out = uni20::dist::svd(ctl, &t, "ab|c", &SvdOptions::default()).unwrap();
+                // The factors are symmetric: mixing them with a dense tensor is refused.
+                let dense = uni20::dist::random(ctl, out.u.shape(), DType::F64, 2, 1).unwrap();
+                let e = inner(ctl, &out.u, &dense).unwrap_err();
+                assert!(matches!(e, DistError::Layout(LayoutError::Mixed { .. })), "{e:?}");
+            })
+            .unwrap();
+    }
 }

@@ -293,6 +293,30 @@ fn handle_factorize(ctx: &mut WorkerContext<'_>, d: SymFactorizeDescV1) -> Resul
             geo.sectors.len()
         )));
     }
+    // Every block of this rank's sectors is checked before any sector is
+    // factorized, so that the first non-finite block (in block order) is named.
+    let mut first_bad: Option<(usize, RejectionV1)> = None;
+    for &s in &mine {
+        for &b in &d.sector_blocks[s] {
+            if first_bad
+                .as_ref()
+                .is_some_and(|(_, r)| matches!(r, RejectionV1::NonFinite { block, .. } if *block < b))
+            {
+                continue;
+            }
+            let r = d.blocks.get(b).ok_or_else(|| {
+                HandlerError::msg(format!("sector {s} names block {b}, the map has {}", d.blocks.len()))
+            })?;
+            let shape = d.layout.block_extents(b);
+            if let Err(bad) = load_input_block(store, r.id, b, &shape, &d.layout.block_offsets(b), d.dtype)? {
+                first_bad = Some((s, bad.into()));
+            }
+        }
+    }
+    if let Some((sector, rejection)) = first_bad {
+        release(store, &replicas, "the fetched input blocks")?;
+        return Ok(SymFactorReplyV1::Rejected { sector, rejection });
+    }
     let mut done: Vec<SectorFactoredV1> = Vec::with_capacity(mine.len());
     let mut outcome = Ok(None);
     for &s in &mine {

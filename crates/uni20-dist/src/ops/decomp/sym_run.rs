@@ -91,7 +91,15 @@ pub(crate) fn factorize_symmetric(
                 }
             }
             SymFactorReplyV1::Rejected { sector, rejection } => {
-                if rejected.as_ref().is_none_or(|(s, _)| sector < *s) {
+                // The first non-finite block in block order, else the lowest sector.
+                let key = |s: usize, r: &RejectionV1| match r {
+                    RejectionV1::NonFinite { block, .. } => (0, *block),
+                    RejectionV1::NotHermitian { .. } => (1, s),
+                };
+                if rejected
+                    .as_ref()
+                    .is_none_or(|(s, r)| key(sector, &rejection) < key(*s, r))
+                {
                     rejected = Some((sector, rejection));
                 }
             }
