@@ -285,6 +285,13 @@ fn handle_factorize(ctx: &mut WorkerContext<'_>, d: SymFactorizeDescV1) -> Resul
         return Ok(SymFactorReplyV1::Factored(Vec::new()));
     }
     let geo = geometry(&d.layout, &d.rows, &d.cols)?;
+    if d.blocks.len() != d.layout.blocks().len() {
+        return Err(HandlerError::msg(format!(
+            "a block map of {} entries for a layout of {} allowed blocks",
+            d.blocks.len(),
+            d.layout.blocks().len()
+        )));
+    }
     if geo.sectors.len() != d.workers.len() || d.sector_blocks.len() != d.workers.len() {
         return Err(HandlerError::msg(format!(
             "{} sector workers and {} block lists for {} sector matrices",
@@ -458,6 +465,12 @@ fn handle_cut(ctx: &mut WorkerContext<'_>, d: SymCutDescV1) -> Result<Vec<(u32, 
                     }
                     FactorRoleV1::Diagonal => {
                         let legs = lay.legs();
+                        if legs.len() != 2 {
+                            return Err(HandlerError::msg(format!(
+                                "diagonal factor {f} has {} legs",
+                                legs.len()
+                            )));
+                        }
                         let tiles = &lay.blocks()[b].tiles;
                         let tile = |l: usize| {
                             legs[l]

@@ -142,7 +142,7 @@ impl SectorGeometry {
     /// Where block `b` of the input layout lies in its sector matrix
     /// (`m x n`, row-major); the strides are per input mode.
     pub(crate) fn input_place(&self, b: usize) -> Option<BoxPlace> {
-        let blk = &self.layout.blocks()[b];
+        let blk = self.layout.blocks().get(b)?;
         let legs = self.layout.legs();
         let side = |modes: &[usize], f: &Fusion| {
             let l: Vec<&Leg> = modes.iter().map(|&k| &legs[k]).collect();
@@ -179,9 +179,9 @@ impl SectorGeometry {
         b: usize,
         width: impl Fn(usize) -> usize,
     ) -> Option<BoxPlace> {
-        let blk = &factor.blocks()[b];
+        let blk = factor.blocks().get(b)?;
         let legs: Vec<&Leg> = factor.legs().iter().collect();
-        let nr = legs.len() - 1;
+        let nr = legs.len().checked_sub(1)?;
         let (r, row_off, rs) = Self::side(&self.rows, &legs[..nr], &blk.tiles[..nr], &blk.sectors[..nr])?;
         let sector = self.sector_of_row(r)?;
         let w = width(sector);
@@ -199,9 +199,9 @@ impl SectorGeometry {
     /// legs) lies in its sector's full factor (`height x n`, row-major).
     /// The bond sector is found by its charge (the row charge).
     pub(crate) fn right_place(&self, factor: &SymmetricLayout, b: usize) -> Option<BoxPlace> {
-        let blk = &factor.blocks()[b];
+        let blk = factor.blocks().get(b)?;
         let legs: Vec<&Leg> = factor.legs().iter().collect();
-        let bond = legs[0].tile(blk.tiles[0]).ok()?;
+        let bond = legs.first()?.tile(blk.tiles[0]).ok()?;
         let charge = &legs[0].sectors()[bond.sector].charge;
         let sector = self.sectors.iter().position(|s| &s.charge == charge)?;
         let (c, col_off, cs) = Self::side(&self.cols, &legs[1..], &blk.tiles[1..], &blk.sectors[1..])?;
