@@ -224,6 +224,46 @@ fn truncation_across_sectors_keeps_the_dense_values_and_drops_empty_sectors() {
         .unwrap();
 }
 
+/// Two sectors with the same matrix: every singular value is a multiplet
+/// across the sectors, which the truncation keeps or drops whole, as the
+/// dense SVD of the embedding does.
+#[test]
+fn a_multiplet_across_sectors_is_kept_or_dropped_whole() {
+    uni20::universe()
+        .ranks(3)
+        .run(|ctl| {
+            let g = Symmetry::u1();
+            let a = leg(Direction::Out, &[(-1, 3), (1, 3)], 2);
+            let layout = SymmetricLayout::new(g.clone(), vec![a.clone(), a.dual()], g.identity()).unwrap();
+            let t = sym_random(ctl, layout.clone(), DType::F64, 5).unwrap();
+            let mut v = t.to_dense(ctl).unwrap().to_c64_vec();
+            for i in 0..3 {
+                for j in 0..3 {
+                    v[(3 + i) * 6 + 3 + j] = v[i * 6 + j];
+                }
+            }
+            let dense = LocalTensor::from_f64(&[6, 6], v.iter().map(|z| z.re).collect()).unwrap();
+            let t = DistTensor::from_dense(ctl, &dense, std::sync::Arc::new(layout), 0.0).unwrap();
+            for (max_rank, kept, split) in [(1, 1, true), (2, 2, false), (3, 2, false), (5, 4, false)] {
+                let opts = SvdOptions {
+                    truncation: SvdTruncation {
+                        max_rank: Some(max_rank),
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                };
+                let out = check_sym_svd(ctl, &t, "a|b", &opts);
+                assert_eq!((out.kept, out.degenerate_split), (kept, split), "max_rank {max_rank}");
+                if !split {
+                    // Both sectors keep the same values.
+                    assert_eq!(out.sectors.len(), 2);
+                    assert_eq!(out.sectors[0].values.len(), out.sectors[1].values.len());
+                }
+            }
+        })
+        .unwrap();
+}
+
 #[test]
 fn bad_inputs_are_typed_errors() {
     for ranks in [2, 3] {
