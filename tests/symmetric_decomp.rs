@@ -264,6 +264,48 @@ fn a_multiplet_across_sectors_is_kept_or_dropped_whole() {
         .unwrap();
 }
 
+/// The Hermiticity tolerance is relative to the largest entry of the whole
+/// matrix, as in the dense eigh: a sector of small entries whose rounding
+/// asymmetry is large against its own entries but not against the whole
+/// matrix is accepted.
+#[test]
+fn eigh_tolerance_is_relative_to_the_whole_matrix() {
+    uni20::universe()
+        .ranks(3)
+        .run(|ctl| {
+            let g = Symmetry::u1();
+            let a = leg(Direction::Out, &[(0, 2), (1, 2)], 2);
+            let layout =
+                std::sync::Arc::new(SymmetricLayout::new(g.clone(), vec![a.clone(), a.dual()], g.identity()).unwrap());
+            // Sector 0: entries of order 1; sector 1: of order 1e-8, with an asymmetry of
+            // 1e-18 (1e-10 of its own entries, 1e-18 of the matrix's).
+            let mut v = vec![0.0f64; 16];
+            let big = [[2.0, 0.5], [0.5, -1.0]];
+            let small = [[3e-8, 1e-8], [1e-8 + 1e-18, -2e-8]];
+            for i in 0..2 {
+                for j in 0..2 {
+                    v[i * 4 + j] = big[i][j];
+                    v[(2 + i) * 4 + 2 + j] = small[i][j];
+                }
+            }
+            let h = LocalTensor::from_f64(&[4, 4], v).unwrap();
+            let t = DistTensor::from_dense(ctl, &h, layout.clone(), 0.0).unwrap();
+            let out = check_sym_eigh(ctl, &t, "a|b");
+            assert_eq!(out.sectors.len(), 2);
+            // 1e-6 of the whole matrix is refused.
+            let mut v = h.to_c64_vec().iter().map(|z| z.re).collect::<Vec<_>>();
+            v[2 * 4 + 3] += 2e-6;
+            let bad = LocalTensor::from_f64(&[4, 4], v).unwrap();
+            let bad = DistTensor::from_dense(ctl, &bad, layout, 0.0).unwrap();
+            let e = uni20::dist::eigh(ctl, &bad, "a|b", &EighOptions::default()).unwrap_err();
+            assert!(
+                matches!(e, DistError::NotHermitian { row: 2, col: 3, max_abs, .. } if max_abs == 2.0),
+                "{e:?}"
+            );
+        })
+        .unwrap();
+}
+
 #[test]
 fn bad_inputs_are_typed_errors() {
     for ranks in [2, 3] {
@@ -347,6 +389,11 @@ fn bad_inputs_are_typed_errors() {
                             "{deviation} vs {want} at ({row}, {col})"
                         );
                         assert_eq!((row_index, col_index), (vec![row], vec![col]));
+                        // The largest deviation of the whole matrix, as the dense eigh names it.
+                        let worst = (0..m * m)
+                            .map(|x| (mat[x] - mat[(x % m) * m + x / m].conj()).norm())
+                            .fold(0.0f64, f64::max);
+                        assert_eq!(deviation, worst);
                     }
                     other => panic!("expected NotHermitian, got {other:?}"),
                 }

@@ -358,9 +358,10 @@ fn qr_family(
 /// `hermitian_rtol`; and, from the data, [`DistError::NotHermitian`]
 /// naming the largest deviation `|A[i, j] - conj(A[j, i])|` and where it
 /// is (the job goes on). A symmetric input: [`DistError::SymDecomp`] when
-/// the flux is not zero or a column leg is not the dual of its row leg
-/// (the Hermiticity tolerance is then relative to each sector matrix's
-/// largest entry, and the deviation is named in the dense matrix view).
+/// the flux is not zero or a column leg is not the dual of its row leg;
+/// the Hermiticity test is the dense one (the largest deviation of all
+/// sectors against `hermitian_rtol` times the largest entry of all
+/// sectors), the deviation named in the dense matrix view.
 pub fn eigh(ctl: &Controller<'_>, t: &DistTensor, split: &str, opts: &EighOptions) -> Result<EighOutput, DistError> {
     if let Some(layout) = t.layout() {
         return sym_eigh(ctl, t, layout, split, opts);
@@ -402,7 +403,12 @@ fn sym_svd(
         opts.max_matrix_bytes,
     )?;
     plan::check_truncation(&opts.truncation)?;
-    let f = sym_run::factorize_symmetric(ctl, t, &v, SymKindV1::Svd, Some(&opts.truncation), opts.s_diag)?;
+    let o = sym_run::SymRootOptions {
+        truncation: Some(&opts.truncation),
+        s_diag: opts.s_diag,
+        hermitian: None,
+    };
+    let f = sym_run::factorize_symmetric(ctl, t, &v, SymKindV1::Svd, o)?;
     let mut s = Vec::new();
     let mut discarded = Vec::new();
     let mut sectors = Vec::new();
@@ -451,7 +457,7 @@ fn sym_qr_family(
         (DecompKind::Qr, SymKindV1::Qr)
     };
     let v = symmetric::validate(op, t.meta(), layout, split, opts.k_block, opts.max_matrix_bytes)?;
-    let f = sym_run::factorize_symmetric(ctl, t, &v, kind, None, false)?;
+    let f = sym_run::factorize_symmetric(ctl, t, &v, kind, Default::default())?;
     let mut it = f.tensors.into_iter();
     Ok((next(&mut it)?, next(&mut it)?, f.factorizer, f.summary))
 }
@@ -473,10 +479,13 @@ fn sym_eigh(
         opts.max_matrix_bytes,
     )?;
     plan::check_tolerances(DecompKind::Eigh, &[("hermitian_rtol", opts.hermitian_rtol)])?;
-    let kind = SymKindV1::Eigh {
-        hermitian_rtol: opts.hermitian_rtol,
+    let o = sym_run::SymRootOptions {
+        hermitian: Some(uni20_dispatch::decomp::EighOptions {
+            hermitian_rtol: opts.hermitian_rtol,
+        }),
+        ..Default::default()
     };
-    let f = sym_run::factorize_symmetric(ctl, t, &v, kind, None, false)?;
+    let f = sym_run::factorize_symmetric(ctl, t, &v, SymKindV1::Eigh, o)?;
     let mut values: Vec<f64> = f.sectors.iter().flat_map(|(_, v, _)| v.iter().copied()).collect();
     values.sort_by(|a, b| a.total_cmp(b));
     let sectors = f

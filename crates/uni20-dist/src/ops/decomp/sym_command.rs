@@ -16,8 +16,8 @@
 
 use serde::{Deserialize, Serialize};
 use uni20_dispatch::decomp::{
-    eigh_with_attempts, lq_with_attempts, qr_with_attempts, svd_with_attempts, EighBackendList, EighOptions,
-    QrBackendList, SvdBackendList, SvdOptions,
+    eigh_with_attempts, hermitian_deviation, lq_with_attempts, qr_with_attempts, svd_with_attempts, EighBackendList,
+    EighOptions, QrBackendList, SvdBackendList, SvdOptions,
 };
 use uni20_dispatch::{DType, LocalTensor, TensorData};
 use uni20_persist::{ObjectId, PValue, PersistentPtr, Store};
@@ -41,11 +41,10 @@ pub(crate) enum SymKindV1 {
     Qr,
     /// LQ.
     Lq,
-    /// Hermitian eigendecomposition, with the relative tolerance.
-    Eigh {
-        /// Relative Hermiticity tolerance (`None`: the kernel's default).
-        hermitian_rtol: Option<f64>,
-    },
+    /// Hermitian eigendecomposition of each sector's Hermitian part; each
+    /// sector reports its deviation from Hermitian, and the root applies
+    /// the tolerance to the whole matrix.
+    Eigh,
 }
 
 /// Descriptor of `uni20.sym_factorize.v1`.
@@ -83,6 +82,9 @@ pub(crate) struct SectorFactoredV1 {
     pub(crate) k: usize,
     /// The full factors' object ids, in the family's order.
     pub(crate) full: Vec<ObjectId>,
+    /// Eigh: the sector matrix's largest deviation from Hermitian
+    /// `(deviation, row, col, max |A_s|)`, in the sector's indices.
+    pub(crate) hermitian: Option<(f64, usize, usize, f64)>,
     /// The local backend attempts, one line each.
     pub(crate) attempts: Vec<String>,
 }
@@ -257,9 +259,15 @@ fn factorize_sector(
             let list = local_list!(QrBackendList, ctx);
             lq_with_attempts(a, &list).map(|(r, at)| (vec![r.l, r.q], Vec::new(), at))
         }
-        SymKindV1::Eigh { hermitian_rtol } => {
+        SymKindV1::Eigh => {
+            // The tolerance is the root's decision over all sectors (relative to
+            // the largest entry of the whole matrix): the kernel accepts any
+            // sector and decomposes its Hermitian part.
             let list = local_list!(EighBackendList, ctx);
-            eigh_with_attempts(a, &EighOptions { hermitian_rtol }, &list).map(|(r, at)| (vec![r.vectors], r.values, at))
+            let opts = EighOptions {
+                hermitian_rtol: Some(f64::MAX),
+            };
+            eigh_with_attempts(a, &opts, &list).map(|(r, at)| (vec![r.vectors], r.values, at))
         }
     };
     match r {
@@ -350,6 +358,13 @@ fn handle_factorize(ctx: &mut WorkerContext<'_>, d: SymFactorizeDescV1) -> Resul
                 break;
             }
         };
+        let hermitian = match d.kind {
+            SymKindV1::Eigh => {
+                let h = hermitian_deviation(&matrix).map_err(HandlerError::from)?;
+                Some((h.deviation, h.row, h.col, h.max_abs))
+            }
+            _ => None,
+        };
         let k = factors.first().map_or(0, |f| f.shape()[1]);
         let mut full = Vec::with_capacity(factors.len());
         for f in factors {
@@ -375,6 +390,7 @@ fn handle_factorize(ctx: &mut WorkerContext<'_>, d: SymFactorizeDescV1) -> Resul
             values,
             k,
             full,
+            hermitian,
             attempts,
         });
         if outcome.is_err() {
