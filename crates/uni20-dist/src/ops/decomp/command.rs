@@ -141,6 +141,41 @@ pub(crate) enum RejectionV1 {
     },
 }
 
+impl From<super::matrix::BadElement> for RejectionV1 {
+    fn from(bad: super::matrix::BadElement) -> RejectionV1 {
+        RejectionV1::NonFinite {
+            block: bad.block,
+            element: bad.element,
+            value: bad.value,
+        }
+    }
+}
+
+impl RejectionV1 {
+    /// The typed error of a `NonFinite` rejection of `op` on the input `m`
+    /// (`None` for another rejection).
+    pub(crate) fn non_finite_error(
+        &self,
+        op: DecompKind,
+        m: &crate::tensor::Manifest,
+    ) -> Option<crate::error::DistError> {
+        match self {
+            RejectionV1::NonFinite { block, element, value } => Some(crate::error::DistError::NonFinite {
+                op,
+                block: *block,
+                block_index: if *block < m.blocks.len() {
+                    m.stored_multi(*block)
+                } else {
+                    Vec::new()
+                },
+                element: element.clone(),
+                value: *value,
+            }),
+            RejectionV1::NotHermitian { .. } => None,
+        }
+    }
+}
+
 /// What the factorizing worker reports.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct FactoredV1 {
@@ -225,7 +260,7 @@ impl Local {
     }
 }
 
-fn attempt_lines(attempts: &[KernelAttempt]) -> Vec<String> {
+pub(crate) fn attempt_lines(attempts: &[KernelAttempt]) -> Vec<String> {
     attempts
         .iter()
         .map(|a| format!("{}: {}", a.backend, a.outcome))
@@ -234,7 +269,7 @@ fn attempt_lines(attempts: &[KernelAttempt]) -> Vec<String> {
 
 /// A kernel error: data the kernel refuses becomes a rejection, anything
 /// else a handler error with the backend attempts (fail-stop).
-fn kernel_outcome(e: DecompError) -> Result<RejectionV1, HandlerError> {
+pub(crate) fn kernel_outcome(e: DecompError) -> Result<RejectionV1, HandlerError> {
     match e {
         DecompError::NotHermitian {
             row,
@@ -260,7 +295,7 @@ fn kernel_outcome(e: DecompError) -> Result<RejectionV1, HandlerError> {
 /// True when the rank's contraction backends put a GPU first: the
 /// decomposition lists then do too (the GPU backends decline the families
 /// they do not implement, which the attempt log shows).
-fn gpu_first(ctx: &WorkerContext<'_>) -> bool {
+pub(crate) fn gpu_first(ctx: &WorkerContext<'_>) -> bool {
     ctx.backends().names().contains(&"cuda")
 }
 
@@ -275,6 +310,8 @@ macro_rules! local_list {
         }
     };
 }
+
+pub(crate) use local_list;
 
 type Kernel<'k> =
     Box<dyn FnOnce(&LocalTensor, &WorkerContext<'_>) -> Result<Result<Local, RejectionV1>, HandlerError> + 'k>;
@@ -307,11 +344,7 @@ fn run(
         Ok(t) => t,
         Err(bad) => {
             tracing::debug!(target: "uni20_dist", rank = ctx.rank(), %op, block = bad.block, "input rejected: not finite");
-            return Ok(DecompReplyV1::Rejected(RejectionV1::NonFinite {
-                block: bad.block,
-                element: bad.element,
-                value: bad.value,
-            }));
+            return Ok(DecompReplyV1::Rejected(bad.into()));
         }
     };
     let assembled_at = start.elapsed();
