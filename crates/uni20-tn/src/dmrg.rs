@@ -248,8 +248,9 @@ impl Dmrg {
         }
         let mut left = vec![None; n];
         let mut right = vec![None; n];
-        left[0] = Some(mpo.left_boundary(ctl, opts.block)?);
-        right[n - 1] = Some(mpo.right_boundary(ctl, opts.block)?);
+        // Dense or symmetric boundaries, as the MPS and MPO are (checked).
+        left[0] = Some(crate::conserve::left_environment(ctl, &mpo, &mps, opts.block)?);
+        right[n - 1] = Some(crate::conserve::right_environment(ctl, &mpo, &mps, opts.block)?);
         for i in (1..n - 1).rev() {
             let env = env_at(&right, i + 1)?;
             right[i] = Some(grow_right(ctl, env, &mpo.sites()[i + 1], mps.site(i + 1))?);

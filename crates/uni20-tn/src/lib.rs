@@ -14,6 +14,7 @@
 #![warn(missing_docs)]
 #![deny(unreachable_pub)]
 
+pub mod conserve;
 mod dmrg;
 mod env;
 mod error;
@@ -29,6 +30,7 @@ mod split;
 mod states;
 mod tebd;
 
+pub use conserve::{bond_sectors, check_layouts, left_environment, right_environment, total_charge, SectorLeg};
 pub use dmrg::{checkpoint_truncation, Dmrg, DmrgOptions, StepInfo, SweepStats, CHECKPOINT_LABEL, MAX_ADAPTIVE_TOL};
 pub use env::{grow_left, grow_right, Matvec, TwoSiteHamiltonian};
 pub use error::TnError;
