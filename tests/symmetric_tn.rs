@@ -54,6 +54,7 @@ fn local(m: &Model) -> LocalMpo {
 }
 
 #[test]
+#[allow(clippy::needless_range_loop)] // four nested index loops read clearer than zipped iterators
 fn symmetric_mpo_embeds_the_dense_mpo_in_sector_order() {
     for ranks in [1, 3] {
         uni20::universe()
