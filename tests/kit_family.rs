@@ -1,7 +1,9 @@
 //! The kit's proof family (`examples/kit_family`: `abs` in one folder of
 //! three files) run in-process: every dtype and tiling against the local
-//! modulus of the gathered input, a storage rank's blocks moved to compute
-//! ranks, and a tensor of another universe refused. The same program runs
+//! modulus of the gathered input, symmetric tensors against the modulus of
+//! their dense embedding (the family is written once for both layouts), a
+//! storage rank's blocks moved to compute ranks, and a tensor of another
+//! universe refused. The same program runs
 //! under MPI in `cargo xtask test` (`--example kit_family`).
 
 #[path = "../examples/kit_family/main.rs"]
@@ -13,7 +15,8 @@ use uni20::prelude::*;
 fn abs_matches_the_local_modulus_on_every_dtype_and_tiling() {
     for ranks in [1, 2, 4] {
         let n = uni20::universe().ranks(ranks).run(kit_family::run).unwrap().unwrap();
-        assert_eq!(n, 4 * (35 + 24 + 6));
+        // Per dtype: three dense tensors and one symmetric 7 x 2 x 10 embedding.
+        assert_eq!(n, 4 * (35 + 24 + 6 + 140));
     }
 }
 

@@ -42,6 +42,11 @@ pub enum DistError {
     /// operand mixed, or a symmetric operand where only dense ones are taken.
     #[error(transparent)]
     Layout(#[from] LayoutError),
+    /// Symmetric operands whose legs or fluxes do not fit an element-wise
+    /// operation, legs that cannot be fused or split as asked, or a tiling
+    /// that cuts across sectors.
+    #[error(transparent)]
+    SymLayout(#[from] SymLayoutError),
     /// Root-side validation of the local contraction rules failed (C of the
     /// wrong shape, complex scalar with a real output, ...).
     #[error(transparent)]
@@ -316,6 +321,81 @@ pub enum LayoutError {
         operation: &'static str,
         /// Position of the dense operand.
         operand: usize,
+    },
+}
+
+/// Why symmetric operands or a leg regrouping do not fit an element-wise
+/// operation, a fuse or split of legs, or a retiling ([`DistError::SymLayout`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SymLayoutError {
+    /// Two operands that must have the same legs (up to the label
+    /// permutation) differ on one: `what` is `"symmetry"`, `"direction"` or
+    /// `"sectors"`; `first` / `second` describe the two legs.
+    #[error("{operation}: leg {leg_a} of a ({first}) and leg {leg_b} of b ({second}) have different {what}; the operands need the same legs and flux (tilings may differ)")]
+    LegMismatch {
+        /// The operation.
+        operation: &'static str,
+        /// The leg of `a` (in `a`'s mode order).
+        leg_a: usize,
+        /// The matching leg of `b` (in `b`'s mode order).
+        leg_b: usize,
+        /// What differs.
+        what: &'static str,
+        /// `a`'s leg.
+        first: String,
+        /// `b`'s leg.
+        second: String,
+    },
+    /// Two operands that must have the same flux do not.
+    #[error("{operation}: a has flux {first} but b has flux {second}; the operands need the same legs and flux")]
+    FluxMismatch {
+        /// The operation.
+        operation: &'static str,
+        /// `a`'s flux.
+        first: String,
+        /// `b`'s flux.
+        second: String,
+    },
+    /// The legs to fuse (or the leg to split) are not legs of the tensor.
+    #[error("{operation}: legs {first}..{end} are not `count >= 1` adjacent legs of a tensor with {legs} legs", end = first + count)]
+    LegRange {
+        /// `"fuse_legs"` or `"split_leg"`.
+        operation: &'static str,
+        /// The first leg asked for.
+        first: usize,
+        /// How many legs (1 for a split).
+        count: usize,
+        /// Legs of the tensor.
+        legs: usize,
+    },
+    /// The leg to split is not the fused leg of the fusion given: another
+    /// group or other sectors (its direction may be the fused leg's or the
+    /// opposite one).
+    #[error("split_leg: leg {leg} ({got}) is not the fusion's fused leg ({fused}) or its dual")]
+    FusionMismatch {
+        /// The leg of the tensor.
+        leg: usize,
+        /// The tensor's leg.
+        got: String,
+        /// The fusion's fused leg.
+        fused: String,
+    },
+    /// An explicit tiling of a symmetric tensor has a block that crosses a
+    /// sector boundary of its leg (a block of a symmetric tensor lies in one
+    /// sector per leg).
+    #[error("leg {leg}: the block at {offset} of extent {extent} crosses the end of sector {sector} at {sector_end}; blocks must lie inside one sector")]
+    TileCrossesSector {
+        /// The leg (mode).
+        leg: usize,
+        /// Dense offset of the block along the leg.
+        offset: usize,
+        /// Its extent.
+        extent: usize,
+        /// The sector it starts in.
+        sector: usize,
+        /// Dense offset where that sector ends.
+        sector_end: usize,
     },
 }
 

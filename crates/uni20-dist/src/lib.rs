@@ -18,7 +18,7 @@
 //! | `ops::contract` | `contract`, `einsum`, its pure planner (`plan`), operand alignment (`align`), its command |
 //! | `ops::decomp` | `svd`, `qr`, `lq`, `eigh`: split parser, planner, commands, worker assembly, root flow |
 //! | `ops::replicate` | `replicate`, its planner and command |
-//! | `ops::elementwise` | `axpby`, `scale`, `conj`, `permute`, `reshape`, their label specs, planner and command |
+//! | `ops::elementwise` | `axpby`, `scale`, `conj`, `permute`, `reshape`, their label specs, planner and command; on symmetric tensors also `fuse_legs` / `split_leg` (`symmetric`: layouts and copy geometry; `regroup`: their command) |
 //! | `ops::reblock` | `reblock`, its planner and command |
 //! | `ops::reduce` | `norm`, `inner`, `max_abs` (`reduce`), its planner and command |
 //! | `ops::create` | `zeros`, `random`, `identity`, their planner and command |
@@ -38,7 +38,7 @@
 //! `uni20.contract.v1`, `uni20.svd.v1`, `uni20.qr.v1`, `uni20.eigh.v1`,
 //! `uni20.distribute_factors.v1`, `uni20.replicate.v1`, `uni20.put_blocks.v1`,
 //! `uni20.get_blocks.v1`, `uni20.npy_read.v1`, `uni20.npy_write.v1`,
-//! `uni20.elementwise.v1`, `uni20.reblock.v1`, `uni20.reduce.v1`,
+//! `uni20.elementwise.v1`, `uni20.regroup.v1`, `uni20.reblock.v1`, `uni20.reduce.v1`,
 //! `uni20.create.v1`.
 
 #![warn(missing_docs)]
@@ -68,7 +68,7 @@ pub use tensor::{Block, BlockRef, DistTensor, Manifest, TensorMeta};
 pub use ops::contract::{contract, contract_with, einsum, ContractOptions};
 
 // Element-wise operations, redistribution and replication.
-pub use ops::elementwise::{axpby, conj, permute, reshape, scale};
+pub use ops::elementwise::{axpby, conj, fuse_legs, permute, reshape, scale, split_leg};
 pub use ops::reblock::reblock;
 pub use ops::replicate::replicate;
 
@@ -182,6 +182,7 @@ mod tests {
             ("uni20.npy_read.v1", 2, "npy_read"),
             ("uni20.npy_write.v1", 1, "npy_write"),
             ("uni20.elementwise.v1", 1, "elementwise"),
+            ("uni20.regroup.v1", 1, "regroup"),
             ("uni20.reblock.v1", 1, "reblock"),
             ("uni20.reduce.v1", 1, "reduce"),
             ("uni20.create.v1", 1, "create"),

@@ -1,6 +1,10 @@
 //! Element-wise operations on distributed tensors: [`axpby`] (`alpha *
 //! a + beta * b` with labels that may permute), [`scale`], [`conj`],
-//! [`permute`] and [`reshape`]. Each output block is computed by one rank
+//! [`permute`] and [`reshape`], on dense and symmetric tensors (a symmetric
+//! operand is computed block by block over its allowed blocks only), and
+//! the layout changes of symmetric tensors, [`fuse_legs`] and
+//! [`split_leg`] (their geometry in `symmetric`, their command in
+//! `regroup`). Each output block is computed by one rank
 //! (the owner of the corresponding block of `a`, or for `axpby` the rank
 //! holding most of its input bytes) from blocks fetched worker to worker;
 //! nothing passes through the root. Like [`contract`](crate::contract),
@@ -12,20 +16,27 @@
 mod command;
 pub(crate) mod error;
 mod plan;
+mod regroup;
 mod reshape;
 mod spec;
+mod symmetric;
+
+use std::sync::Arc;
 
 use uni20_dispatch::{DType, ElementwiseError, C64};
 use uni20_worker::Controller;
 
-use crate::error::DistError;
+use crate::error::{DistError, LayoutError};
 use crate::ops::kit::{check_block_bytes, defer_items};
-use crate::ops::reblock::submit_reblock;
+use crate::ops::reblock::{submit_reblock, submit_reblock_to};
+use crate::symmetry::{Direction, Fusion, SymmetricLayout};
 use crate::tensor::{DistTensor, TensorMeta};
 use command::{ElementwiseOp, ElementwiseV1, SecondOperand};
 use plan::{permuted, plan, Validated};
+use regroup::RegroupV1;
 use reshape::ReshapeRule;
 use spec::LabelSpec;
+use symmetric::Geometry;
 
 /// `Err` unless `alpha` (and `beta`) are real for a real output dtype.
 fn check_real_scalars(dtype: DType, scalars: &[(&'static str, C64)]) -> Result<(), DistError> {
@@ -104,7 +115,7 @@ pub fn axpby(
     b: &DistTensor,
     spec: &str,
 ) -> Result<DistTensor, DistError> {
-    crate::tensor::dense_only("axpby", &[a, b])?;
+    crate::tensor::check_layouts("axpby", &[a, b])?;
     a.check_universe(ctl)?;
     b.check_universe(ctl)?;
     let (alpha, beta) = (alpha.into(), beta.into());
@@ -112,6 +123,13 @@ pub fn axpby(
     s.check_rank(spec, "a", a.shape().len())?;
     s.check_rank(spec, "b", b.shape().len())?;
     let (perm_a, perm_b) = (s.perm(&s.a), s.perm(&s.b));
+    let out_layout = match (a.layout(), b.layout()) {
+        (Some(la), Some(lb)) => {
+            symmetric::check_same_legs("axpby", la, &perm_a, lb, &perm_b)?;
+            Some(Arc::new(symmetric::permuted_layout(la, &perm_a)?))
+        }
+        _ => None,
+    };
     let out_shape: Vec<usize> = perm_a.iter().map(|&p| a.shape()[p]).collect();
     let b_shape: Vec<usize> = perm_b.iter().map(|&p| b.shape()[p]).collect();
     if out_shape != b_shape {
@@ -132,12 +150,7 @@ pub fn axpby(
     });
     let v = Validated {
         name: "axpby",
-        out: TensorMeta {
-            symmetric: None,
-            shape: out_shape,
-            dtype,
-            blocking: permuted(a.blocking(), &perm_a),
-        },
+        out: out_meta(a, out_layout, &perm_a, dtype)?,
         op: ElementwiseOp::Axpby {
             alpha,
             perm_a,
@@ -149,7 +162,27 @@ pub fn axpby(
     Ok(submit(ctl, v, a, second.map(|_| b), None, None))
 }
 
-/// One-operand element-wise map: `alpha * op(t)` with permutation `perm`.
+/// The output description of a block-wise map of `a` with modes permuted
+/// by `perm`: the symmetric `layout` when given (its legs are `a`'s
+/// permuted), otherwise `a`'s tiling permuted.
+fn out_meta(
+    a: &DistTensor,
+    layout: Option<Arc<SymmetricLayout>>,
+    perm: &[usize],
+    dtype: DType,
+) -> Result<TensorMeta, DistError> {
+    match layout {
+        Some(l) => TensorMeta::symmetric(l, dtype),
+        None => Ok(TensorMeta::dense(
+            perm.iter().map(|&p| a.shape()[p]).collect(),
+            dtype,
+            permuted(a.blocking(), perm),
+        )),
+    }
+}
+
+/// One-operand element-wise map: `alpha * op(t)` with permutation `perm`
+/// (`layout`: the output's symmetric layout, for a symmetric `t`).
 fn unary(
     ctl: &Controller<'_>,
     name: &'static str,
@@ -157,17 +190,13 @@ fn unary(
     alpha: C64,
     perm: Vec<usize>,
     conj: bool,
+    layout: Option<Arc<SymmetricLayout>>,
 ) -> Result<DistTensor, DistError> {
     check_real_scalars(t.dtype(), &[("alpha", alpha)])?;
     check_job(ctl)?;
     let v = Validated {
         name,
-        out: TensorMeta {
-            symmetric: None,
-            shape: perm.iter().map(|&p| t.shape()[p]).collect(),
-            dtype: t.dtype(),
-            blocking: permuted(t.blocking(), &perm),
-        },
+        out: out_meta(t, layout, &perm, t.dtype())?,
         op: ElementwiseOp::Axpby {
             alpha,
             perm_a: perm,
@@ -179,44 +208,74 @@ fn unary(
     Ok(submit(ctl, v, t, None, None, None))
 }
 
-/// `alpha * t`, same shape, tiling, owners and dtype as `t`; each block is
-/// scaled by its owner (nothing moves). Returns at once.
+/// `alpha * t`, same shape, tiling, owners and dtype as `t` (and for a
+/// symmetric `t` the same layout); each block is scaled by its owner
+/// (nothing moves). Returns at once.
 ///
 /// # Errors
 /// [`DistError::Elementwise`] (`ComplexScalarForRealOutput`) for a complex
 /// `alpha` and a real `t`; [`DistError::Job`] if the job already stopped.
 pub fn scale(ctl: &Controller<'_>, alpha: impl Into<C64>, t: &DistTensor) -> Result<DistTensor, DistError> {
-    crate::tensor::dense_only("scale", &[t])?;
     t.check_universe(ctl)?;
-    unary(ctl, "scale", t, alpha.into(), (0..t.shape().len()).collect(), false)
+    let layout = t.meta().symmetric.clone();
+    unary(
+        ctl,
+        "scale",
+        t,
+        alpha.into(),
+        (0..t.shape().len()).collect(),
+        false,
+        layout,
+    )
 }
 
 /// The complex conjugate of `t` (a copy for real dtypes), computed block
 /// by block by the owners (nothing moves). Returns at once.
 ///
+/// For a symmetric `t` the conjugate lives in the dual space: every leg is
+/// dualized ([`Leg::dual`](crate::symmetry::Leg::dual): same sectors and
+/// tiles, opposite direction) and the flux is negated, so the allowed
+/// blocks (and their order) are the same and the dense embedding is the
+/// conjugate of `t`'s (as TeNPy's `conj` and ITensor's `dag`).
+///
 /// # Errors
-/// [`DistError::Job`] if the job already stopped.
+/// [`DistError::Symmetry`] (`Overflow`) negating a U(1) flux of
+/// `i64::MIN`; [`DistError::Job`] if the job already stopped.
 pub fn conj(ctl: &Controller<'_>, t: &DistTensor) -> Result<DistTensor, DistError> {
-    crate::tensor::dense_only("conj", &[t])?;
     t.check_universe(ctl)?;
-    unary(ctl, "conj", t, C64::new(1.0, 0.0), (0..t.shape().len()).collect(), true)
+    let layout = t.layout().map(symmetric::conj_layout).transpose()?.map(Arc::new);
+    unary(
+        ctl,
+        "conj",
+        t,
+        C64::new(1.0, 0.0),
+        (0..t.shape().len()).collect(),
+        true,
+        layout,
+    )
 }
 
 /// `numpy.transpose` by labels: `spec` is `"ijk->kij"` (the tensor's labels,
 /// then the output's, each a permutation of the other). The output has the
-/// tiling of `t` with its modes permuted; each block is transposed by its
-/// owner (nothing moves). Values are copied exactly. Returns at once.
+/// tiling of `t` with its modes permuted (for a symmetric `t`, its legs
+/// permuted, same flux); each block is transposed by its owner (nothing
+/// moves). Values are copied exactly. Returns at once.
 ///
 /// # Errors
 /// [`DistError::Labels`] for a malformed spec, repeated labels, labels that
 /// are not a permutation, or a label count other than the rank;
 /// [`DistError::Job`] if the job already stopped.
 pub fn permute(ctl: &Controller<'_>, t: &DistTensor, spec: &str) -> Result<DistTensor, DistError> {
-    crate::tensor::dense_only("permute", &[t])?;
     t.check_universe(ctl)?;
     let s = LabelSpec::parse(spec, 1)?;
     s.check_rank(spec, "a", t.shape().len())?;
-    unary(ctl, "permute", t, C64::new(1.0, 0.0), s.perm(&s.a), false)
+    let perm = s.perm(&s.a);
+    let layout = t
+        .layout()
+        .map(|l| symmetric::permuted_layout(l, &perm))
+        .transpose()?
+        .map(Arc::new);
+    unary(ctl, "permute", t, C64::new(1.0, 0.0), perm, false, layout)
 }
 
 /// `numpy.reshape` (row-major) restricted to fusing adjacent modes into one
@@ -242,9 +301,20 @@ pub fn permute(ctl: &Controller<'_>, t: &DistTensor, spec: &str) -> Result<DistT
 /// differs; [`DistError::ReshapeNotAdjacent`] for any other reshape (e.g.
 /// `[2, 3] -> [3, 2]`: do it in two steps, or permute); [`DistError::Blocking`]
 /// or [`DistError::PlanTooLarge`] if the needed tilings are too large;
-/// [`DistError::Job`] if the job already stopped.
+/// [`DistError::Job`] if the job already stopped;
+/// [`DistError::Layout`] (`DenseOnly`) for a symmetric `t`: a fused leg of a
+/// symmetric tensor groups its states by charge, which is a permutation of
+/// the row-major reshape, so use [`fuse_legs`] / [`split_leg`].
 pub fn reshape(ctl: &Controller<'_>, t: &DistTensor, shape: &[usize]) -> Result<DistTensor, DistError> {
-    crate::tensor::dense_only("reshape", &[t])?;
+    if t.is_symmetric() {
+        return Err(LayoutError::DenseOnly {
+            operation: "reshape",
+            operand: 0,
+            hint: "a symmetric tensor's legs are fused with fuse_legs and split with split_leg: a fused leg \
+                   groups its states by charge, a permutation of the row-major reshape",
+        }
+        .into());
+    }
     t.check_universe(ctl)?;
     let rule = ReshapeRule::new(t.blocking(), shape)?;
     check_block_bytes(&rule.input, t.dtype(), "the reshape's input tiling")?;
@@ -267,4 +337,127 @@ pub fn reshape(ctl: &Controller<'_>, t: &DistTensor, shape: &[usize]) -> Result<
         let r = submit_reblock(ctl, t, rule.input.clone(), Some("for a reshape".into()));
         Ok(submit(ctl, v, &r, None, Some(rule), Some(note)))
     }
+}
+
+/// Queues a fuse or split of `t` with geometry `geo` into `out`; `note` (a
+/// preceding reblock of `t`) goes into the summary with its bytes.
+fn submit_regroup(
+    ctl: &Controller<'_>,
+    name: &'static str,
+    t: &DistTensor,
+    out: TensorMeta,
+    geo: Geometry,
+    note: Option<String>,
+) -> DistTensor {
+    let meta = out.clone();
+    defer_items::<RegroupV1>(ctl, out, &[t], move |workers, manifests, keep| {
+        let mut p = symmetric::plan_regroup(name, workers, &manifests[0], &meta, &geo);
+        if let Some(note) = note {
+            let moved = keep[0].plan_summary().map_or(0, |s| s.bytes_moved);
+            p.summary.notes.push(format!("{note} ({moved} bytes moved)"));
+        }
+        p
+    })
+}
+
+/// `Err` unless `t` is symmetric ([`LayoutError::SymmetricOnly`]).
+fn symmetric_layout<'t>(operation: &'static str, t: &'t DistTensor) -> Result<&'t SymmetricLayout, DistError> {
+    t.layout()
+        .ok_or_else(|| LayoutError::SymmetricOnly { operation, operand: 0 }.into())
+}
+
+/// Fuses the `count` adjacent legs `first_leg .. first_leg + count` of the
+/// symmetric tensor `t` into one leg of direction `direction` (TeNPy's
+/// `combine_legs`, ITensor's combiner). Returns the fused tensor and the
+/// [`Fusion`] that [`split_leg`] takes to undo it.
+///
+/// The fused leg's sectors are the sorted distinct charges `q_F` of the
+/// parts' sector combinations (`s_F q_F = sum_j s_j q_j`, so the flux is
+/// unchanged), one tile per sector ([`reblock`](crate::reblock) the result
+/// for smaller tiles). Its states are grouped by charge: inside a sector
+/// the combinations follow in lexicographic order of their sector indices
+/// and the states of one combination in row-major order. The dense
+/// embedding of the result is therefore the dense embedding of `t` with
+/// the fused modes reshaped row-major and the fused index then permuted by
+/// [`Fusion::fuse_index`]: element `(.., i_1 .. i_k, ..)` of `t` is element
+/// `(.., fusion.fuse_index(&[i_1 .. i_k]), ..)` of the result. This is not
+/// [`reshape`] (which refuses symmetric tensors).
+///
+/// Every output block is assembled from whole input blocks by the rank
+/// holding most of them (under a load cap; the others are fetched worker to
+/// worker); values are copied exactly, nothing is computed. Returns at
+/// once.
+///
+/// # Errors
+/// [`DistError::Layout`] (`SymmetricOnly`) for a dense `t` (use
+/// [`reshape`]); [`DistError::SymLayout`] (`LegRange`) when `count` is 0 or
+/// the legs run past the last; [`DistError::Symmetry`] when a fused charge
+/// or dimension overflows; [`DistError::Blocking`] or
+/// [`DistError::PlanTooLarge`] when the fused tiling is too large;
+/// [`DistError::WrongUniverse`]; [`DistError::Job`] if the job already
+/// stopped.
+pub fn fuse_legs(
+    ctl: &Controller<'_>,
+    t: &DistTensor,
+    first_leg: usize,
+    count: usize,
+    direction: Direction,
+) -> Result<(DistTensor, Fusion), DistError> {
+    t.check_universe(ctl)?;
+    let l = symmetric_layout("fuse_legs", t)?;
+    let (lout, fusion) = symmetric::fused_layout(l, first_leg, count, direction)?;
+    let lout = Arc::new(lout);
+    let geo = symmetric::fuse_geometry(l, &lout, first_leg, &fusion)?;
+    let out = TensorMeta::symmetric(lout, t.dtype())?;
+    check_block_bytes(&out.blocking, t.dtype(), "the fused tensor's tiling")?;
+    check_job(ctl)?;
+    tracing::debug!(first_leg, count, "fuse_legs queued");
+    Ok((submit_regroup(ctl, "fuse_legs", t, out, geo, None), fusion))
+}
+
+/// Splits leg `leg` of the symmetric tensor `t` into the legs that
+/// `fusion` fused (TeNPy's `split_legs`): the exact inverse of
+/// [`fuse_legs`], element `(.., f, ..)` of `t` becoming element `(..,
+/// fusion.split_index(f), ..)` of the result, whose new legs are
+/// `fusion.parts()` with their tilings.
+///
+/// The leg must be the fusion's fused leg (same group and sectors, any
+/// tiling) or its dual: a leg of a conjugated fused tensor splits into the
+/// duals of the parts. When the leg is not one tile per sector, `t` is
+/// first [`reblock`](crate::reblock)ed so that it is (noted in the summary
+/// with the bytes moved); then each output block is cut from one block of
+/// `t` by its owner (nothing moves). Values are copied exactly. Returns at
+/// once.
+///
+/// # Errors
+/// [`DistError::Layout`] (`SymmetricOnly`) for a dense `t`;
+/// [`DistError::SymLayout`]: `LegRange` for a leg past the last,
+/// `FusionMismatch` (naming both legs) when the leg is not the fused leg;
+/// [`DistError::Blocking`] or [`DistError::PlanTooLarge`] when a tiling is
+/// too large; [`DistError::WrongUniverse`]; [`DistError::Job`] if the job
+/// already stopped.
+pub fn split_leg(ctl: &Controller<'_>, t: &DistTensor, leg: usize, fusion: &Fusion) -> Result<DistTensor, DistError> {
+    t.check_universe(ctl)?;
+    let l = symmetric_layout("split_leg", t)?;
+    let parts = symmetric::split_parts(l, leg, fusion)?;
+    let whole = symmetric::whole_sectors(l, leg)?.map(Arc::new);
+    let lin: &SymmetricLayout = whole.as_deref().unwrap_or(l);
+    let lout = Arc::new(symmetric::split_layout(lin, leg, &parts)?);
+    let geo = symmetric::split_geometry(lin, &lout, leg, fusion)?;
+    let out = TensorMeta::symmetric(lout, t.dtype())?;
+    check_block_bytes(&out.blocking, t.dtype(), "the split tensor's tiling")?;
+    let whole_meta = whole.map(|w| TensorMeta::symmetric(w, t.dtype())).transpose()?;
+    if let Some(m) = &whole_meta {
+        check_block_bytes(&m.blocking, t.dtype(), "the split leg's sectors as single blocks")?;
+    }
+    check_job(ctl)?;
+    tracing::debug!(leg, parts = parts.len(), "split_leg queued");
+    Ok(match whole_meta {
+        None => submit_regroup(ctl, "split_leg", t, out, geo, None),
+        Some(m) => {
+            let r = submit_reblock_to(ctl, t, m, Some("for a split".into()));
+            let note = format!("reblocked leg {leg} to one tile per sector first");
+            submit_regroup(ctl, "split_leg", &r, out, geo, Some(note))
+        }
+    })
 }

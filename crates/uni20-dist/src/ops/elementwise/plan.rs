@@ -1,4 +1,5 @@
-//! The element-wise planner, pure: one item per block of `a`, on the
+//! The element-wise planner, pure: one item per stored block of `a` (every
+//! block of a dense tensor, the allowed blocks of a symmetric one), on the
 //! block's owner (or, for an `axpby` whose `b` lies elsewhere, the rank
 //! holding most of the item's input bytes, under a load cap), with the box
 //! of `b` each item reads and the blocks that must move.
@@ -37,15 +38,18 @@ pub(crate) fn plan(
     mb: Option<&Manifest>,
     rule: Option<&ReshapeRule>,
 ) -> ItemPlan<ElementwiseDescV1> {
-    let n = ma.blocking.num_blocks();
+    let n = ma.stored_blocks();
     let mut assign = Assigner::new(workers, n);
     let mut set = TransferSet::new();
     let mut items = Vec::with_capacity(n);
     let out_b = &v.out.blocking;
     for (b, a_ref) in ma.blocks.iter().enumerate() {
-        let a_multi = ma.blocking.multi(b);
-        let (out_block, b_src) = match (&v.op, rule) {
-            (ElementwiseOp::Reshape, Some(rule)) => (rule.out_block(b), None),
+        let a_multi = ma.stored_multi(b);
+        let (out_block, out_shape, b_src) = match (&v.op, rule) {
+            (ElementwiseOp::Reshape, Some(rule)) => {
+                let o = rule.out_block(b);
+                (o, out_b.block_shape(&out_b.multi(o)), None)
+            }
             (ElementwiseOp::Axpby { perm_a, b: second, .. }, _) => {
                 let o_multi: Vec<usize> = perm_a.iter().map(|&p| a_multi[p]).collect();
                 let src = match (second, mb) {
@@ -61,15 +65,22 @@ pub(crate) fn plan(
                     }
                     _ => None,
                 };
-                (out_b.linear(&o_multi), src)
+                // A symmetric output's block of a permuted allowed block is
+                // allowed (same legs, permuted); a missing one would be a
+                // bug, reported as a protocol error when the replies arrive.
+                let o = match v.out.layout() {
+                    None => out_b.linear(&o_multi),
+                    Some(l) => l.find(&o_multi).unwrap_or(usize::MAX),
+                };
+                (o, out_b.block_shape(&o_multi), src)
             }
-            _ => (b, None),
+            _ => (b, ma.blocking.block_shape(&a_multi), None),
         };
         let rank = place_reading(&mut assign, &mut set, a_ref, ma.block_bytes(b), b_src.as_ref());
         items.push(ElementwiseItem {
             rank,
             out_block,
-            out_shape: out_b.block_shape(&out_b.multi(out_block)),
+            out_shape,
             a: *a_ref,
             b: b_src,
         });
@@ -87,7 +98,7 @@ pub(crate) fn plan(
         },
         &ranks,
         out_blocks,
-        out_b.num_blocks(),
+        v.out.stored_blocks(),
         ranks.len(),
         &transfers,
     )
