@@ -11,7 +11,7 @@ use uni20_persist::ObjectId;
 use uni20_worker::JobError;
 
 pub use crate::layout::BlockingError;
-pub use crate::ops::decomp::error::SplitError;
+pub use crate::ops::decomp::error::{SplitError, SymDecompError};
 pub use crate::ops::elementwise::error::LabelError;
 use crate::symmetry::{DenseEmbeddingError, SymContractError, SymmetryError};
 
@@ -288,6 +288,10 @@ pub enum DistError {
         /// The relative tolerance in force.
         tolerance: f64,
     },
+    /// A decomposition of a symmetric tensor cannot run as asked (eigh
+    /// flux or legs, a truncation that keeps nothing).
+    #[error(transparent)]
+    SymDecomp(#[from] SymDecompError),
 }
 
 /// Operands of the wrong layout ([`DistError::Layout`]).

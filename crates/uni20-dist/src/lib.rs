@@ -94,7 +94,7 @@ pub use summary::PlanSummary;
 /// crate root), their options and outputs, and the matrix-size limit.
 pub mod decomp {
     pub use crate::ops::decomp::{
-        eigh, lq, qr, svd, EighOptions, EighOutput, LqOutput, QrOptions, QrOutput, SvdOptions, SvdOutput,
+        eigh, lq, qr, svd, BondSector, EighOptions, EighOutput, LqOutput, QrOptions, QrOutput, SvdOptions, SvdOutput,
         SvdTruncation, DEFAULT_MAX_MATRIX_BYTES,
     };
 }
@@ -157,6 +157,8 @@ pub fn force_link() {
         ops::decomp::QrV1::WIRE_NAME,
         ops::decomp::EighV1::WIRE_NAME,
         ops::decomp::DistributeFactorsV1::WIRE_NAME,
+        ops::decomp::SymFactorizeV1::WIRE_NAME,
+        ops::decomp::SymCutV1::WIRE_NAME,
     ]);
 }
 
@@ -176,6 +178,8 @@ mod tests {
             ("uni20.qr.v1", 1, "qr"),
             ("uni20.eigh.v1", 1, "eigh"),
             ("uni20.distribute_factors.v1", 1, "distribute_factors"),
+            ("uni20.sym_factorize.v1", 1, "sym_factorize"),
+            ("uni20.sym_cut.v1", 1, "sym_cut"),
             ("uni20.replicate.v1", 1, "replicate"),
             ("uni20.put_blocks.v1", 1, "put_blocks"),
             ("uni20.get_blocks.v1", 1, "get_blocks"),

@@ -225,7 +225,7 @@ impl Local {
     }
 }
 
-fn attempt_lines(attempts: &[KernelAttempt]) -> Vec<String> {
+pub(crate) fn attempt_lines(attempts: &[KernelAttempt]) -> Vec<String> {
     attempts
         .iter()
         .map(|a| format!("{}: {}", a.backend, a.outcome))
@@ -234,7 +234,7 @@ fn attempt_lines(attempts: &[KernelAttempt]) -> Vec<String> {
 
 /// A kernel error: data the kernel refuses becomes a rejection, anything
 /// else a handler error with the backend attempts (fail-stop).
-fn kernel_outcome(e: DecompError) -> Result<RejectionV1, HandlerError> {
+pub(crate) fn kernel_outcome(e: DecompError) -> Result<RejectionV1, HandlerError> {
     match e {
         DecompError::NotHermitian {
             row,
@@ -260,7 +260,7 @@ fn kernel_outcome(e: DecompError) -> Result<RejectionV1, HandlerError> {
 /// True when the rank's contraction backends put a GPU first: the
 /// decomposition lists then do too (the GPU backends decline the families
 /// they do not implement, which the attempt log shows).
-fn gpu_first(ctx: &WorkerContext<'_>) -> bool {
+pub(crate) fn gpu_first(ctx: &WorkerContext<'_>) -> bool {
     ctx.backends().names().contains(&"cuda")
 }
 
@@ -275,6 +275,8 @@ macro_rules! local_list {
         }
     };
 }
+
+pub(crate) use local_list;
 
 type Kernel<'k> =
     Box<dyn FnOnce(&LocalTensor, &WorkerContext<'_>) -> Result<Result<Local, RejectionV1>, HandlerError> + 'k>;

@@ -53,3 +53,34 @@ pub enum SplitError {
         cols: usize,
     },
 }
+
+/// Why a decomposition of a symmetric tensor cannot run (beyond a bad
+/// split, [`SplitError`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SymDecompError {
+    /// `eigh` of a symmetric tensor needs flux zero (an operator maps a
+    /// charge sector to itself).
+    #[error("eigh of a symmetric tensor needs flux zero (the identity charge), the tensor has flux {flux}")]
+    EighFlux {
+        /// The tensor's flux.
+        flux: crate::symmetry::Charge,
+    },
+    /// `eigh` of a symmetric tensor needs the `i`-th column leg to be the
+    /// dual of the `i`-th row leg (same sectors, opposite direction), so
+    /// that rows and columns are indexed alike.
+    #[error("eigh: column mode {col_mode} is not the dual of row mode {row_mode} (same sectors, opposite direction)")]
+    NotDualLegs {
+        /// The row mode (tensor mode number).
+        row_mode: usize,
+        /// The column mode paired with it.
+        col_mode: usize,
+    },
+    /// The truncation keeps no singular value in any sector (a zero
+    /// tensor with a cutoff): a symmetric factor needs at least one block.
+    #[error("{op}: the truncation keeps no value in any sector; a symmetric factor needs at least one bond sector")]
+    NothingKept {
+        /// The decomposition.
+        op: uni20_dispatch::decomp::DecompKind,
+    },
+}

@@ -26,7 +26,7 @@ pub(crate) struct BadElement {
 }
 
 /// The raw bytes of typed storage, writable.
-fn bytes_mut(data: &mut TensorData) -> &mut [u8] {
+pub(crate) fn bytes_mut(data: &mut TensorData) -> &mut [u8] {
     match data {
         TensorData::F32(v) => bytemuck::cast_slice_mut(v),
         TensorData::F64(v) => bytemuck::cast_slice_mut(v),
@@ -36,7 +36,7 @@ fn bytes_mut(data: &mut TensorData) -> &mut [u8] {
 }
 
 /// Zeroed storage of `len` elements of `dtype`.
-fn zeros(dtype: DType, len: usize) -> TensorData {
+pub(crate) fn zeros(dtype: DType, len: usize) -> TensorData {
     match dtype {
         DType::F32 => TensorData::F32(vec![0.0; len]),
         DType::F64 => TensorData::F64(vec![0.0; len]),
@@ -46,7 +46,7 @@ fn zeros(dtype: DType, len: usize) -> TensorData {
 }
 
 /// Flat index and value of the first element with a NaN or infinite part.
-fn first_non_finite(t: &LocalTensor) -> Option<(usize, C64)> {
+pub(crate) fn first_non_finite(t: &LocalTensor) -> Option<(usize, C64)> {
     match t.data() {
         TensorData::F32(v) => v
             .iter()

@@ -34,16 +34,22 @@ mod matrix;
 mod plan;
 mod run;
 mod split;
+mod sym_command;
+mod sym_run;
+mod symmetric;
 
 pub(crate) use command::{DistributeFactorsV1, EighV1, QrV1, SvdV1};
 use command::{EighDescV1, QrDescV1, SvdDescV1, TruncationV1};
 pub use plan::DEFAULT_MAX_MATRIX_BYTES;
+use sym_command::SymKindV1;
+pub(crate) use sym_command::{SymCutV1, SymFactorizeV1};
 
 use uni20_dispatch::decomp::DecompKind;
 use uni20_worker::Controller;
 
 use crate::error::DistError;
 use crate::summary::PlanSummary;
+use crate::symmetry::Charge;
 use crate::tensor::DistTensor;
 
 /// SVD truncation rule (maximum rank, relative discarded weight, absolute
@@ -94,6 +100,19 @@ pub struct EighOptions {
     pub max_matrix_bytes: Option<u64>,
 }
 
+/// The values of one bond sector of a symmetric decomposition.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct BondSector {
+    /// The sector's charge on the bond leg: the fused charge `q_R` of the
+    /// row legs (the charge of the bond leg's sector; the leg is `In` on
+    /// the left factor, `Out` on the right one).
+    pub charge: Charge,
+    /// Its kept singular values (non-increasing) or eigenvalues
+    /// (non-decreasing).
+    pub values: Vec<f64>,
+}
+
 /// The (possibly truncated) SVD `A ~= U diag(s) Vh` of a matrix view
 /// `rows x cols` of a tensor.
 #[derive(Clone, Debug)]
@@ -115,7 +134,12 @@ pub struct SvdOutput {
     pub discarded_weight: f64,
     /// True if `max_rank` had to split the leading degenerate multiplet.
     pub degenerate_split: bool,
-    /// The rank that assembled and factorized the matrix.
+    /// Symmetric input: the kept values of each bond sector, in the bond
+    /// leg's sector order (sectors that keep nothing are absent); empty
+    /// for a dense input.
+    pub sectors: Vec<BondSector>,
+    /// The rank that assembled and factorized the matrix (symmetric input:
+    /// the rank of the costliest sector matrix).
     pub factorizer: usize,
     /// The plan in numbers (also on every output tensor).
     pub summary: PlanSummary,
@@ -161,7 +185,11 @@ pub struct EighOutput {
     /// `values[j]`, indexed like the rows (and, the matrix being square,
     /// like the flattened columns).
     pub vectors: DistTensor,
-    /// The rank that assembled and factorized the matrix.
+    /// Symmetric input: the eigenvalues of each bond sector, in the bond
+    /// leg's sector order; empty for a dense input.
+    pub sectors: Vec<BondSector>,
+    /// The rank that assembled and factorized the matrix (symmetric input:
+    /// the rank of the costliest sector matrix).
     pub factorizer: usize,
     /// The plan in numbers.
     pub summary: PlanSummary,
@@ -194,7 +222,9 @@ pub struct EighOutput {
 /// (the diagnostic lists the local backend attempts); the input's own
 /// failure as [`DistTensor::wait`].
 pub fn svd(ctl: &Controller<'_>, t: &DistTensor, split: &str, opts: &SvdOptions) -> Result<SvdOutput, DistError> {
-    crate::tensor::dense_only("svd", &[t])?;
+    if let Some(layout) = t.layout() {
+        return sym_svd(ctl, t, layout, split, opts);
+    }
     let v = plan::validate(DecompKind::Svd, t.meta(), split, opts.k_block, opts.max_matrix_bytes)?;
     plan::check_truncation(&opts.truncation)?;
     let tr = &opts.truncation;
@@ -222,6 +252,7 @@ pub fn svd(ctl: &Controller<'_>, t: &DistTensor, split: &str, opts: &SvdOptions)
         discarded: f.factored.discarded,
         discarded_weight: f.factored.discarded_weight,
         degenerate_split: f.factored.degenerate_split,
+        sectors: Vec::new(),
         factorizer: f.factorizer,
         summary: f.summary,
     })
@@ -235,7 +266,15 @@ pub fn svd(ctl: &Controller<'_>, t: &DistTensor, split: &str, opts: &SvdOptions)
 /// # Errors
 /// As [`svd`] (no truncation options).
 pub fn qr(ctl: &Controller<'_>, t: &DistTensor, split: &str, opts: &QrOptions) -> Result<QrOutput, DistError> {
-    crate::tensor::dense_only("qr", &[t])?;
+    if let Some(layout) = t.layout() {
+        let (q, r, factorizer, summary) = sym_qr_family(ctl, t, layout, split, opts, false)?;
+        return Ok(QrOutput {
+            q,
+            r,
+            factorizer,
+            summary,
+        });
+    }
     let (q, r, factorizer, summary) = qr_family(ctl, t, split, opts, false)?;
     Ok(QrOutput {
         q,
@@ -253,7 +292,15 @@ pub fn qr(ctl: &Controller<'_>, t: &DistTensor, split: &str, opts: &QrOptions) -
 /// # Errors
 /// As [`qr`].
 pub fn lq(ctl: &Controller<'_>, t: &DistTensor, split: &str, opts: &QrOptions) -> Result<LqOutput, DistError> {
-    crate::tensor::dense_only("lq", &[t])?;
+    if let Some(layout) = t.layout() {
+        let (l, q, factorizer, summary) = sym_qr_family(ctl, t, layout, split, opts, true)?;
+        return Ok(LqOutput {
+            l,
+            q,
+            factorizer,
+            summary,
+        });
+    }
     let (l, q, factorizer, summary) = qr_family(ctl, t, split, opts, true)?;
     Ok(LqOutput {
         l,
@@ -292,7 +339,9 @@ fn qr_family(
 /// naming the largest deviation `|A[i, j] - conj(A[j, i])|` and where it
 /// is (the job goes on).
 pub fn eigh(ctl: &Controller<'_>, t: &DistTensor, split: &str, opts: &EighOptions) -> Result<EighOutput, DistError> {
-    crate::tensor::dense_only("eigh", &[t])?;
+    if let Some(layout) = t.layout() {
+        return sym_eigh(ctl, t, layout, split, opts);
+    }
     let v = plan::validate(DecompKind::Eigh, t.meta(), split, opts.k_block, opts.max_matrix_bytes)?;
     plan::check_tolerances(DecompKind::Eigh, &[("hermitian_rtol", opts.hermitian_rtol)])?;
     let hermitian_rtol = opts.hermitian_rtol;
@@ -301,6 +350,7 @@ pub fn eigh(ctl: &Controller<'_>, t: &DistTensor, split: &str, opts: &EighOption
     Ok(EighOutput {
         values: f.factored.values,
         vectors: next(&mut it)?,
+        sectors: Vec::new(),
         factorizer: f.factorizer,
         summary: f.summary,
     })
@@ -310,4 +360,113 @@ pub fn eigh(ctl: &Controller<'_>, t: &DistTensor, split: &str, opts: &EighOption
 fn next(it: &mut impl Iterator<Item = DistTensor>) -> Result<DistTensor, DistError> {
     it.next()
         .ok_or_else(|| DistError::Protocol("a decomposition produced fewer factors than planned".into()))
+}
+
+/// The SVD of a symmetric tensor (see the module docs, "Symmetric tensors").
+fn sym_svd(
+    ctl: &Controller<'_>,
+    t: &DistTensor,
+    layout: &crate::symmetry::SymmetricLayout,
+    split: &str,
+    opts: &SvdOptions,
+) -> Result<SvdOutput, DistError> {
+    let v = symmetric::validate(
+        DecompKind::Svd,
+        t.meta(),
+        layout,
+        split,
+        opts.k_block,
+        opts.max_matrix_bytes,
+    )?;
+    plan::check_truncation(&opts.truncation)?;
+    let f = sym_run::factorize_symmetric(ctl, t, &v, SymKindV1::Svd, Some(&opts.truncation), opts.s_diag)?;
+    let mut s = Vec::new();
+    let mut discarded = Vec::new();
+    let mut sectors = Vec::new();
+    for (charge, values, kept) in f.sectors {
+        s.extend_from_slice(&values[..kept]);
+        discarded.extend_from_slice(&values[kept..]);
+        if kept > 0 {
+            sectors.push(BondSector {
+                charge,
+                values: values[..kept].to_vec(),
+            });
+        }
+    }
+    s.sort_by(|a, b| b.total_cmp(a));
+    discarded.sort_by(|a, b| b.total_cmp(a));
+    let mut it = f.tensors.into_iter();
+    let (u, vh) = (next(&mut it)?, next(&mut it)?);
+    Ok(SvdOutput {
+        u,
+        kept: s.len(),
+        s,
+        s_diag: it.next(),
+        vh,
+        discarded,
+        discarded_weight: f.discarded_weight,
+        degenerate_split: f.degenerate_split,
+        sectors,
+        factorizer: f.factorizer,
+        summary: f.summary,
+    })
+}
+
+/// QR (or LQ) of a symmetric tensor: the two factors, the rank of the
+/// costliest sector and the plan summary.
+fn sym_qr_family(
+    ctl: &Controller<'_>,
+    t: &DistTensor,
+    layout: &crate::symmetry::SymmetricLayout,
+    split: &str,
+    opts: &QrOptions,
+    lq: bool,
+) -> Result<(DistTensor, DistTensor, usize, PlanSummary), DistError> {
+    let (op, kind) = if lq {
+        (DecompKind::Lq, SymKindV1::Lq)
+    } else {
+        (DecompKind::Qr, SymKindV1::Qr)
+    };
+    let v = symmetric::validate(op, t.meta(), layout, split, opts.k_block, opts.max_matrix_bytes)?;
+    let f = sym_run::factorize_symmetric(ctl, t, &v, kind, None, false)?;
+    let mut it = f.tensors.into_iter();
+    Ok((next(&mut it)?, next(&mut it)?, f.factorizer, f.summary))
+}
+
+/// The eigendecomposition of a symmetric operator.
+fn sym_eigh(
+    ctl: &Controller<'_>,
+    t: &DistTensor,
+    layout: &crate::symmetry::SymmetricLayout,
+    split: &str,
+    opts: &EighOptions,
+) -> Result<EighOutput, DistError> {
+    let v = symmetric::validate(
+        DecompKind::Eigh,
+        t.meta(),
+        layout,
+        split,
+        opts.k_block,
+        opts.max_matrix_bytes,
+    )?;
+    plan::check_tolerances(DecompKind::Eigh, &[("hermitian_rtol", opts.hermitian_rtol)])?;
+    let kind = SymKindV1::Eigh {
+        hermitian_rtol: opts.hermitian_rtol,
+    };
+    let f = sym_run::factorize_symmetric(ctl, t, &v, kind, None, false)?;
+    let mut values: Vec<f64> = f.sectors.iter().flat_map(|(_, v, _)| v.iter().copied()).collect();
+    values.sort_by(|a, b| a.total_cmp(b));
+    let sectors = f
+        .sectors
+        .into_iter()
+        .map(|(charge, values, _)| BondSector { charge, values })
+        .collect();
+    let mut it = f.tensors.into_iter();
+    Ok(EighOutput {
+        values,
+        vectors: next(&mut it)?,
+        sectors,
+        factorizer: f.factorizer,
+        summary: f.summary,
+    })
 }
