@@ -71,6 +71,13 @@ pub enum ContractError {
     /// No backend produced a result.
     #[error(transparent)]
     Dispatch(#[from] KernelDispatchError),
+    /// A spec that [`crate::PairContraction`] cannot run: it needs two operands, each label
+    /// once per operand, contracted labels absent from the output and every free label in it.
+    #[error("not a block-pair contraction: {reason}")]
+    PairSpec {
+        /// What is wrong with the spec.
+        reason: String,
+    },
     /// [`crate::contract_into`]: the output view overlaps an input operand in memory. (Safe
     /// Rust cannot build such views, since C is borrowed mutably; the check guards views built
     /// from raw parts.)

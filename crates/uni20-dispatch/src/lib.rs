@@ -31,6 +31,8 @@
 //!   own ordered backend list with the same accept/decline protocol (default lists in
 //!   `decomp/defaults.rs`).
 //! - [`view`]: strided views, the operands of [`contract_views`] and [`contract_into`].
+//! - [`PairContraction`]: many small block products summed into one output block with
+//!   reused buffers (the local kernel of a block-sparse contraction item).
 //! - Entry points: [`contract`] (`C = alpha * einsum(spec, A, B) + beta * C` with dtype
 //!   promotion), [`contract_unary`] (one operand), [`contract_operands`] (either),
 //!   [`contract_views`] and [`contract_into`] (strided views); element-wise operations
@@ -91,6 +93,7 @@ mod error;
 mod faer_backend;
 mod lower;
 mod options;
+mod pairs;
 mod permute;
 mod problem;
 mod random;
@@ -117,6 +120,7 @@ pub use contract::{
 };
 pub use error::ContractError;
 pub use options::ContractOptions;
+pub use pairs::PairContraction;
 
 // Backend choice: the ordered list every entry point takes, and its attempt log. The
 // backend protocol and the concrete backends are in [`backends`].

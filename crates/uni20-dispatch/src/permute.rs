@@ -47,6 +47,31 @@ pub(crate) fn gather_par<T: Element>(src: &StridedView<'_, T>, order: &[usize], 
     out
 }
 
+/// [`gather_par`] into a reused buffer: `out` is cleared and refilled (it grows only when it
+/// is smaller than the copy), so a caller packing many blocks allocates once.
+pub(crate) fn gather_slabs_into<T: Element>(
+    src: &StridedView<'_, T>,
+    order: &[usize],
+    out: &mut Vec<T>,
+    threads: usize,
+) {
+    let n: usize = order.iter().map(|&p| src.shape()[p]).product();
+    out.clear();
+    if n == 0 {
+        return;
+    }
+    out.reserve(n);
+    let parts = if n >= GATHER_PAR_MIN && !order.is_empty() {
+        threads.min(src.shape()[order[0]]).max(1)
+    } else {
+        1
+    };
+    gather_slabs(src, order, &mut out.spare_capacity_mut()[..n], parts);
+    // SAFETY: `gather_slabs` initialised all `n` elements (see `gather_par`), and the
+    // capacity is at least `n`.
+    unsafe { out.set_len(n) };
+}
+
 /// Fills `out` (row-major over `order`) from `src`, in `parts` parallel slabs of the
 /// destination's outermost dimension.
 fn gather_slabs<T: Element>(src: &StridedView<'_, T>, order: &[usize], out: &mut [MaybeUninit<T>], parts: usize) {

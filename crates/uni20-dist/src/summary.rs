@@ -19,6 +19,9 @@ pub struct RankShare {
     pub bytes_sent: u64,
     /// Payload bytes the rank receives from other ranks.
     pub bytes_received: u64,
+    /// Multiply-adds of the items the rank computes (0 when the family does
+    /// not count them).
+    pub flops: u64,
 }
 
 /// The numbers of a distributed operation's plan.
@@ -28,8 +31,13 @@ pub struct PlanSummary {
     pub operation: String,
     /// Work items (one per output block).
     pub work_items: usize,
-    /// Block-level kernel calls (block products of a contraction).
+    /// Block-level kernel calls (block products of a contraction: for a
+    /// symmetric one, the nonzero block pairs, one per pair of
+    /// charge-allowed blocks that meet on the contracted legs).
     pub block_products: usize,
+    /// Multiply-adds of all work items (for a contraction the sum over block
+    /// products of `m * n * k`); 0 when the family does not count them.
+    pub flops: u64,
     /// Block transfers between ranks.
     pub transfers: usize,
     /// Payload bytes moved between ranks.
@@ -70,6 +78,7 @@ impl PlanSummary {
             operation: operation.to_string(),
             work_items,
             block_products,
+            flops: 0,
             transfers: transfers.len(),
             bytes_moved: transfers.iter().map(|t| t.bytes).sum(),
             bytes_through_root: transfers
@@ -82,11 +91,25 @@ impl PlanSummary {
             notes: Vec::new(),
         }
     }
+
+    /// Sets the multiply-adds of the plan from `(rank, flops)` per work item
+    /// (the total and each rank's share).
+    pub(crate) fn set_flops(&mut self, items: impl IntoIterator<Item = (usize, u64)>) {
+        self.flops = 0;
+        for r in self.per_rank.values_mut() {
+            r.flops = 0;
+        }
+        for (rank, f) in items {
+            self.flops += f;
+            self.per_rank.entry(rank).or_default().flops += f;
+        }
+    }
 }
 
 impl fmt::Display for PlanSummary {
     /// One line: `contract: 4 work items, 8 block products, 6 transfers,
-    /// 1536 bytes moved, 0 bytes through the root`, then `; note` per note.
+    /// 1536 bytes moved, 0 bytes through the root`, then `, N multiply-adds`
+    /// when the family counts them, then `; note` per note.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
@@ -98,6 +121,9 @@ impl fmt::Display for PlanSummary {
             self.bytes_moved,
             self.bytes_through_root
         )?;
+        if self.flops > 0 {
+            write!(f, ", {} multiply-adds", self.flops)?;
+        }
         for n in &self.notes {
             write!(f, "; {n}")?;
         }

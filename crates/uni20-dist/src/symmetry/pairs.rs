@@ -71,9 +71,28 @@ pub enum SymContractError {
         /// B's tiles per sector.
         b: Vec<Vec<usize>>,
     },
-    /// The group, the output flux or the output layout is invalid.
+    /// The group, the output flux or the output layout is invalid (for
+    /// example [`SymmetryError::NoAllowedBlock`]: no output block satisfies
+    /// the fused flux, so the product is identically zero).
     #[error(transparent)]
     Symmetry(#[from] SymmetryError),
+    /// A symmetric contraction needs two operands (one-operand einsum forms
+    /// of symmetric tensors are other families: permute, trace).
+    #[error("a symmetric contraction takes two operands, got {got}")]
+    OperandCount {
+        /// Operands given.
+        got: usize,
+    },
+    /// The existing output `C_in` of `C = alpha A B + beta C_in` does not
+    /// have the output's layout (legs with their sectors and directions, and
+    /// flux).
+    #[error("C_in has {got}, but the product has {expected}")]
+    OutputLayout {
+        /// The product's layout, in words.
+        expected: String,
+        /// C_in's layout, in words.
+        got: String,
+    },
 }
 
 /// One output block of a symmetric contraction and the block pairs that

@@ -1,13 +1,14 @@
 //! The `uni20.contract.v1` command: its descriptor (the whole plan,
 //! identical on every participant: ids, shapes and scalars only) and its
 //! per-item compute: the item's block products through the local
-//! dispatcher. The kit's [`handle_items`] exchanges blocks with the other
+//! dispatcher (dense), or through one [`PairContraction`] with buffers
+//! reused across the item's block pairs (symmetric). The kit's [`handle_items`] exchanges blocks with the other
 //! workers, commits the output blocks and replies with their object ids.
 
 use serde::{Deserialize, Serialize};
 use uni20_dispatch::{
     contract as local_contract, einsum as local_einsum, ContractError, ContractOptions, DType, EinsumSpec, LocalTensor,
-    ResolvedSpec, C64,
+    PairContraction, ResolvedSpec, C64,
 };
 use uni20_persist::{ObjectId, PersistentPtr};
 use uni20_worker::{command, HandlerError, WorkerContext};
@@ -30,6 +31,8 @@ pub(crate) struct WorkItem {
     pub(crate) terms: Vec<Vec<BlockRef>>,
     /// The existing output block, when `beta != 0`.
     pub(crate) c_in: Option<BlockRef>,
+    /// Multiply-adds of the item (sum over its terms of `m * n * k`).
+    pub(crate) flops: u64,
 }
 
 /// The `uni20.contract.v1` descriptor: the whole plan, identical on every
@@ -51,12 +54,16 @@ pub(crate) struct ContractDescriptorV1 {
     pub(crate) items: Vec<WorkItem>,
     /// Worker-to-worker block transfers; transfer `i` uses the tags of `i`.
     pub(crate) transfers: Vec<Transfer>,
+    /// The terms are block pairs of a symmetric contraction (every label
+    /// contracted or free, once per operand): computed by one
+    /// [`PairContraction`] per item instead of one dispatch per term.
+    pub(crate) block_pairs: bool,
 }
 
 command!(
     /// The command `uni20.contract.v1`. Reply of each participant: `(item
     /// index, object id)` of every item it computed.
-    pub(crate) ContractV1 = "uni20.contract.v1", schema 2, ContractDescriptorV1 => Vec<(usize, ObjectId)>, handle_items::<ContractDescriptorV1>
+    pub(crate) ContractV1 = "uni20.contract.v1", schema 3, ContractDescriptorV1 => Vec<(usize, ObjectId)>, handle_items::<ContractDescriptorV1>
 );
 
 fn kernel_error(e: ContractError) -> HandlerError {
@@ -93,6 +100,40 @@ fn scale(c: &LocalTensor, beta: C64, out: DType, ctx: &WorkerContext<'_>) -> Res
     local_contract(&spec, beta, c, &one, C64::new(0.0, 0.0), None, ctx.backends()).map_err(kernel_error)
 }
 
+impl ContractDescriptorV1 {
+    /// A symmetric item: every block pair through one [`PairContraction`]
+    /// (the blocks of all pairs are loaded first; the packing buffers and
+    /// the accumulator are shared by the pairs).
+    fn compute_pairs<V: std::ops::Deref<Target = Block>>(
+        &self,
+        ctx: &WorkerContext<'_>,
+        item: &WorkItem,
+        c_in: Option<&LocalTensor>,
+        load: &dyn Fn(&BlockRef) -> Result<V, HandlerError>,
+    ) -> Result<LocalTensor, HandlerError> {
+        let kernel = PairContraction::new(&self.spec, self.conj).map_err(kernel_error)?;
+        let mut blocks = Vec::with_capacity(item.terms.len());
+        for term in &item.terms {
+            let [a, b] = term.as_slice() else {
+                return Err(HandlerError::msg(format!("a block pair has {} blocks", term.len())));
+            };
+            blocks.push((load(a)?, load(b)?));
+        }
+        let pairs: Vec<(&LocalTensor, &LocalTensor)> = blocks.iter().map(|(a, b)| (&a.0, &b.0)).collect();
+        kernel
+            .run(
+                self.alpha,
+                &pairs,
+                self.beta,
+                c_in,
+                self.out_dtype,
+                &item.out_shape,
+                ctx.backends().thread_budget(),
+            )
+            .map_err(kernel_error)
+    }
+}
+
 impl ItemWork for ContractDescriptorV1 {
     item_work_fields!(WorkItem);
     const OPERATION: &'static str = "contract";
@@ -104,6 +145,9 @@ impl ItemWork for ContractDescriptorV1 {
         };
         let one = C64::new(1.0, 0.0);
         let c_in = item.c_in.as_ref().map(load).transpose()?;
+        if self.block_pairs {
+            return self.compute_pairs(ctx, item, c_in.as_ref().map(|b| &b.0), &load);
+        }
         let c_in_ref = c_in.as_ref();
         let mut acc: Option<LocalTensor> = None;
         for (k, term) in item.terms.iter().enumerate() {

@@ -7,6 +7,7 @@
 mod align;
 mod command;
 mod plan;
+mod symmetric;
 
 pub(crate) use command::{ContractDescriptorV1, ContractV1};
 pub use plan::{plan_contract, ContractPlan, MAX_BLOCK_PRODUCTS};
@@ -19,6 +20,7 @@ use crate::ops::kit::defer_items;
 use crate::ops::reblock::submit_reblock;
 use crate::tensor::{DistTensor, Manifest, TensorMeta};
 use plan::{plan, Validated};
+use symmetric::{plan_symmetric, validate_symmetric, SymValidated};
 
 /// Scalars, accumulator and conjugation flags of a distributed contraction
 /// `C = alpha * einsum(spec, op(A), op(B)) + beta * C_in`: the options type
@@ -82,8 +84,28 @@ pub fn contract_with(
 /// the ranks that computed them; [`DistTensor::plan_summary`] shows the
 /// plan in numbers.
 ///
+/// **Symmetric operands** (docs/architecture.md, "Symmetric layout"): two
+/// symmetric operands give a symmetric result whose legs are the free legs
+/// (in output order) and whose flux is the fusion of the operands' fluxes
+/// (a conjugated operand enters with its legs and flux dualized). Only
+/// pairs of charge-allowed blocks that meet on the contracted legs are
+/// planned, moved and multiplied; the result has every block its layout
+/// allows (one reached by no pair is written as zeros, or `beta * C_in`).
+/// Each label must be in at most one leg per operand, every contracted pair
+/// of legs must have the same sectors and tiles and opposite directions,
+/// and C_in, when used, must have the product's layout. Items are placed by
+/// flops ([`CostAssigner`](crate::kit::CostAssigner)) and the plan summary
+/// counts the block pairs and their multiply-adds.
+///
 /// # Errors
 /// [`DistError::WrongUniverse`] for an operand of another universe;
+/// [`DistError::Layout`] ([`LayoutError::Mixed`](crate::error::LayoutError::Mixed))
+/// for a symmetric operand with a dense one (or C_in);
+/// [`DistError::SymContract`] for symmetric operands that cannot be
+/// contracted as asked (one operand, traces, batch labels, broadcasting,
+/// contracted legs with different sector lists, equal directions or
+/// different tiles, a C_in of another layout) and
+/// [`DistError::Symmetry`] for an output flux no block satisfies;
 /// [`DistError::Spec`] (malformed spec, more than two operands, ranks,
 /// extents, broadcasting), [`DistError::Contract`] (C's shape, a complex
 /// scalar with a real output), [`DistError::BlockingMismatch`] (strict
@@ -99,7 +121,10 @@ pub fn einsum(
         t.check_universe(ctl)?;
     }
     let all: Vec<&DistTensor> = operands.iter().copied().chain(opts.c).collect();
-    crate::tensor::dense_only("einsum", &all)?;
+    crate::tensor::check_layouts("einsum", &all)?;
+    if all.iter().any(|t| t.is_symmetric()) {
+        return einsum_symmetric(ctl, spec, operands, opts);
+    }
     let metas: Vec<&TensorMeta> = operands.iter().map(|t| t.meta()).collect();
     let shapes: Vec<&[usize]> = metas.iter().map(|m| m.shape.as_slice()).collect();
     let spec = spec.resolve_spec(&shapes)?.into_owned();
@@ -158,6 +183,41 @@ pub fn einsum(
     Ok(submit_contraction(ctl, v, &refs, c.as_ref(), notes))
 }
 
+/// The symmetric path of [`einsum`]: two symmetric operands (and a
+/// symmetric C_in of the output's layout); see the docs of [`einsum`].
+fn einsum_symmetric(
+    ctl: &Controller<'_>,
+    spec: impl ResolveSpec,
+    operands: &[&DistTensor],
+    opts: &ContractOptions<'_>,
+) -> Result<DistTensor, DistError> {
+    let metas: Vec<&TensorMeta> = operands.iter().map(|t| t.meta()).collect();
+    let spec = symmetric::resolve(spec, &metas)?;
+    let v: SymValidated = validate_symmetric(
+        &spec,
+        &metas,
+        opts.c.map(|c| c.meta()),
+        opts.alpha,
+        opts.beta,
+        opts.conj,
+    )?;
+    if ctl.has_failed() {
+        ctl.progress()?;
+    }
+    let mut inputs: Vec<&DistTensor> = operands.to_vec();
+    inputs.extend(opts.c.filter(|_| v.use_c));
+    Ok(defer_items::<ContractV1>(
+        ctl,
+        v.out.clone(),
+        &inputs,
+        move |workers, manifests, _| {
+            let refs: Vec<&Manifest> = manifests.iter().take(2).collect();
+            let n_out = v.n_out();
+            plan_symmetric(&v, workers, &refs, manifests.get(2)).into_items(n_out)
+        },
+    ))
+}
+
 /// Queues the contraction `v` of `operands` (and `c` when `v.use_c`) and
 /// returns its pending output. `notes` are `(input index, note)` of inputs
 /// reblocked for it (index `operands.len()` is C_in); each note gets the
@@ -174,7 +234,8 @@ fn submit_contraction(
     inputs.extend(c.filter(|_| v.use_c));
     defer_items::<ContractV1>(ctl, v.out.clone(), &inputs, move |workers, manifests, keep| {
         let refs: Vec<&Manifest> = manifests.iter().take(n_inputs).collect();
-        let mut p = plan(&v, workers, &refs, manifests.get(n_inputs)).into_items();
+        let n_out = v.out.blocking.num_blocks();
+        let mut p = plan(&v, workers, &refs, manifests.get(n_inputs)).into_items(n_out);
         for (i, note) in notes {
             let moved = keep.get(i).and_then(|t| t.plan_summary()).map_or(0, |s| s.bytes_moved);
             p.summary.notes.push(format!("{note} ({moved} bytes moved)"));

@@ -59,29 +59,33 @@ impl ContractPlan {
     }
 
     /// The plan as the kit submits it (descriptor, participants, summary,
-    /// the output block of each item).
-    pub(crate) fn into_items(self) -> ItemPlan<ContractDescriptorV1> {
+    /// the output block of each item). `n_blocks` is the output's number of
+    /// stored blocks (of its tiling when dense, of its layout's allowed
+    /// blocks when symmetric).
+    pub(crate) fn into_items(self, n_blocks: usize) -> ItemPlan<ContractDescriptorV1> {
         let summary = self.summary();
         ItemPlan {
             out_blocks: self.descriptor.items.iter().map(|i| i.out_block).collect(),
-            n_blocks: self.out_blocking.num_blocks(),
+            n_blocks,
             descriptor: self.descriptor,
             participants: self.participants,
             summary,
         }
     }
 
-    /// The plan in numbers (work items, block products, transfers, bytes,
-    /// per-rank shares).
+    /// The plan in numbers (work items, block products, multiply-adds,
+    /// transfers, bytes, per-rank shares).
     pub fn summary(&self) -> PlanSummary {
         let terms: usize = self.descriptor.items.iter().map(|i| i.terms.len()).sum();
-        PlanSummary::from_parts(
+        let mut s = PlanSummary::from_parts(
             "contract",
             self.descriptor.items.iter().map(|i| i.rank),
             terms,
             &self.descriptor.transfers,
             &self.participants,
-        )
+        );
+        s.set_flops(self.descriptor.items.iter().map(|i| (i.rank, i.flops)));
+        s
     }
 }
 
@@ -303,12 +307,27 @@ pub(crate) fn plan(v: &Validated, workers: &[usize], inputs: &[&Manifest], cm: O
             })
             .unwrap_or(workers[o_lin % workers.len()]);
         *load.entry(rank).or_default() += 1;
+        let out_shape = out_blocking.block_shape(&o);
+        // Per term: output block elements times the term's reduction block elements.
+        let out_elems: u64 = out_shape.iter().map(|&n| n as u64).product();
+        let flops = (0..terms.len())
+            .map(|r_lin| {
+                let r = v.reduce_blocking.multi(r_lin);
+                out_elems
+                    * v.reduce_blocking
+                        .block_shape(&r)
+                        .iter()
+                        .map(|&n| n as u64)
+                        .product::<u64>()
+            })
+            .sum();
         items.push(WorkItem {
             rank,
             out_block: o_lin,
-            out_shape: out_blocking.block_shape(&o),
+            out_shape,
             terms,
             c_in,
+            flops,
         });
     }
     let mut transfers = TransferSet::new();
@@ -328,6 +347,7 @@ pub(crate) fn plan(v: &Validated, workers: &[usize], inputs: &[&Manifest], cm: O
         out_dtype: v.out.dtype,
         items,
         transfers,
+        block_pairs: false,
     };
     ContractPlan {
         descriptor,
@@ -342,8 +362,13 @@ pub(crate) fn plan(v: &Validated, workers: &[usize], inputs: &[&Manifest], cm: O
 /// (see [`Controller::compute_ranks`](uni20_worker::Controller::compute_ranks));
 /// `opts.c` is the existing output for `beta`.
 ///
+/// Symmetric manifests (all of them) are planned as [`einsum`](super::einsum)
+/// plans symmetric operands: block pairs only, placed by flops.
+///
 /// # Errors
-/// [`DistError::Spec`] for a malformed spec or a shape that does not fit it;
+/// [`DistError::Layout`] when symmetric and dense manifests are mixed;
+/// for symmetric ones the errors of [`einsum`](super::einsum)'s symmetric
+/// path; [`DistError::Spec`] for a malformed spec or a shape that does not fit it;
 /// [`DistError::Contract`] for a C of the wrong shape or a complex scalar
 /// with a real output; [`DistError::BlockingMismatch`] if an index is
 /// blocked differently in two operands (this pure planner does not reblock;
@@ -361,6 +386,31 @@ pub fn plan_contract(
     let metas: Vec<TensorMeta> = inputs.iter().map(|m| m.meta()).collect();
     let meta_refs: Vec<&TensorMeta> = metas.iter().collect();
     let cmeta = opts.c.map(Manifest::meta);
+    let symmetric = metas.iter().chain(cmeta.as_ref()).position(|m| m.symmetric.is_some());
+    let dense = metas.iter().chain(cmeta.as_ref()).position(|m| m.symmetric.is_none());
+    match (symmetric, dense) {
+        (Some(symmetric), Some(dense)) => {
+            return Err(crate::error::LayoutError::Mixed {
+                operation: "plan_contract",
+                symmetric,
+                dense,
+            }
+            .into())
+        }
+        (Some(_), None) => {
+            let spec = super::symmetric::resolve(spec, &meta_refs)?;
+            let v = super::symmetric::validate_symmetric(
+                &spec,
+                &meta_refs,
+                cmeta.as_ref(),
+                opts.alpha,
+                opts.beta,
+                opts.conj,
+            )?;
+            return Ok(super::symmetric::plan_symmetric(&v, workers, inputs, opts.c));
+        }
+        _ => {}
+    }
     let v = validate(spec, &meta_refs, cmeta.as_ref(), opts.alpha, opts.beta, opts.conj)?;
     Ok(plan(&v, workers, inputs, opts.c))
 }

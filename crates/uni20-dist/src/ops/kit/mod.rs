@@ -3,7 +3,7 @@
 //!
 //! | file | holds |
 //! |---|---|
-//! | `assign` | [`Assigner`]: the rank of each work item (most local bytes under a load cap) |
+//! | `assign` | [`Assigner`]: the rank of each work item (most local bytes under a load cap); [`CostAssigner`]: the same under a cap on each rank's summed flops |
 //! | `source` | [`BoxSource`], `Piece`: a box of a tensor and the blocks that overlap it (plan and worker side); [`place_reading`]: an item's rank and input transfers |
 //! | `tiling` | [`Tiling`] (how a caller names a tiling), [`check_block_bytes`], [`MAX_BLOCK_BYTES`] |
 //! | `items` | the root side of an item-per-block command: [`ItemPlan`], [`participants_of`], [`submit_items`], [`defer_items`] |
@@ -26,7 +26,7 @@ pub(crate) mod source;
 pub(crate) mod tiling;
 pub(crate) mod worker;
 
-pub use assign::Assigner;
+pub use assign::{Assigner, CostAssigner};
 pub(crate) use items::submit_items;
 pub use items::{defer_items, participants_of, ItemPlan};
 pub(crate) use source::{place_reading, rebuilt_bytes, BoxSource};
