@@ -294,7 +294,6 @@ fn symmetric_energy(model: &Model, target: &[i64], chi: usize, chi0: usize, swee
 }
 
 #[test]
-#[ignore = "needs the symmetric contract, svd, lq and element-wise paths of uni20-dist (branches syma, symb, symc)"]
 fn heisenberg_l8_in_three_sectors_matches_exact_diagonalisation() {
     let m = heisenberg(8, 1, 1.0, Conserve::Sz).unwrap();
     for two_sz in [0i64, 2, 4] {
@@ -306,7 +305,7 @@ fn heisenberg_l8_in_three_sectors_matches_exact_diagonalisation() {
 }
 
 #[test]
-#[ignore = "release reference; needs the symmetric paths of uni20-dist (branches syma, symb, symc)"]
+#[ignore = "release reference: cargo test --release --test symmetric_dmrg -- --ignored"]
 fn heisenberg_l16_sz0_matches_exact_diagonalisation() {
     let exact = spin_sector(16, 1, 1.0, 0.0, 0).lowest();
     let m = heisenberg(16, 1, 1.0, Conserve::Sz).unwrap();
@@ -316,7 +315,7 @@ fn heisenberg_l16_sz0_matches_exact_diagonalisation() {
 }
 
 #[test]
-#[ignore = "release reference; needs the symmetric paths of uni20-dist (branches syma, symb, symc)"]
+#[ignore = "release reference: cargo test --release --test symmetric_dmrg -- --ignored"]
 fn spin1_sz1_sector_is_the_triplet_found_by_projection() {
     let l = 12;
     let exact = spin_sector(l, 2, 1.0, 0.0, 2).lowest();
@@ -351,7 +350,7 @@ fn spin1_sz1_sector_is_the_triplet_found_by_projection() {
 }
 
 #[test]
-#[ignore = "release reference; needs the symmetric paths of uni20-dist (branches syma, symb, symc)"]
+#[ignore = "release reference: cargo test --release --test symmetric_dmrg -- --ignored"]
 fn hubbard_l8_half_filling_matches_exact_diagonalisation() {
     let exact = hubbard_sector(8, 1.0, 4.0, 8, 0).lowest();
     let m = hubbard(8, 1.0, 4.0, 0.0, Conserve::NSz).unwrap();
@@ -361,7 +360,7 @@ fn hubbard_l8_half_filling_matches_exact_diagonalisation() {
 }
 
 #[test]
-#[ignore = "release reference; needs the symmetric paths of uni20-dist (branches syma, symb, symc)"]
+#[ignore = "release reference: cargo test --release --test symmetric_dmrg -- --ignored"]
 fn tfi_l64_even_parity_is_the_free_fermion_energy() {
     let exact = tfi_exact(64, 1.0, 0.5);
     let m = tfi(64, 1.0, 0.5, Conserve::Parity).unwrap();
