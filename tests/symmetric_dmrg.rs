@@ -300,6 +300,10 @@ fn heisenberg_l8_in_three_sectors_matches_exact_diagonalisation() {
         let exact = spin_sector(8, 1, 1.0, 0.0, two_sz).lowest();
         let (e, q, got) = symmetric_energy(&m, &[two_sz], 32, 4, 20);
         assert_eq!(got, q, "the run stays in its sector");
+        eprintln!(
+            "heisenberg L=8 2Sz={two_sz}: dmrg {e:.13} exact {exact:.13} diff {:.1e}",
+            e - exact
+        );
         assert!((e - exact).abs() < 1e-9, "2Sz = {two_sz}: {e} vs exact {exact}");
     }
 }
@@ -311,6 +315,10 @@ fn heisenberg_l16_sz0_matches_exact_diagonalisation() {
     let m = heisenberg(16, 1, 1.0, Conserve::Sz).unwrap();
     let (e, q, got) = symmetric_energy(&m, &[0], 128, 16, 30);
     assert_eq!(got, q);
+    eprintln!(
+        "heisenberg L=16 2Sz=0: dmrg {e:.13} exact {exact:.13} diff {:.1e}",
+        e - exact
+    );
     assert!((e - exact).abs() < 1e-9, "{e} vs exact {exact}");
 }
 
@@ -341,6 +349,9 @@ fn spin1_sz1_sector_is_the_triplet_found_by_projection() {
     let m = spin1(l, 1.0, 0.0, Conserve::Sz).unwrap();
     let (e, q, got) = symmetric_energy(&m, &[2], 96, 8, 30);
     assert_eq!(got, q);
+    eprintln!(
+        "spin-1 L=12: singlet {e0:.13}, projected second level {e1:.13}, 2Sz=2 sector {e:.13}, exact {exact:.13}"
+    );
     assert!(e1 > e0 + 1e-6, "a level above the singlet ({e0}, {e1})");
     assert!((e - exact).abs() < 1e-8, "Sz = 1 sector: {e} vs exact {exact}");
     assert!(
@@ -356,6 +367,10 @@ fn hubbard_l8_half_filling_matches_exact_diagonalisation() {
     let m = hubbard(8, 1.0, 4.0, 0.0, Conserve::NSz).unwrap();
     let (e, q, got) = symmetric_energy(&m, &[8, 0], 256, 16, 30);
     assert_eq!(got, q);
+    eprintln!(
+        "hubbard L=8 (N, 2Sz) = (8, 0): dmrg {e:.13} exact {exact:.13} diff {:.1e}",
+        e - exact
+    );
     assert!((e - exact).abs() < 1e-9, "{e} vs exact {exact}");
 }
 
@@ -366,6 +381,10 @@ fn tfi_l64_even_parity_is_the_free_fermion_energy() {
     let m = tfi(64, 1.0, 0.5, Conserve::Parity).unwrap();
     let (e, q, got) = symmetric_energy(&m, &[0], 32, 8, 20);
     assert_eq!(got, q);
+    eprintln!(
+        "tfi L=64 g=0.5 even: dmrg {e:.13} free fermions {exact:.13} diff {:.1e}",
+        e - exact
+    );
     assert!((e - exact).abs() < 1e-9, "{e} vs free fermions {exact}");
 }
 
@@ -392,4 +411,58 @@ fn exact_references_are_right() {
     assert!((hubbard_sector(l, 1.0, 0.0, l as u32, 0).lowest() - free).abs() < 1e-12);
     // TFI at g = 0: -J (L - 1).
     assert!((tfi_exact(10, 1.0, 0.0) + 9.0).abs() < 1e-12);
+}
+
+/// A symmetric run checkpointed after sweep 2 and resumed from that
+/// checkpoint in a new universe (the symmetric site tensors restored from
+/// the stores) repeats the uninterrupted run's energies to 1e-10, and
+/// stays in its sector.
+#[test]
+fn symmetric_run_resumes_from_its_checkpoint() {
+    let m = heisenberg(8, 1, 1.0, Conserve::Sz).unwrap();
+    let o = DmrgOptions { block: 4, ..opts(10) };
+    let start = |ctl: &Controller<'_>| {
+        let local = m.hamiltonian.to_mpo(&m.sites, &MpoOptions::default()).unwrap();
+        let mpo = local.to_symmetric_mpo(ctl, &m.sites, o.block).unwrap();
+        let g = m.sites[0].charges().unwrap().0.clone();
+        (mpo, g.charge(&[2]).unwrap())
+    };
+    let sweep = |ctl: &Controller<'_>, d: &mut Dmrg| d.sweep(ctl, &mut |_| {}).unwrap().energy;
+    let dir = tempfile::tempdir().unwrap();
+    let (full, id) = uni20::universe()
+        .ranks(2)
+        .store_dir(dir.path())
+        .run(|ctl| {
+            let (mpo, q) = start(ctl);
+            let mps = Mps::symmetric_random(ctl, &m.sites, &q, 4, o.block, 9).unwrap();
+            let mut d = Dmrg::new(ctl, mpo, mps, o).unwrap();
+            let mut e = vec![sweep(ctl, &mut d), sweep(ctl, &mut d)];
+            let id = d.checkpoint(ctl).unwrap();
+            e.push(sweep(ctl, &mut d));
+            (e, id)
+        })
+        .unwrap();
+    let resumed = uni20::universe()
+        .ranks(2)
+        .store_dir(dir.path())
+        .run(|ctl| {
+            let (mpo, q) = start(ctl);
+            let cp = uni20::dist::restore(ctl, id).unwrap();
+            let mut d = Dmrg::resume(ctl, mpo, cp, o).unwrap();
+            assert_eq!(d.sweeps(), 2);
+            assert_eq!(total_charge(d.mps()), Some(q));
+            vec![sweep(ctl, &mut d)]
+        })
+        .unwrap();
+    for (k, (a, b)) in full[2..].iter().zip(&resumed).enumerate() {
+        assert!((a - b).abs() < 1e-10, "sweep {}: uninterrupted {a}, resumed {b}", k + 3);
+    }
+    assert_eq!(resumed.len(), 1);
+    // chi 10 truncates: variational, and close to the sector's exact energy.
+    let exact = spin_sector(8, 1, 1.0, 0.0, 2).lowest();
+    assert!(
+        full[2] > exact - 1e-10 && full[2] < exact + 1e-4,
+        "{} vs exact {exact}",
+        full[2]
+    );
 }
