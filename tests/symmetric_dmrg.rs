@@ -21,9 +21,16 @@
 //!   sectors' lowest energies equal it to 1e-9 and the symmetric run cannot
 //!   fall into a symmetry-broken mixture.
 //!
+//! `examples/dmrg.rs --conserve Sz --sector 2` ends at the exact energy of
+//! its sector, and refuses an unreachable sector, `--measure` and a
+//! conservation law the model does not have. A symmetric run resumed from
+//! its checkpoint repeats the uninterrupted energies.
+//!
 //! The small Heisenberg case runs in a debug build; the others are
 //! release references (`#[ignore]`, run with `cargo test --release --test
 //! symmetric_dmrg -- --ignored`).
+
+mod common;
 
 use uni20::dist::symmetry::Charge;
 use uni20::tn::models::{heisenberg, hubbard, spin1, tfi, Model};
@@ -465,4 +472,48 @@ fn symmetric_run_resumes_from_its_checkpoint() {
         "{} vs exact {exact}",
         full[2]
     );
+}
+
+/// `examples/dmrg.rs --conserve` as a user runs it.
+#[test]
+fn example_runs_in_the_sector_it_is_given() {
+    let bin = common::example_binary("dmrg");
+    let run = |extra: &[&str]| {
+        let out = std::process::Command::new(&bin)
+            .args(["--sites", "8", "--chi-max", "16", "--block", "4", "--tol", "1e-12"])
+            .args(extra)
+            .env("UNI20_RANKS", "2")
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (ok, text, err) = run(&["--conserve", "Sz", "--sector", "2"]);
+    assert!(ok, "{text}{err}");
+    assert!(text.contains("conserve: Sz, sector (2)"), "{text}");
+    let e: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("final: E = "))
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|x| x.parse().ok())
+        .unwrap_or_else(|| panic!("no final energy in:\n{text}"));
+    let exact = spin_sector(8, 1, 1.0, 0.0, 2).lowest();
+    assert!((e - exact).abs() < 1e-9, "{e} vs exact {exact}");
+    // 8 spins 1/2 cannot have 2Sz = 1; tfi has no Sz; no measurements yet.
+    for (args, want) in [
+        (&["--conserve", "Sz", "--sector", "1"][..], "target charge"),
+        (&["--model", "tfi", "--conserve", "Sz"][..], "conserve"),
+        (
+            &["--conserve", "Sz", "--measure"][..],
+            "--measure is not available with --conserve",
+        ),
+        (&["--sector", "0"][..], "--sector needs --conserve"),
+        (&["--conserve", "spin"][..], "unknown conservation law"),
+    ] {
+        let (ok, text, err) = run(args);
+        assert!(!ok && err.contains(want), "{args:?}: {text}{err}");
+    }
 }
