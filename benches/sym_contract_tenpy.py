@@ -6,13 +6,15 @@ sends, one timed call per request, so that the bench can interleave it with its 
 Protocol (one line each, on stdin / stdout):
   request  {"bond": [[q, d], ...], "mpo": [[q, d], ...], "phys": [[q, d], ...]}
   reply    <seconds of one npc.tensordot call>   (operands built once per leg set, cached)
-The first line written is `ready <json of threadpoolctl.threadpool_info()>`, or
+The thread count is TENPY_THREADS (set by the bench to uni20's), applied with
+`threadpoolctl.threadpool_limits`. The first line written is `ready <json of threadpoolctl.threadpool_info()>`, or
 `skip <reason>` when TeNPy (or numpy) is missing; then the script exits.
 
 Charge convention (the same as uni20's): qconj +1 for an Out leg, -1 for an In leg; charges
 are 2 Sz. L: a In, w Out, b Out; theta: b In, s In, t In, c Out; both have total charge 0.
 """
 import json
+import os
 import sys
 import time
 
@@ -24,9 +26,11 @@ def main():
     except ImportError as e:  # pragma: no cover - depends on the machine
         print(f"skip TeNPy not installed ({e})", flush=True)
         return
+    threads = int(os.environ.get("TENPY_THREADS", "1"))
     try:
         import threadpoolctl
 
+        threadpoolctl.threadpool_limits(threads)
         info = threadpoolctl.threadpool_info()
     except ImportError:
         info = "threadpoolctl not installed"

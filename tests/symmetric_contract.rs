@@ -110,6 +110,9 @@ fn allowed(legs: &[Vec<(i64, usize)>], flux: i64) -> Vec<Vec<usize>> {
     }
 }
 
+/// A leg given as (direction, sectors `(charge, dim)`, largest tile).
+type LegSpec<'a> = (Direction, &'a [(i64, usize)], usize);
+
 /// The plan of a DMRG-like contraction `L(a,w,b) x A(b,s,c) -> (a,w,s,c)`
 /// counts exactly the charge-allowed block pairs (brute force over every
 /// tile tuple of both operands with the charge rule), their multiply-adds,
@@ -131,7 +134,7 @@ fn the_plan_counts_exactly_the_charge_allowed_block_pairs() {
         (Direction::Out, &bond[..], 3),
     ];
     let g = Symmetry::u1();
-    let lay = |s: &[(Direction, &[(i64, usize)], usize)], flux: i64| {
+    let lay = |s: &[LegSpec<'_>], flux: i64| {
         SymmetricLayout::new(
             g.clone(),
             s.iter().map(|&(d, sec, t)| u1_leg(d, sec, t)).collect(),

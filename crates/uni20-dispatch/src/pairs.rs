@@ -138,6 +138,8 @@ impl PairContraction {
         with_dtype!(out_dtype, T => self.run_typed::<T>(alpha, pairs, beta, c_in, out_shape, threads))
     }
 
+    /// Checks one pair against the spec and the output shape without allocating (the
+    /// error, when there is one, builds its shapes).
     fn check_pair(&self, a: &LocalTensor, b: &LocalTensor, out_shape: &[usize]) -> Result<(), ContractError> {
         for (operand, (t, order)) in [(a, &self.a_order), (b, &self.b_order)].into_iter().enumerate() {
             if t.shape().len() != order.len() {
@@ -149,19 +151,34 @@ impl PairContraction {
                 .into());
             }
         }
-        let a_shape: Vec<usize> = self.a_order.iter().map(|&p| a.shape()[p]).collect();
-        let b_shape: Vec<usize> = self.b_order.iter().map(|&p| b.shape()[p]).collect();
-        let (af, ak) = a_shape.split_at(self.a_free);
-        let (bk, bf) = b_shape.split_at(self.contracted);
-        let acc: Vec<usize> = af.iter().chain(bf).copied().collect();
-        let got: Vec<usize> = self.out_from_acc.iter().map(|&p| acc[p]).collect();
-        if ak != bk || got != out_shape {
-            return Err(ContractError::Shape {
-                expected: out_shape.to_vec(),
-                got: if ak != bk { b_shape } else { got },
-            });
+        let (sa, sb) = (a.shape(), b.shape());
+        let contracted_ok = (0..self.contracted).all(|i| sa[self.a_order[self.a_free + i]] == sb[self.b_order[i]]);
+        // Extent of accumulator dim p: A's free dims first, then B's.
+        let acc_extent = |p: usize| {
+            if p < self.a_free {
+                sa[self.a_order[p]]
+            } else {
+                sb[self.b_order[self.contracted + p - self.a_free]]
+            }
+        };
+        let out_ok = out_shape.len() == self.out_from_acc.len()
+            && self
+                .out_from_acc
+                .iter()
+                .zip(out_shape)
+                .all(|(&p, &n)| acc_extent(p) == n);
+        if contracted_ok && out_ok {
+            return Ok(());
         }
-        Ok(())
+        let got = if contracted_ok {
+            self.out_from_acc.iter().map(|&p| acc_extent(p)).collect()
+        } else {
+            sb.to_vec()
+        };
+        Err(ContractError::Shape {
+            expected: out_shape.to_vec(),
+            got,
+        })
     }
 
     fn run_typed<T: Element + faer::traits::ComplexField>(

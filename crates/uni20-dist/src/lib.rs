@@ -173,7 +173,7 @@ mod tests {
     fn every_command_keeps_its_wire_name_schema_and_debug_name() {
         let registry = uni20_worker::Registry::linked().unwrap();
         let expected = [
-            ("uni20.contract.v1", 2, "contract"),
+            ("uni20.contract.v1", 3, "contract"),
             ("uni20.svd.v1", 1, "svd"),
             ("uni20.qr.v1", 1, "qr"),
             ("uni20.eigh.v1", 1, "eigh"),
