@@ -345,7 +345,13 @@ pub fn check_fuse_split(ctl: &Controller<'_>, c: &FuseCase) -> Result<(), TestCa
         "fuse_legs {:?}: the dense embedding is not the permuted one",
         c
     );
-    prop_assert_eq!(f.plan_summary().unwrap().bytes_through_root, 0);
+    let fs = f.plan_summary().unwrap();
+    prop_assert_eq!(fs.bytes_through_root, 0);
+    // One item per allowed fused block, each input block copied once.
+    prop_assert_eq!(
+        (fs.work_items, fs.block_products),
+        (fl.blocks().len(), lay.blocks().len())
+    );
 
     // split inverts fuse exactly: same layout (tilings included), same values.
     let s = split_leg(ctl, &f, c.first, &fusion).unwrap();
@@ -356,6 +362,10 @@ pub fn check_fuse_split(ctl: &Controller<'_>, c: &FuseCase) -> Result<(), TestCa
         (ss.bytes_moved, ss.notes.len()),
         (0, 0),
         "a split of whole sectors moves nothing"
+    );
+    prop_assert_eq!(
+        (ss.work_items, ss.block_products),
+        (lay.blocks().len(), lay.blocks().len())
     );
 
     // The fused tensor retiled: the split reblocks its leg first, same values.
@@ -449,8 +459,11 @@ pub fn check_reblock(ctl: &Controller<'_>, c: &ReblockCase) -> Result<(), TestCa
         })
         .collect();
     let blocking = Blocking::from_extents(&lay.dense_shape(), extents).unwrap();
-    let e = reblock(ctl, &r, blocking).unwrap();
+    let e = reblock(ctl, &r, blocking.clone()).unwrap();
     prop_assert_eq!(e.layout().unwrap().legs(), legs.as_slice());
     prop_assert!(e.to_dense(ctl).unwrap() == dense, "reblock by explicit extents");
+    // The same tiling again: the same tensor (same blocks), nothing runs.
+    let same = reblock(ctl, &e, blocking).unwrap();
+    prop_assert_eq!(same.manifest(ctl).unwrap(), e.manifest(ctl).unwrap());
     Ok(())
 }

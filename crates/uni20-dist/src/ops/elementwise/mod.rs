@@ -96,6 +96,11 @@ fn check_job(ctl: &Controller<'_>) -> Result<(), DistError> {
 /// are exact. If `beta == 0`, `b` is neither read nor waited for (its shape
 /// and dtype still count).
 ///
+/// Symmetric operands (both or neither): `b`'s legs must be `a`'s up to the
+/// label permutation (same group, direction and sectors per leg; tilings
+/// may differ) with the same flux; the output has `a`'s legs permuted into
+/// output order, and one item per allowed block of `a` is computed.
+///
 /// Returns at once; see [`contract`](crate::contract) for the deferred
 /// semantics (program order, poisoning, keep-alive).
 ///
@@ -105,7 +110,10 @@ fn check_job(ctl: &Controller<'_>) -> Result<(), DistError> {
 /// count that differs from an operand's rank; [`DistError::ShapeMismatch`]
 /// if a label's extent differs between `a` and `b`;
 /// [`DistError::Elementwise`] (`ComplexScalarForRealOutput`) for a complex
-/// `alpha`/`beta` with a real output; [`DistError::Job`] if the job
+/// `alpha`/`beta` with a real output; [`DistError::Layout`] (`Mixed`) for
+/// a symmetric and a dense operand; [`DistError::SymLayout`]
+/// (`LegMismatch` naming both legs and what differs, `FluxMismatch`) for
+/// symmetric operands that do not match; [`DistError::Job`] if the job
 /// already stopped.
 pub fn axpby(
     ctl: &Controller<'_>,
@@ -369,7 +377,8 @@ fn symmetric_layout<'t>(operation: &'static str, t: &'t DistTensor) -> Result<&'
 /// Fuses the `count` adjacent legs `first_leg .. first_leg + count` of the
 /// symmetric tensor `t` into one leg of direction `direction` (TeNPy's
 /// `combine_legs`, ITensor's combiner). Returns the fused tensor and the
-/// [`Fusion`] that [`split_leg`] takes to undo it.
+/// [`Fusion`] that [`split_leg`] takes to undo it (`Fusion::new` of the same
+/// legs and direction rebuilds it, for example after a restart).
 ///
 /// The fused leg's sectors are the sorted distinct charges `q_F` of the
 /// parts' sector combinations (`s_F q_F = sum_j s_j q_j`, so the flux is

@@ -216,8 +216,8 @@ pub(crate) fn fuse_geometry(
         let dims: Vec<usize> = (0..k).map(|j| fusion.parts()[j].sectors()[parts[j]].dim).collect();
         let p = inner_strides(&dims);
         let mut at = e.offset;
-        for j in 0..k {
-            at += lin.legs()[first + j].tile(blk.tiles[first + j])?.offset_in_sector * p[j];
+        for (j, &pj) in p.iter().enumerate() {
+            at += lin.legs()[first + j].tile(blk.tiles[first + j])?.offset_in_sector * pj;
         }
         let mut dst_strides = ostr[..first].to_vec();
         dst_strides.extend(p.iter().map(|&pj| fs * pj));
@@ -324,8 +324,8 @@ pub(crate) fn split_geometry(
         let dims: Vec<usize> = (0..k).map(|j| fusion.parts()[j].sectors()[parts[j]].dim).collect();
         let p = inner_strides(&dims);
         let mut at = e.offset;
-        for j in 0..k {
-            at += lout.legs()[leg + j].tile(blk.tiles[leg + j])?.offset_in_sector * p[j];
+        for (j, &pj) in p.iter().enumerate() {
+            at += lout.legs()[leg + j].tile(blk.tiles[leg + j])?.offset_in_sector * pj;
         }
         let mut src_strides = istr[..leg].to_vec();
         src_strides.extend(p.iter().map(|&pj| fs * pj));
