@@ -32,7 +32,7 @@ fn main() {
             for seed in 0..16u64 {
                 let rank = 2 + (seed % 3) as usize;
                 let dtype = dtypes[(seed % 4) as usize];
-                let layout = random_layout(seed, rank, 1 + (seed % 3) as usize, seed % 5 == 0);
+                let layout = random_layout(seed, rank, 1 + (seed % 3) as usize, seed.is_multiple_of(5));
                 let t = uni20::dist::sym_random(ctl, layout, dtype, seed).unwrap();
                 let mut order: Vec<usize> = (0..rank).collect();
                 if seed % 2 == 1 {
@@ -41,18 +41,18 @@ fn main() {
                 let split = split_of(&order, 1 + (seed as usize % (rank - 1)));
                 let opts = SvdOptions {
                     truncation: SvdTruncation {
-                        max_rank: (seed % 3 != 0).then_some(1 + (seed % 5) as usize),
+                        max_rank: (!seed.is_multiple_of(3)).then_some(1 + (seed % 5) as usize),
                         ..Default::default()
                     },
-                    s_diag: seed % 2 == 0,
+                    s_diag: seed.is_multiple_of(2),
                     ..Default::default()
                 };
                 check_sym_svd(ctl, &t, &split, &opts);
-                check_sym_qr(ctl, &t, &split, seed % 2 == 0);
+                check_sym_qr(ctl, &t, &split, seed.is_multiple_of(2));
                 checked += 2;
             }
             for seed in 0..6u64 {
-                let g = symdecomp_common::group(seed % 3 == 0);
+                let g = symdecomp_common::group(seed.is_multiple_of(3));
                 let mut rng = Rng::new(seed);
                 let r = 1 + (seed % 2) as usize;
                 let legs: Vec<_> = (0..r).map(|_| random_leg(&g, &mut rng, 2)).collect();

@@ -69,7 +69,7 @@ pub fn random_leg(g: &Symmetry, rng: &mut Rng, tile: usize) -> Leg {
             dim: rng.range(1, 3) as usize,
         })
         .collect();
-    let dir = if rng.next() % 2 == 0 {
+    let dir = if rng.next().is_multiple_of(2) {
         Direction::In
     } else {
         Direction::Out
@@ -317,6 +317,10 @@ pub fn check_sym_svd(ctl: &Controller<'_>, t: &DistTensor, split: &str, opts: &S
         assert!((x - y).abs() <= 10.0 * tl * full.s[0].max(1.0), "{x} vs {y}");
     }
     assert!((out.discarded_weight - dense.discarded_weight).abs() <= 10.0 * tl);
+    assert_eq!(
+        out.degenerate_split, dense.degenerate_split,
+        "the multiplet rule as the dense SVD's"
+    );
     if let Some(sd) = &out.s_diag {
         let lay = sd.layout().unwrap();
         assert_eq!(lay.legs(), &[bond.dual(), bond.clone()]);

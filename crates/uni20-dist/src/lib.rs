@@ -36,7 +36,7 @@
 //!
 //! Commands defined here (all registered at link time):
 //! `uni20.contract.v1`, `uni20.svd.v1`, `uni20.qr.v1`, `uni20.eigh.v1`,
-//! `uni20.distribute_factors.v1`, `uni20.replicate.v1`, `uni20.put_blocks.v1`,
+//! `uni20.distribute_factors.v1`, `uni20.sym_factorize.v1`, `uni20.sym_cut.v1`, `uni20.replicate.v1`, `uni20.put_blocks.v1`,
 //! `uni20.get_blocks.v1`, `uni20.npy_read.v1`, `uni20.npy_write.v1`,
 //! `uni20.elementwise.v1`, `uni20.regroup.v1`, `uni20.reblock.v1`, `uni20.reduce.v1`,
 //! `uni20.create.v1`.

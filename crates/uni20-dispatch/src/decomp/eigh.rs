@@ -43,6 +43,43 @@ pub struct EighOptions {
     pub hermitian_rtol: Option<f64>,
 }
 
+impl EighOptions {
+    /// The relative Hermiticity tolerance in force for `dtype`:
+    /// `hermitian_rtol`, or its default.
+    pub fn rtol_for(&self, dtype: DType) -> f64 {
+        self.hermitian_rtol.unwrap_or(default_rtol(dtype))
+    }
+}
+
+/// How far a square matrix is from Hermitian ([`hermitian_deviation`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HermitianDeviation {
+    /// The largest `|A[row, col] - conj(A[col, row])|`.
+    pub deviation: f64,
+    /// Its row (`row <= col`; the first such entry in row-major order).
+    pub row: usize,
+    /// Its column.
+    pub col: usize,
+    /// `max |A|`.
+    pub max_abs: f64,
+}
+
+/// The largest deviation of the square `matrix` from Hermitian, with
+/// `max |A|` (what [`eigh`] compares with `hermitian_rtol`); callers that
+/// decompose a matrix in pieces (the sectors of a block-diagonal one)
+/// combine the pieces' deviations and apply the tolerance to the whole.
+///
+/// # Errors
+/// [`DecompError::NotMatrix`] (not rank 2), [`DecompError::NotSquare`].
+pub fn hermitian_deviation(matrix: &LocalTensor) -> Result<HermitianDeviation, DecompError> {
+    let op = DecompKind::Eigh;
+    let (rows, cols) = check_matrix(op, matrix)?;
+    if rows != cols {
+        return Err(DecompError::NotSquare { op, rows, cols });
+    }
+    Ok(with_dtype!(matrix.dtype(), T => deviation(elems_of::<T>(matrix), rows)))
+}
+
 /// The eigendecomposition from [`eigh`].
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
@@ -92,7 +129,7 @@ pub fn eigh_with_attempts(
         return Err(DecompError::NotSquare { op, rows, cols });
     }
     let dtype = matrix.dtype();
-    let tol = opts.hermitian_rtol.unwrap_or(default_rtol(dtype));
+    let tol = opts.rtol_for(dtype);
     check_tol(op, "hermitian_rtol", tol)?;
     let n = rows;
     with_dtype!(dtype, T => check_hermitian(elems_of::<T>(matrix), n, tol)?);
@@ -116,8 +153,8 @@ pub fn eigh_with_attempts(
     ))
 }
 
-/// `Err(NotHermitian)` if `max |a_ij - conj(a_ji)| > tol * max |a_ij|`.
-fn check_hermitian<T: Lane>(a: &[T], n: usize, tol: f64) -> Result<(), DecompError> {
+/// The largest `|a_ij - conj(a_ji)|` of the `n x n` matrix `a`, and `max |a_ij|`.
+fn deviation<T: Lane>(a: &[T], n: usize) -> HermitianDeviation {
     let max_abs = a.iter().fold(0.0f64, |m, x| m.max(x.abs()));
     let mut worst = (0.0f64, 0, 0);
     for i in 0..n {
@@ -129,13 +166,23 @@ fn check_hermitian<T: Lane>(a: &[T], n: usize, tol: f64) -> Result<(), DecompErr
             }
         }
     }
-    let (deviation, row, col) = worst;
-    if deviation > tol * max_abs {
+    HermitianDeviation {
+        deviation: worst.0,
+        row: worst.1,
+        col: worst.2,
+        max_abs,
+    }
+}
+
+/// `Err(NotHermitian)` if `max |a_ij - conj(a_ji)| > tol * max |a_ij|`.
+fn check_hermitian<T: Lane>(a: &[T], n: usize, tol: f64) -> Result<(), DecompError> {
+    let d = deviation(a, n);
+    if d.deviation > tol * d.max_abs {
         return Err(DecompError::NotHermitian {
-            row,
-            col,
-            deviation,
-            max_abs,
+            row: d.row,
+            col: d.col,
+            deviation: d.deviation,
+            max_abs: d.max_abs,
             tolerance: tol,
         });
     }

@@ -29,7 +29,10 @@ mod cuda_decline;
 
 #[cfg(feature = "cuda")]
 pub use cuda_decline::CudaDecompBackend;
-pub use eigh::{eigh, eigh_with_attempts, EighBackend, EighBackendList, EighFactors, EighOptions, EighResult};
+pub use eigh::{
+    eigh, eigh_with_attempts, hermitian_deviation, EighBackend, EighBackendList, EighFactors, EighOptions, EighResult,
+    HermitianDeviation,
+};
 pub use faer_decomp::FaerDecompBackend;
 pub use qr::{lq, lq_with_attempts, qr, qr_with_attempts, LqResult, QrBackend, QrBackendList, QrFactors, QrResult};
 pub use svd::{

@@ -141,6 +141,41 @@ pub(crate) enum RejectionV1 {
     },
 }
 
+impl From<super::matrix::BadElement> for RejectionV1 {
+    fn from(bad: super::matrix::BadElement) -> RejectionV1 {
+        RejectionV1::NonFinite {
+            block: bad.block,
+            element: bad.element,
+            value: bad.value,
+        }
+    }
+}
+
+impl RejectionV1 {
+    /// The typed error of a `NonFinite` rejection of `op` on the input `m`
+    /// (`None` for another rejection).
+    pub(crate) fn non_finite_error(
+        &self,
+        op: DecompKind,
+        m: &crate::tensor::Manifest,
+    ) -> Option<crate::error::DistError> {
+        match self {
+            RejectionV1::NonFinite { block, element, value } => Some(crate::error::DistError::NonFinite {
+                op,
+                block: *block,
+                block_index: if *block < m.blocks.len() {
+                    m.stored_multi(*block)
+                } else {
+                    Vec::new()
+                },
+                element: element.clone(),
+                value: *value,
+            }),
+            RejectionV1::NotHermitian { .. } => None,
+        }
+    }
+}
+
 /// What the factorizing worker reports.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct FactoredV1 {
@@ -309,11 +344,7 @@ fn run(
         Ok(t) => t,
         Err(bad) => {
             tracing::debug!(target: "uni20_dist", rank = ctx.rank(), %op, block = bad.block, "input rejected: not finite");
-            return Ok(DecompReplyV1::Rejected(RejectionV1::NonFinite {
-                block: bad.block,
-                element: bad.element,
-                value: bad.value,
-            }));
+            return Ok(DecompReplyV1::Rejected(bad.into()));
         }
     };
     let assembled_at = start.elapsed();

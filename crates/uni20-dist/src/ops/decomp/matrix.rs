@@ -6,7 +6,7 @@
 //! the typed storage of the result: no intermediate buffers.
 
 use uni20_dispatch::{DType, LocalTensor, TensorData, C64};
-use uni20_persist::{ObjectId, PersistentPtr, Store};
+use uni20_persist::{ObjectId, PValue, PersistentPtr, Store};
 use uni20_worker::HandlerError;
 
 use super::command::MatrixDescV1;
@@ -46,7 +46,7 @@ pub(crate) fn zeros(dtype: DType, len: usize) -> TensorData {
 }
 
 /// Flat index and value of the first element with a NaN or infinite part.
-pub(crate) fn first_non_finite(t: &LocalTensor) -> Option<(usize, C64)> {
+fn first_non_finite(t: &LocalTensor) -> Option<(usize, C64)> {
     match t.data() {
         TensorData::F32(v) => v
             .iter()
@@ -59,6 +59,45 @@ pub(crate) fn first_non_finite(t: &LocalTensor) -> Option<(usize, C64)> {
             .map(|i| (i, C64::new(v[i].re.into(), v[i].im.into()))),
         TensorData::C64(v) => v.iter().position(|x| !x.is_finite()).map(|i| (i, v[i])),
     }
+}
+
+/// Loads input block `b` (object `id`), checks that it has `shape` and
+/// `dtype`, and finds its first non-finite element (named in the whole
+/// tensor by the block's `offset`).
+///
+/// # Errors
+/// A [`HandlerError`] naming the object if it cannot be loaded or does not
+/// have the planned shape and dtype.
+pub(crate) fn load_input_block(
+    store: &Store,
+    id: ObjectId,
+    b: usize,
+    shape: &[usize],
+    offset: &[usize],
+    dtype: DType,
+) -> Result<Result<PValue<Block>, BadElement>, HandlerError> {
+    let blk = store
+        .load_wait(PersistentPtr::<Block>::from_id(id))
+        .map_err(|e| HandlerError::from(e).with_object(id))?;
+    let t = &blk.0;
+    if t.shape() != shape || t.dtype() != dtype {
+        return Err(HandlerError::msg(format!(
+            "block {b} is {} {:?}, the input's tiling says {dtype} {shape:?}",
+            t.dtype(),
+            t.shape(),
+        ))
+        .with_object(id));
+    }
+    if let Some((i, value)) = first_non_finite(t) {
+        let local = MatrixSplit::unflatten(shape, i);
+        let element = local.iter().zip(offset).map(|(l, o)| l + o).collect();
+        return Ok(Err(BadElement {
+            block: b,
+            element,
+            value,
+        }));
+    }
+    Ok(Ok(blk))
 }
 
 /// Assembles the `rows x cols` matrix view of the input described by `d`
@@ -84,29 +123,11 @@ pub(crate) fn assemble(store: &Store, d: &MatrixDescV1) -> Result<Result<LocalTe
         let multi = d.blocking.multi(b);
         let shape = d.blocking.block_shape(&multi);
         let offset = d.blocking.block_offset(&multi);
-        let blk = store
-            .load_wait(PersistentPtr::<Block>::from_id(r.id))
-            .map_err(|e| HandlerError::from(e).with_object(r.id))?;
+        let blk = match load_input_block(store, r.id, b, &shape, &offset, d.dtype)? {
+            Ok(blk) => blk,
+            Err(bad) => return Ok(Err(bad)),
+        };
         let t = &blk.0;
-        if t.shape() != shape.as_slice() || t.dtype() != d.dtype {
-            return Err(HandlerError::msg(format!(
-                "block {b} is {} {:?}, the input's tiling says {} {:?}",
-                t.dtype(),
-                t.shape(),
-                d.dtype,
-                shape
-            ))
-            .with_object(r.id));
-        }
-        if let Some((i, value)) = first_non_finite(t) {
-            let local = MatrixSplit::unflatten(&shape, i);
-            let element = local.iter().zip(&offset).map(|(l, o)| l + o).collect();
-            return Ok(Err(BadElement {
-                block: b,
-                element,
-                value,
-            }));
-        }
         let base: usize = offset.iter().zip(&strides).map(|(o, s)| o * s).sum();
         copy_box(t.as_bytes(), &c_strides(&shape), 0, dst, &strides, base, &shape, elem);
     }

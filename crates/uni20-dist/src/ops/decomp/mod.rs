@@ -22,6 +22,26 @@
 //! is a synchronization point: it waits for the input's producing
 //! operation, runs, and returns ready tensors.
 //!
+//! # Symmetric tensors
+//! A symmetric input (planner in `symmetric`, commands in `sym_command`,
+//! root flow in `sym_run`) is factorized sector by sector: the row legs
+//! fuse into a leg of direction `Out`, the column legs into one of
+//! direction `In`, and the matrix is block diagonal by charge, one sector
+//! matrix per row charge `q_R` (the column charge being `q_R - flux`).
+//! The sector matrices are assigned to the compute workers by cost
+//! (`m n min(m, n)`), assembled there from blocks fetched worker to worker
+//! and factorized in parallel with the same local kernels; only the
+//! values come back to the root, which decides the kept counts (the SVD
+//! truncation across all sectors, [`truncate_sectors`](crate::symmetry::truncate_sectors)),
+//! and the workers cut the factors' blocks, which stay on their sector's
+//! worker. The factors are symmetric: the left one (`U`, `Q`, `L`, the
+//! eigenvectors) has the row legs and a new bond leg of direction `In`
+//! whose sectors carry the row charges, with flux zero; the right one
+//! (`Vh`, `R`, `Q` of LQ) has the dual bond (`Out`) and the column legs,
+//! and carries the input's flux; `S` has the legs (dual of U's bond, dual
+//! of Vh's bond). A sector that keeps nothing has no bond sector. `eigh`
+//! needs flux zero and every column leg the dual of its row leg.
+//!
 //! # Blocking of the factors
 //! The row and column modes of the factors keep the input's block extents
 //! of those modes, so contracting a factor with tensors blocked like the
@@ -337,7 +357,11 @@ fn qr_family(
 /// [`SplitError::NotSquare`](crate::error::SplitError::NotSquare); [`DistError::Decomp`] for an invalid
 /// `hermitian_rtol`; and, from the data, [`DistError::NotHermitian`]
 /// naming the largest deviation `|A[i, j] - conj(A[j, i])|` and where it
-/// is (the job goes on).
+/// is (the job goes on). A symmetric input: [`DistError::SymDecomp`] when
+/// the flux is not zero or a column leg is not the dual of its row leg;
+/// the Hermiticity test is the dense one (the largest deviation of all
+/// sectors against `hermitian_rtol` times the largest entry of all
+/// sectors), the deviation named in the dense matrix view.
 pub fn eigh(ctl: &Controller<'_>, t: &DistTensor, split: &str, opts: &EighOptions) -> Result<EighOutput, DistError> {
     if let Some(layout) = t.layout() {
         return sym_eigh(ctl, t, layout, split, opts);
@@ -379,7 +403,12 @@ fn sym_svd(
         opts.max_matrix_bytes,
     )?;
     plan::check_truncation(&opts.truncation)?;
-    let f = sym_run::factorize_symmetric(ctl, t, &v, SymKindV1::Svd, Some(&opts.truncation), opts.s_diag)?;
+    let o = sym_run::SymRootOptions {
+        truncation: Some(&opts.truncation),
+        s_diag: opts.s_diag,
+        hermitian: None,
+    };
+    let f = sym_run::factorize_symmetric(ctl, t, &v, SymKindV1::Svd, o)?;
     let mut s = Vec::new();
     let mut discarded = Vec::new();
     let mut sectors = Vec::new();
@@ -428,7 +457,7 @@ fn sym_qr_family(
         (DecompKind::Qr, SymKindV1::Qr)
     };
     let v = symmetric::validate(op, t.meta(), layout, split, opts.k_block, opts.max_matrix_bytes)?;
-    let f = sym_run::factorize_symmetric(ctl, t, &v, kind, None, false)?;
+    let f = sym_run::factorize_symmetric(ctl, t, &v, kind, Default::default())?;
     let mut it = f.tensors.into_iter();
     Ok((next(&mut it)?, next(&mut it)?, f.factorizer, f.summary))
 }
@@ -450,10 +479,13 @@ fn sym_eigh(
         opts.max_matrix_bytes,
     )?;
     plan::check_tolerances(DecompKind::Eigh, &[("hermitian_rtol", opts.hermitian_rtol)])?;
-    let kind = SymKindV1::Eigh {
-        hermitian_rtol: opts.hermitian_rtol,
+    let o = sym_run::SymRootOptions {
+        hermitian: Some(uni20_dispatch::decomp::EighOptions {
+            hermitian_rtol: opts.hermitian_rtol,
+        }),
+        ..Default::default()
     };
-    let f = sym_run::factorize_symmetric(ctl, t, &v, kind, None, false)?;
+    let f = sym_run::factorize_symmetric(ctl, t, &v, SymKindV1::Eigh, o)?;
     let mut values: Vec<f64> = f.sectors.iter().flat_map(|(_, v, _)| v.iter().copied()).collect();
     values.sort_by(|a, b| a.total_cmp(b));
     let sectors = f

@@ -66,35 +66,10 @@ pub(crate) fn validate(
             cols: usize::try_from(cols).unwrap_or(usize::MAX),
         }));
     }
-    let limit = max_matrix_bytes.unwrap_or(DEFAULT_MAX_MATRIX_BYTES);
-    let bytes = rows
-        .saturating_mul(cols)
-        .saturating_mul(input.dtype.size_bytes() as u128);
-    if bytes > limit as u128 {
-        return Err(DistError::MatrixTooLarge {
-            op,
-            rows,
-            cols,
-            dtype: input.dtype,
-            bytes,
-            limit,
-        });
-    }
+    check_matrix_bytes(op, rows, cols, input.dtype, max_matrix_bytes)?;
     // Below the limit, both sizes fit in usize.
     let (rows, cols) = (rows as usize, cols as usize);
-    let k_block = match k_block {
-        Some(0) => return Err(BlockingError::ZeroBlockSize.into()),
-        Some(b) => b,
-        None => input
-            .blocking
-            .extents()
-            .iter()
-            .flatten()
-            .copied()
-            .max()
-            .unwrap_or(1)
-            .max(1),
-    };
+    let k_block = resolve_k_block(input, k_block)?;
     let v = Validated {
         op,
         input: input.clone(),
@@ -105,6 +80,48 @@ pub(crate) fn validate(
     };
     factor_metas(&v, rows.min(cols), true)?;
     Ok(v)
+}
+
+/// Checks that a `rows x cols` matrix of `dtype` fits `max_matrix_bytes`
+/// (default [`DEFAULT_MAX_MATRIX_BYTES`]).
+pub(crate) fn check_matrix_bytes(
+    op: DecompKind,
+    rows: u128,
+    cols: u128,
+    dtype: DType,
+    max_matrix_bytes: Option<u64>,
+) -> Result<(), DistError> {
+    let limit = max_matrix_bytes.unwrap_or(DEFAULT_MAX_MATRIX_BYTES);
+    let bytes = rows.saturating_mul(cols).saturating_mul(dtype.size_bytes() as u128);
+    if bytes > limit as u128 {
+        return Err(DistError::MatrixTooLarge {
+            op,
+            rows,
+            cols,
+            dtype,
+            bytes,
+            limit,
+        });
+    }
+    Ok(())
+}
+
+/// The block extent of the new index: `k_block`, or by default the
+/// input's largest block extent (zero is an error).
+pub(crate) fn resolve_k_block(input: &TensorMeta, k_block: Option<usize>) -> Result<usize, DistError> {
+    match k_block {
+        Some(0) => Err(BlockingError::ZeroBlockSize.into()),
+        Some(b) => Ok(b),
+        None => Ok(input
+            .blocking
+            .extents()
+            .iter()
+            .flatten()
+            .copied()
+            .max()
+            .unwrap_or(1)
+            .max(1)),
+    }
 }
 
 /// Checks SVD truncation options as the local kernel will (so that a bad

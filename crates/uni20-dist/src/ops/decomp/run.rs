@@ -132,18 +132,11 @@ where
 
 /// The typed error of a rejected input.
 fn rejection(v: &Validated, m: &Manifest, r: RejectionV1) -> DistError {
+    if let Some(e) = r.non_finite_error(v.op, m) {
+        return e;
+    }
     match r {
-        RejectionV1::NonFinite { block, element, value } => DistError::NonFinite {
-            op: v.op,
-            block,
-            block_index: if block < m.blocks.len() {
-                m.blocking.multi(block)
-            } else {
-                Vec::new()
-            },
-            element,
-            value,
-        },
+        RejectionV1::NonFinite { .. } => DistError::Protocol("a non-finite rejection without its error".into()),
         RejectionV1::NotHermitian {
             row,
             col,

@@ -16,15 +16,15 @@
 
 use serde::{Deserialize, Serialize};
 use uni20_dispatch::decomp::{
-    eigh_with_attempts, lq_with_attempts, qr_with_attempts, svd_with_attempts, EighBackendList, EighOptions,
-    QrBackendList, SvdBackendList, SvdOptions,
+    eigh_with_attempts, hermitian_deviation, lq_with_attempts, qr_with_attempts, svd_with_attempts, EighBackendList,
+    EighOptions, QrBackendList, SvdBackendList, SvdOptions,
 };
 use uni20_dispatch::{DType, LocalTensor, TensorData};
 use uni20_persist::{ObjectId, PValue, PersistentPtr, Store};
 use uni20_worker::{command, HandlerError, WorkerContext};
 
 use super::command::{attempt_lines, gpu_first, kernel_outcome, local_list, RejectionV1};
-use super::matrix::{bytes_mut, first_non_finite, zeros};
+use super::matrix::{bytes_mut, load_input_block, zeros};
 use super::split::MatrixSplit;
 use super::symmetric::{BoxPlace, SectorGeometry};
 use crate::layout::{c_strides, copy_box};
@@ -41,11 +41,10 @@ pub(crate) enum SymKindV1 {
     Qr,
     /// LQ.
     Lq,
-    /// Hermitian eigendecomposition, with the relative tolerance.
-    Eigh {
-        /// Relative Hermiticity tolerance (`None`: the kernel's default).
-        hermitian_rtol: Option<f64>,
-    },
+    /// Hermitian eigendecomposition of each sector's Hermitian part; each
+    /// sector reports its deviation from Hermitian, and the root applies
+    /// the tolerance to the whole matrix.
+    Eigh,
 }
 
 /// Descriptor of `uni20.sym_factorize.v1`.
@@ -83,6 +82,9 @@ pub(crate) struct SectorFactoredV1 {
     pub(crate) k: usize,
     /// The full factors' object ids, in the family's order.
     pub(crate) full: Vec<ObjectId>,
+    /// Eigh: the sector matrix's largest deviation from Hermitian
+    /// `(deviation, row, col, max |A_s|)`, in the sector's indices.
+    pub(crate) hermitian: Option<(f64, usize, usize, f64)>,
     /// The local backend attempts, one line each.
     pub(crate) attempts: Vec<String>,
 }
@@ -212,31 +214,11 @@ fn assemble_sector(
             .get(b)
             .ok_or_else(|| HandlerError::msg(format!("sector {s} names block {b}, the map has {}", d.blocks.len())))?;
         let shape = d.layout.block_extents(b);
-        let blk = load(store, r.id)?;
+        let blk = match load_input_block(store, r.id, b, &shape, &d.layout.block_offsets(b), d.dtype)? {
+            Ok(blk) => blk,
+            Err(bad) => return Ok(Err(bad.into())),
+        };
         let t = &blk.0;
-        if t.shape() != shape.as_slice() || t.dtype() != d.dtype {
-            return Err(HandlerError::msg(format!(
-                "block {b} is {} {:?}, the layout says {} {:?}",
-                t.dtype(),
-                t.shape(),
-                d.dtype,
-                shape
-            ))
-            .with_object(r.id));
-        }
-        if let Some((i, value)) = first_non_finite(t) {
-            let local = MatrixSplit::unflatten(&shape, i);
-            let element = local
-                .iter()
-                .zip(d.layout.block_offsets(b))
-                .map(|(l, o)| l + o)
-                .collect();
-            return Ok(Err(RejectionV1::NonFinite {
-                block: b,
-                element,
-                value,
-            }));
-        }
         let place = geo
             .input_place(b)
             .filter(|p| p.sector == s)
@@ -255,12 +237,15 @@ fn assemble_sector(
     Ok(Ok(LocalTensor::from_data(&[sec.m, sec.n], data)?))
 }
 
+/// A sector's full factors, its values and the backend attempt lines.
+type SectorFactors = (Vec<LocalTensor>, Vec<f64>, Vec<String>);
+
 /// The full factors and values of one sector matrix, or a rejection.
 fn factorize_sector(
     ctx: &WorkerContext<'_>,
     kind: SymKindV1,
     a: &LocalTensor,
-) -> Result<Result<(Vec<LocalTensor>, Vec<f64>, Vec<String>), RejectionV1>, HandlerError> {
+) -> Result<Result<SectorFactors, RejectionV1>, HandlerError> {
     let r = match kind {
         SymKindV1::Svd => {
             let list = local_list!(SvdBackendList, ctx);
@@ -274,9 +259,15 @@ fn factorize_sector(
             let list = local_list!(QrBackendList, ctx);
             lq_with_attempts(a, &list).map(|(r, at)| (vec![r.l, r.q], Vec::new(), at))
         }
-        SymKindV1::Eigh { hermitian_rtol } => {
+        SymKindV1::Eigh => {
+            // The tolerance is the root's decision over all sectors (relative to
+            // the largest entry of the whole matrix): the kernel accepts any
+            // sector and decomposes its Hermitian part.
             let list = local_list!(EighBackendList, ctx);
-            eigh_with_attempts(a, &EighOptions { hermitian_rtol }, &list).map(|(r, at)| (vec![r.vectors], r.values, at))
+            let opts = EighOptions {
+                hermitian_rtol: Some(f64::MAX),
+            };
+            eigh_with_attempts(a, &opts, &list).map(|(r, at)| (vec![r.vectors], r.values, at))
         }
     };
     match r {
@@ -302,6 +293,13 @@ fn handle_factorize(ctx: &mut WorkerContext<'_>, d: SymFactorizeDescV1) -> Resul
         return Ok(SymFactorReplyV1::Factored(Vec::new()));
     }
     let geo = geometry(&d.layout, &d.rows, &d.cols)?;
+    if d.blocks.len() != d.layout.blocks().len() {
+        return Err(HandlerError::msg(format!(
+            "a block map of {} entries for a layout of {} allowed blocks",
+            d.blocks.len(),
+            d.layout.blocks().len()
+        )));
+    }
     if geo.sectors.len() != d.workers.len() || d.sector_blocks.len() != d.workers.len() {
         return Err(HandlerError::msg(format!(
             "{} sector workers and {} block lists for {} sector matrices",
@@ -309,6 +307,30 @@ fn handle_factorize(ctx: &mut WorkerContext<'_>, d: SymFactorizeDescV1) -> Resul
             d.sector_blocks.len(),
             geo.sectors.len()
         )));
+    }
+    // Every block of this rank's sectors is checked before any sector is
+    // factorized, so that the first non-finite block (in block order) is named.
+    let mut first_bad: Option<(usize, RejectionV1)> = None;
+    for &s in &mine {
+        for &b in &d.sector_blocks[s] {
+            if first_bad
+                .as_ref()
+                .is_some_and(|(_, r)| matches!(r, RejectionV1::NonFinite { block, .. } if *block < b))
+            {
+                continue;
+            }
+            let r = d.blocks.get(b).ok_or_else(|| {
+                HandlerError::msg(format!("sector {s} names block {b}, the map has {}", d.blocks.len()))
+            })?;
+            let shape = d.layout.block_extents(b);
+            if let Err(bad) = load_input_block(store, r.id, b, &shape, &d.layout.block_offsets(b), d.dtype)? {
+                first_bad = Some((s, bad.into()));
+            }
+        }
+    }
+    if let Some((sector, rejection)) = first_bad {
+        release(store, &replicas, "the fetched input blocks")?;
+        return Ok(SymFactorReplyV1::Rejected { sector, rejection });
     }
     let mut done: Vec<SectorFactoredV1> = Vec::with_capacity(mine.len());
     let mut outcome = Ok(None);
@@ -336,6 +358,13 @@ fn handle_factorize(ctx: &mut WorkerContext<'_>, d: SymFactorizeDescV1) -> Resul
                 break;
             }
         };
+        let hermitian = match d.kind {
+            SymKindV1::Eigh => {
+                let h = hermitian_deviation(&matrix).map_err(HandlerError::from)?;
+                Some((h.deviation, h.row, h.col, h.max_abs))
+            }
+            _ => None,
+        };
         let k = factors.first().map_or(0, |f| f.shape()[1]);
         let mut full = Vec::with_capacity(factors.len());
         for f in factors {
@@ -361,6 +390,7 @@ fn handle_factorize(ctx: &mut WorkerContext<'_>, d: SymFactorizeDescV1) -> Resul
             values,
             k,
             full,
+            hermitian,
             attempts,
         });
         if outcome.is_err() {
@@ -451,6 +481,12 @@ fn handle_cut(ctx: &mut WorkerContext<'_>, d: SymCutDescV1) -> Result<Vec<(u32, 
                     }
                     FactorRoleV1::Diagonal => {
                         let legs = lay.legs();
+                        if legs.len() != 2 {
+                            return Err(HandlerError::msg(format!(
+                                "diagonal factor {f} has {} legs",
+                                legs.len()
+                            )));
+                        }
                         let tiles = &lay.blocks()[b].tiles;
                         let tile = |l: usize| {
                             legs[l]

@@ -8,7 +8,7 @@
 //! `uni20.sym_cut.v1`, then build the factor tensors with their plan
 //! summary.
 
-use uni20_dispatch::decomp::DecompKind;
+use uni20_dispatch::decomp::{DecompKind, EighOptions};
 use uni20_worker::Controller;
 
 use super::command::RejectionV1;
@@ -17,11 +17,11 @@ use super::sym_command::{
     SymFactorizeDescV1, SymFactorizeV1, SymKindV1,
 };
 use super::symmetric::{factor_layouts, factor_metas, plan_sectors, SymValidated};
-use super::SvdTruncation;
 use crate::error::DistError;
 use crate::summary::PlanSummary;
 use crate::symmetry::{truncate_sectors, Charge};
 use crate::tensor::{BlockRef, DistTensor, Manifest};
+use uni20_dispatch::decomp::SvdOptions as SvdTruncation;
 
 /// A finished symmetric factorization as the root sees it.
 pub(crate) struct SymFactorization {
@@ -40,17 +40,31 @@ pub(crate) struct SymFactorization {
     pub(crate) summary: PlanSummary,
 }
 
+/// The root's options of a symmetric decomposition.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct SymRootOptions<'o> {
+    /// SVD: the truncation, decided over all sectors.
+    pub(crate) truncation: Option<&'o SvdTruncation>,
+    /// SVD: also build the diagonal factor.
+    pub(crate) s_diag: bool,
+    /// Eigh: the Hermiticity tolerance, applied to the whole matrix.
+    pub(crate) hermitian: Option<EighOptions>,
+}
+
 /// Runs a symmetric decomposition of `t` for the validated call `v`:
-/// `kind` on the wire, `truncation` for the SVD, `s_diag` for the SVD's
-/// diagonal factor.
+/// `kind` on the wire, with the root's decisions in `o`.
 pub(crate) fn factorize_symmetric(
     ctl: &Controller<'_>,
     t: &DistTensor,
     v: &SymValidated,
     kind: SymKindV1,
-    truncation: Option<&SvdTruncation>,
-    s_diag: bool,
+    o: SymRootOptions<'_>,
 ) -> Result<SymFactorization, DistError> {
+    let SymRootOptions {
+        truncation,
+        s_diag,
+        hermitian,
+    } = o;
     let m = t.manifest(ctl)?;
     let workers = ctl.compute_ranks();
     let g = &v.geometry;
@@ -91,7 +105,15 @@ pub(crate) fn factorize_symmetric(
                 }
             }
             SymFactorReplyV1::Rejected { sector, rejection } => {
-                if rejected.as_ref().is_none_or(|(s, _)| sector < *s) {
+                // The first non-finite block in block order, else the lowest sector.
+                let key = |s: usize, r: &RejectionV1| match r {
+                    RejectionV1::NonFinite { block, .. } => (0, *block),
+                    RejectionV1::NotHermitian { .. } => (1, s),
+                };
+                if rejected
+                    .as_ref()
+                    .is_none_or(|(s, r)| key(sector, &rejection) < key(*s, r))
+                {
                     rejected = Some((sector, rejection));
                 }
             }
@@ -139,6 +161,34 @@ pub(crate) fn factorize_symmetric(
         .enumerate()
         .map(|(s, f)| f.ok_or_else(|| DistError::Protocol(format!("no reply for sector matrix {s}"))))
         .collect::<Result<_, _>>()?;
+    if let Some(h) = hermitian {
+        // max |A - A^H| <= rtol * max |A| over the whole matrix, as the dense eigh.
+        let rtol = h.rtol_for(m.dtype);
+        let max_abs = got.iter().filter_map(|f| f.hermitian).fold(0.0f64, |a, x| a.max(x.3));
+        let worst = got.iter().filter_map(|f| f.hermitian.map(|x| (f.sector, x))).fold(
+            None,
+            |w: Option<(usize, (f64, usize, usize, f64))>, c| match w {
+                Some(b) if b.1 .0 >= c.1 .0 => Some(b),
+                _ => Some(c),
+            },
+        );
+        if let Some((sector, (deviation, row, col, _))) = worst.filter(|w| w.1 .0 > rtol * max_abs) {
+            let opt: Vec<Option<SectorFactoredV1>> = got.into_iter().map(Some).collect();
+            cleanup(&opt)?;
+            return Err(rejection(
+                v,
+                &m,
+                sector,
+                RejectionV1::NotHermitian {
+                    row,
+                    col,
+                    deviation,
+                    max_abs,
+                    tolerance: rtol,
+                },
+            ));
+        }
+    }
     for f in &got {
         for line in &f.attempts {
             tracing::debug!(target: "uni20_dist", op = %v.op, sector = f.sector, "backend attempt: {line}");
@@ -265,18 +315,11 @@ pub(crate) fn factorize_symmetric(
 
 /// The typed error of an input refused in sector `sector`.
 fn rejection(v: &SymValidated, m: &Manifest, sector: usize, r: RejectionV1) -> DistError {
+    if let Some(e) = r.non_finite_error(v.op, m) {
+        return e;
+    }
     match r {
-        RejectionV1::NonFinite { block, element, value } => DistError::NonFinite {
-            op: v.op,
-            block,
-            block_index: if block < m.blocks.len() {
-                m.stored_multi(block)
-            } else {
-                Vec::new()
-            },
-            element,
-            value,
-        },
+        RejectionV1::NonFinite { .. } => DistError::Protocol("a non-finite rejection without its error".into()),
         RejectionV1::NotHermitian {
             row,
             col,

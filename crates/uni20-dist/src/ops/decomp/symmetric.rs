@@ -24,7 +24,6 @@ use uni20_dispatch::DType;
 use super::error::{SplitError, SymDecompError};
 use super::split::MatrixSplit;
 use crate::error::DistError;
-use crate::layout::BlockingError;
 use crate::symmetry::{Charge, Direction, Fusion, Leg, Sector, SymmetricLayout};
 use crate::tensor::{Manifest, TensorMeta};
 use crate::transfer::{Transfer, TransferSet};
@@ -143,7 +142,7 @@ impl SectorGeometry {
     /// Where block `b` of the input layout lies in its sector matrix
     /// (`m x n`, row-major); the strides are per input mode.
     pub(crate) fn input_place(&self, b: usize) -> Option<BoxPlace> {
-        let blk = &self.layout.blocks()[b];
+        let blk = self.layout.blocks().get(b)?;
         let legs = self.layout.legs();
         let side = |modes: &[usize], f: &Fusion| {
             let l: Vec<&Leg> = modes.iter().map(|&k| &legs[k]).collect();
@@ -180,9 +179,9 @@ impl SectorGeometry {
         b: usize,
         width: impl Fn(usize) -> usize,
     ) -> Option<BoxPlace> {
-        let blk = &factor.blocks()[b];
+        let blk = factor.blocks().get(b)?;
         let legs: Vec<&Leg> = factor.legs().iter().collect();
-        let nr = legs.len() - 1;
+        let nr = legs.len().checked_sub(1)?;
         let (r, row_off, rs) = Self::side(&self.rows, &legs[..nr], &blk.tiles[..nr], &blk.sectors[..nr])?;
         let sector = self.sector_of_row(r)?;
         let w = width(sector);
@@ -200,9 +199,9 @@ impl SectorGeometry {
     /// legs) lies in its sector's full factor (`height x n`, row-major).
     /// The bond sector is found by its charge (the row charge).
     pub(crate) fn right_place(&self, factor: &SymmetricLayout, b: usize) -> Option<BoxPlace> {
-        let blk = &factor.blocks()[b];
+        let blk = factor.blocks().get(b)?;
         let legs: Vec<&Leg> = factor.legs().iter().collect();
-        let bond = legs[0].tile(blk.tiles[0]).ok()?;
+        let bond = legs.first()?.tile(blk.tiles[0]).ok()?;
         let charge = &legs[0].sectors()[bond.sector].charge;
         let sector = self.sectors.iter().position(|s| &s.charge == charge)?;
         let (c, col_off, cs) = Self::side(&self.cols, &legs[1..], &blk.tiles[1..], &blk.sectors[1..])?;
@@ -298,34 +297,10 @@ pub(crate) fn validate(
         }
     }
     let geometry = SectorGeometry::new(layout, &s)?;
-    let limit = max_matrix_bytes.unwrap_or(super::plan::DEFAULT_MAX_MATRIX_BYTES);
-    let elem = input.dtype.size_bytes() as u128;
     if let Some(big) = geometry.sectors.iter().max_by_key(|x| x.m as u128 * x.n as u128) {
-        let bytes = (big.m as u128 * big.n as u128).saturating_mul(elem);
-        if bytes > limit as u128 {
-            return Err(DistError::MatrixTooLarge {
-                op,
-                rows: big.m as u128,
-                cols: big.n as u128,
-                dtype: input.dtype,
-                bytes,
-                limit,
-            });
-        }
+        super::plan::check_matrix_bytes(op, big.m as u128, big.n as u128, input.dtype, max_matrix_bytes)?;
     }
-    let k_block = match k_block {
-        Some(0) => return Err(BlockingError::ZeroBlockSize.into()),
-        Some(b) => b,
-        None => input
-            .blocking
-            .extents()
-            .iter()
-            .flatten()
-            .copied()
-            .max()
-            .unwrap_or(1)
-            .max(1),
-    };
+    let k_block = super::plan::resolve_k_block(input, k_block)?;
     Ok(SymValidated {
         op,
         input: input.clone(),
