@@ -10,6 +10,10 @@
 //! - the bond sectors of a random state equal, without a cap, the exact
 //!   numbers of product states (counted here by enumeration), and with a
 //!   cap stay within it and connected;
+//! - a random state in a sector (after its LQs) is normalised,
+//!   right-canonical and zero outside its sector on its dense embedding,
+//!   and environments grown from the symmetric boundaries equal those grown
+//!   from the dense embeddings;
 //! - the metadata of one DMRG sweep closes: with the boundary
 //!   environments, the MPO and an MPS of those bonds, every contraction of
 //!   the sweep (two-site tensor, both matvecs, environment growth) has a
@@ -21,8 +25,8 @@
 use uni20::dist::symmetry::{plan_pairs, Charge, Direction, GroupFactor, Leg, Sector, SymmetricLayout, Symmetry};
 use uni20::tn::models::{heisenberg, hubbard, spin1, tfi, Model};
 use uni20::tn::{
-    bond_sectors, left_environment, right_environment, total_charge, Conserve, Dmrg, DmrgOptions, LocalMpo, MpoOptions,
-    Mps, Site, TnError,
+    bond_sectors, grow_left, grow_right, left_environment, right_environment, total_charge, Conserve, Dmrg,
+    DmrgOptions, LocalMpo, MpoOptions, Mps, Site, TnError,
 };
 use uni20::{DistTensor, LocalTensor, TensorData};
 
@@ -421,6 +425,115 @@ fn mixed_and_mismatched_inputs_are_typed_errors() {
                 lm.to_symmetric_mpo(ctl, &m.sites, 0),
                 Err(TnError::InvalidOption { .. })
             ));
+        })
+        .unwrap();
+}
+
+/// The random state in a sector, checked on its dense embeddings: norm 1,
+/// sites 1..L right-normalised, every amplitude outside the sector zero,
+/// bonds within `bond_sectors`; and the environments grown from the
+/// symmetric boundaries equal those grown from the dense embeddings.
+#[test]
+fn random_state_in_a_sector_and_its_environments_match_the_dense_embeddings() {
+    uni20::universe()
+        .ranks(3)
+        .run(|ctl| {
+            let m = heisenberg(6, 1, 1.0, Conserve::Sz).unwrap();
+            let g = Symmetry::u1();
+            let q = g.charge(&[2]).unwrap();
+            let mps = Mps::symmetric_random(ctl, &m.sites, &q, 4, 2, 7).unwrap();
+            assert_eq!(total_charge(&mps), Some(q.clone()));
+            let caps = bond_sectors(&m.sites, &q, 4).unwrap();
+            let dense: Vec<LocalTensor> = mps.sites().iter().map(|t| t.to_dense(ctl).unwrap()).collect();
+            for (i, t) in mps.sites().iter().enumerate() {
+                // The LQ's bonds may carry the charges with the other direction (its
+                // new leg is In with the row charges): compare the signed charges.
+                let leg = &t.layout().unwrap().legs()[2];
+                for (k, s) in leg.sectors().iter().enumerate() {
+                    let running = leg.signed_charge(k).unwrap();
+                    let cap = caps[i + 1]
+                        .iter()
+                        .find(|c| c.charge == running)
+                        .expect("a planned sector");
+                    assert!(s.dim <= cap.dim, "bond {}", i + 1);
+                }
+            }
+            // Right-normalised: sum_(s,b) M[a,s,b] M[a',s,b] = delta for sites 1..L.
+            for (i, t) in dense.iter().enumerate().skip(1) {
+                let (a, d, b) = (t.shape()[0], t.shape()[1], t.shape()[2]);
+                let v = f64s(t);
+                for x in 0..a {
+                    for y in 0..a {
+                        let dot: f64 = (0..d * b).map(|k| v[x * d * b + k] * v[y * d * b + k]).sum();
+                        let want = if x == y { 1.0 } else { 0.0 };
+                        assert!((dot - want).abs() < 1e-12, "site {i} ({x},{y}): {dot}");
+                    }
+                }
+            }
+            // The state vector (sector order: position 0 = down, 2Sz = -1; 1 = up).
+            let mut psi = vec![1.0f64];
+            let mut bond = 1;
+            for t in &dense {
+                let (d, b) = (t.shape()[1], t.shape()[2]);
+                let v = f64s(t);
+                let n = psi.len() / bond;
+                let mut next = vec![0.0; n * d * b];
+                for p in 0..n {
+                    for x in 0..bond {
+                        let c = psi[p * bond + x];
+                        for s in 0..d {
+                            for y in 0..b {
+                                next[(p * d + s) * b + y] += c * v[(x * d + s) * b + y];
+                            }
+                        }
+                    }
+                }
+                psi = next;
+                bond = b;
+            }
+            let norm: f64 = psi.iter().map(|x| x * x).sum::<f64>().sqrt();
+            assert!((norm - 1.0).abs() < 1e-12, "norm {norm}");
+            for (k, amp) in psi.iter().enumerate() {
+                let two_sz: i64 = (0..6).map(|j| if (k >> (5 - j)) & 1 == 1 { 1 } else { -1 }).sum();
+                if two_sz != 2 {
+                    assert_eq!(*amp, 0.0, "amplitude {k} outside the sector");
+                }
+            }
+            // Environments: symmetric vs dense embeddings, step by step.
+            let lm = local(&m);
+            let mpo = lm.to_symmetric_mpo(ctl, &m.sites, 2).unwrap();
+            let to_dense = |t: &DistTensor| DistTensor::from_local(ctl, &t.to_dense(ctl).unwrap(), 2).unwrap();
+            let dsites: Vec<DistTensor> = mps.sites().iter().map(to_dense).collect();
+            let dw: Vec<DistTensor> = mpo.sites().iter().map(to_dense).collect();
+            let one = LocalTensor::from_f64(&[1, 1, 1], vec![1.0]).unwrap();
+            let (mut ls, mut ld) = (
+                left_environment(ctl, &mpo, &mps, 2).unwrap(),
+                DistTensor::from_local(ctl, &one, 2).unwrap(),
+            );
+            let (mut rs, mut rd) = (
+                right_environment(ctl, &mpo, &mps, 2).unwrap(),
+                DistTensor::from_local(ctl, &one, 2).unwrap(),
+            );
+            for i in 0..6 {
+                ls = grow_left(ctl, &ls, &mpo.sites()[i], mps.site(i)).unwrap();
+                ld = grow_left(ctl, &ld, &dw[i], &dsites[i]).unwrap();
+                assert!(ls.is_symmetric());
+                let (a, b) = (f64s(&ls.to_dense(ctl).unwrap()), f64s(&ld.to_local(ctl).unwrap()));
+                assert!(
+                    a.iter().zip(&b).all(|(x, y)| (x - y).abs() < 1e-12),
+                    "left env {}",
+                    i + 1
+                );
+                let j = 5 - i;
+                rs = grow_right(ctl, &rs, &mpo.sites()[j], mps.site(j)).unwrap();
+                rd = grow_right(ctl, &rd, &dw[j], &dsites[j]).unwrap();
+                let (a, b) = (f64s(&rs.to_dense(ctl).unwrap()), f64s(&rd.to_local(ctl).unwrap()));
+                assert!(a.iter().zip(&b).all(|(x, y)| (x - y).abs() < 1e-12), "right env {j}");
+            }
+            // Fully contracted from either side: <psi|H|psi>, the same number.
+            let (el, er) = (f64s(&ls.to_dense(ctl).unwrap()), f64s(&rs.to_dense(ctl).unwrap()));
+            assert_eq!((el.len(), er.len()), (1, 1));
+            assert!((el[0] - er[0]).abs() < 1e-12);
         })
         .unwrap();
 }

@@ -367,14 +367,29 @@ pub fn check_layouts(mpo: &Mpo, mps: &Mps) -> Result<(), TnError> {
     Ok(())
 }
 
-/// The total charge of a symmetric MPS (the charge of its last bond minus
-/// that of its first), or `None` for a dense one.
+/// The total charge of a symmetric MPS, or `None` for a dense one (or
+/// one with dense sites or a physical leg that is not In).
+///
+/// Summed over the chain, the sites' charge rules (`sum_Out q - sum_In q =
+/// flux`, physical legs In) cancel on every inner bond, so the charge of
+/// the physical legs is `s(first left leg) + s(last right leg) - sum_i
+/// flux_i` with `s = +q` for an Out leg and `-q` for an In leg, whatever
+/// directions the decompositions gave the bonds.
 pub fn total_charge(mps: &Mps) -> Option<Charge> {
     let first = legs_of(mps.site(0))?.first()?;
     let last = legs_of(mps.site(mps.len() - 1))?.get(2)?;
-    let (a, b) = (first.sectors().first()?, last.sectors().first()?);
-    let g = first.symmetry();
-    g.fuse(&b.charge, &g.dual(&a.charge).ok()?).ok()
+    let g = first.symmetry().clone();
+    let mut q = g
+        .fuse(&first.signed_charge(0).ok()?, &last.signed_charge(0).ok()?)
+        .ok()?;
+    for m in mps.sites() {
+        let lay = m.layout()?;
+        q = g.fuse(&q, &g.dual(lay.flux()).ok()?).ok()?;
+        if lay.legs().get(1)?.direction() != Direction::In {
+            return None;
+        }
+    }
+    Some(q)
 }
 
 fn site_layout(g: &Symmetry, left: &Leg, phys: &Leg, right: &Leg) -> Result<SymmetricLayout, TnError> {
