@@ -14,6 +14,8 @@
 //! cargo run --release --example dmrg -- --checkpoint /tmp/dmrg    # prints `checkpoint: r0:N@<nonce> (after sweep k)`
 //! cargo run --release --example dmrg -- --checkpoint /tmp/dmrg --resume r0:N@<nonce>
 //! cargo run --release --example dmrg -- --model spin1 --sites 40 --chi-max 100 --excited 1   # singlet and triplet
+//! cargo run --release --example dmrg -- --conserve Sz       # symmetric tensors, sector 2Sz = 0
+//! cargo run --release --example dmrg -- --model hubbard --conserve N,Sz --sector 8,0 --sites 8
 //! ```
 //!
 //! One line per sweep on stdout:
@@ -29,12 +31,14 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
+use uni20::dist::symmetry::Charge;
 use uni20::dist::{gc, restore};
 use uni20::persist::ObjectId;
 use uni20::tn::measure::{energy_variance, entanglement_entropy, local_expectations, schmidt_spectra, site_operator};
 use uni20::tn::models::{self, Model};
 use uni20::tn::{
-    checkpoint_truncation, Conserve, Dmrg, DmrgOptions, LanczosOptions, Mpo, MpoOptions, Mps, SweepStats, SPIN_HALF,
+    checkpoint_truncation, Conserve, Dmrg, DmrgOptions, LanczosOptions, Mpo, MpoOptions, Mps, Site, SweepStats,
+    SPIN_HALF,
 };
 use uni20::Controller;
 
@@ -120,6 +124,16 @@ struct Args {
     /// hubbard: chemical potential (U/2 is half filling).
     #[arg(long, default_value_t = 2.0)]
     mu: f64,
+    /// Conserved quantum numbers: none, Sz (spins, hubbard), N or N,Sz (hubbard), parity
+    /// (tfi, spins, hubbard). With one, the tensors are symmetric (block-sparse) and the
+    /// run stays in the sector of --sector.
+    #[arg(long, value_parser = parse_conserve, default_value = "none")]
+    conserve: Conserve,
+    /// The sector (total charge) of a run with --conserve, comma-separated components:
+    /// 2Sz for Sz, N for N, N,2Sz for N,Sz, 0 (even) or 1 for parity. Default: the ground
+    /// state's usual sector (2Sz = 0 or 1; half filling N = L; even parity).
+    #[arg(long)]
+    sector: Option<String>,
     /// After the last sweep, print the local density profile (<Sz_i>, or <n_i> for hubbard),
     /// the entanglement entropy at every bond and the energy variance.
     #[arg(long)]
@@ -138,6 +152,20 @@ struct Args {
     /// directory (created).
     #[arg(long)]
     output: Option<PathBuf>,
+}
+
+/// `--conserve`: none, Sz, N, N,Sz, parity (any case).
+fn parse_conserve(s: &str) -> Result<Conserve, String> {
+    match s.to_ascii_lowercase().replace(' ', "").as_str() {
+        "none" => Ok(Conserve::None),
+        "sz" => Ok(Conserve::Sz),
+        "n" => Ok(Conserve::N),
+        "n,sz" | "nsz" => Ok(Conserve::NSz),
+        "parity" => Ok(Conserve::Parity),
+        other => Err(format!(
+            "unknown conservation law `{other}` (none, Sz, N, N,Sz or parity)"
+        )),
+    }
 }
 
 /// The models of `--model`.
@@ -161,13 +189,50 @@ impl Args {
     /// The model and the parameters it uses, in one line (recorded next to the
     /// checkpoints and in `sweeps.json`).
     fn model_description(&self) -> String {
-        match self.model {
+        let m = match self.model {
             ModelName::Heisenberg => format!("heisenberg 2S={}", self.two_s),
             ModelName::Xxz => format!("xxz 2S={} Jxy=1 Jz={} hz={}", self.two_s, self.jz, self.hz),
             ModelName::Tfi => format!("tfi J=1 g={}", self.g),
             ModelName::Spin1 => format!("spin1 J=1 D={}", self.d),
             ModelName::J1j2 => format!("j1j2 J1=1 J2={}", self.j2),
             ModelName::Hubbard => format!("hubbard t=1 U={} mu={}", self.u, self.mu),
+        };
+        match self.conserve {
+            Conserve::None => m,
+            c => format!("{m} conserve={c:?}"),
+        }
+    }
+
+    /// The target sector of a run with `--conserve` on `sites`: `--sector`, or the
+    /// usual ground-state sector.
+    fn sector(&self, sites: &[Site]) -> anyhow::Result<Charge> {
+        let (g, _) = sites[0].charges().context("--conserve needs sites with charges")?;
+        let l = self.sites as i64;
+        let comps: Vec<i64> = match &self.sector {
+            Some(text) => text
+                .split(',')
+                .map(|c| c.trim().parse::<i64>())
+                .collect::<Result<_, _>>()
+                .with_context(|| format!("--sector {text}: expected comma-separated integers"))?,
+            None => match (self.model, self.conserve) {
+                (ModelName::Hubbard, Conserve::N) => vec![l],
+                (ModelName::Hubbard, Conserve::NSz) => vec![l, l % 2],
+                (ModelName::Hubbard, Conserve::Sz) => vec![l % 2],
+                (_, Conserve::Parity) => vec![0],
+                // Spins: 2 Sz = 0 when L * 2S is even, else 1.
+                _ => vec![(l * i64::from(self.spin_two_s())) % 2],
+            },
+        };
+        g.charge(&comps)
+            .with_context(|| format!("--sector {comps:?} is not a charge of {g}"))
+    }
+
+    /// 2S of the model's spins.
+    fn spin_two_s(&self) -> u32 {
+        match self.model {
+            ModelName::Heisenberg | ModelName::Xxz => self.two_s,
+            ModelName::Spin1 => 2,
+            _ => 1,
         }
     }
 
@@ -176,13 +241,13 @@ impl Args {
     fn model(&self) -> anyhow::Result<Option<Model>> {
         let l = self.sites;
         Ok(match self.model {
-            ModelName::Heisenberg if self.two_s == 1 && !self.measure => None,
-            ModelName::Heisenberg => Some(models::heisenberg(l, self.two_s, 1.0, Conserve::None)?),
-            ModelName::Xxz => Some(models::xxz(l, self.two_s, 1.0, self.jz, self.hz, Conserve::None)?),
-            ModelName::Tfi => Some(models::tfi(l, 1.0, self.g, Conserve::None)?),
-            ModelName::Spin1 => Some(models::spin1(l, 1.0, self.d, Conserve::None)?),
-            ModelName::J1j2 => Some(models::j1j2(l, 1.0, self.j2, Conserve::None)?),
-            ModelName::Hubbard => Some(models::hubbard(l, 1.0, self.u, self.mu, Conserve::None)?),
+            ModelName::Heisenberg if self.two_s == 1 && !self.measure && self.conserve == Conserve::None => None,
+            ModelName::Heisenberg => Some(models::heisenberg(l, self.two_s, 1.0, self.conserve)?),
+            ModelName::Xxz => Some(models::xxz(l, self.two_s, 1.0, self.jz, self.hz, self.conserve)?),
+            ModelName::Tfi => Some(models::tfi(l, 1.0, self.g, self.conserve)?),
+            ModelName::Spin1 => Some(models::spin1(l, 1.0, self.d, self.conserve)?),
+            ModelName::J1j2 => Some(models::j1j2(l, 1.0, self.j2, self.conserve)?),
+            ModelName::Hubbard => Some(models::hubbard(l, 1.0, self.u, self.mu, self.conserve)?),
         })
     }
 }
@@ -206,6 +271,12 @@ fn run(ctl: &Controller<'_>, args: &Args) -> anyhow::Result<()> {
     }
     if !(args.tol.is_finite() && args.tol >= 0.0) {
         bail!("invalid --tol {}: expected a finite number >= 0", args.tol);
+    }
+    if args.conserve == Conserve::None && args.sector.is_some() {
+        bail!("--sector needs --conserve");
+    }
+    if args.conserve != Conserve::None && args.measure {
+        bail!("--measure is not available with --conserve yet (the measurements build dense operators)");
     }
     println!(
         "uni20 dmrg: L={} chi_max={} cutoff={:e} block={} seed={}; {} ranks ({}), {} kernel threads per rank",
@@ -250,7 +321,11 @@ fn run(ctl: &Controller<'_>, args: &Args) -> anyhow::Result<()> {
                 m.sites[0].name(),
                 local.max_bond()
             );
-            (local.to_mpo(ctl, args.block)?, m.sites[0].dim())
+            if args.conserve == Conserve::None {
+                (local.to_mpo(ctl, args.block)?, m.sites[0].dim())
+            } else {
+                (local.to_symmetric_mpo(ctl, &m.sites, args.block)?, m.sites[0].dim())
+            }
         }
     };
     let mut dmrg = match args.resume {
@@ -289,14 +364,15 @@ fn run(ctl: &Controller<'_>, args: &Args) -> anyhow::Result<()> {
         }
         None => {
             // The random start never needs a bond above what the sweeps keep.
-            let mps = Mps::random(
-                ctl,
-                args.sites,
-                phys,
-                args.init_bond.min(args.chi_max),
-                args.block,
-                args.seed,
-            )?;
+            let chi0 = args.init_bond.min(args.chi_max);
+            let mps = match &model {
+                Some(m) if args.conserve != Conserve::None => {
+                    let target = args.sector(&m.sites)?;
+                    println!("conserve: {:?}, sector {target}", args.conserve);
+                    Mps::symmetric_random(ctl, &m.sites, &target, chi0, args.block, args.seed)?
+                }
+                _ => Mps::random(ctl, args.sites, phys, chi0, args.block, args.seed)?,
+            };
             Dmrg::new(ctl, mpo.clone(), mps, opts)?
         }
     };

@@ -36,7 +36,7 @@ pub const MPI_EXAMPLES: &[(&str, u32)] = &[
 /// Integration tests of the root package whose `#[ignore]`d tests need an
 /// optimised build (physics references at sizes a debug build takes minutes
 /// for): run with `--release -- --ignored` after stage 1.
-pub const RELEASE_TESTS: &[&str] = &["tn_reference"];
+pub const RELEASE_TESTS: &[&str] = &["tn_reference", "symmetric_dmrg"];
 
 /// Options of `cargo xtask test`.
 #[derive(Debug, Clone)]

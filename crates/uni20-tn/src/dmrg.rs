@@ -221,12 +221,15 @@ impl LocalProblem for LowestEigen {
 
 impl Dmrg {
     /// A run from `mps`, which must be right-normalised on sites `1..L`
-    /// (as [`Mps::random`] and a checkpoint give it); builds the right
-    /// environments (deferred: returns before they are computed).
+    /// (as [`Mps::random`], [`Mps::symmetric_random`] and a checkpoint give
+    /// it); builds the right environments (deferred: returns before they
+    /// are computed). A symmetric MPS and MPO ([`crate::conserve`]) make a
+    /// run in the MPS's sector.
     ///
     /// # Errors
-    /// [`TnError::InvalidOption`] for bad options or a chain shorter than 2
-    /// sites; [`TnError::Shape`] if the MPS and MPO differ in length or
+    /// [`TnError::InvalidOption`] for bad options, a chain shorter than 2
+    /// sites, or a dense MPS with a symmetric MPO or the reverse
+    /// ([`crate::check_layouts`]); [`TnError::Shape`] if the MPS and MPO differ in length or
     /// local dimension; the validation errors of the contractions.
     pub fn new(ctl: &Controller<'_>, mpo: Mpo, mps: Mps, opts: DmrgOptions) -> Result<Dmrg, TnError> {
         opts.validate()?;

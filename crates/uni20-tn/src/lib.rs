@@ -19,6 +19,7 @@
 #![warn(missing_docs)]
 #![deny(unreachable_pub)]
 
+pub mod conserve;
 mod dmrg;
 mod env;
 mod error;
@@ -36,6 +37,7 @@ mod sweep;
 mod tdvp;
 mod tebd;
 
+pub use conserve::{bond_sectors, check_layouts, left_environment, right_environment, total_charge, SectorLeg};
 pub use dmrg::{checkpoint_truncation, Dmrg, DmrgOptions, CHECKPOINT_LABEL};
 pub use env::{grow_left, grow_right, Matvec, TwoSiteHamiltonian};
 pub use error::TnError;

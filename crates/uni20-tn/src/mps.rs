@@ -19,7 +19,7 @@ pub fn site_name(i: usize) -> String {
 
 /// A seed for site `i` derived from the state's seed (SplitMix64 of both),
 /// so neighbouring sites get unrelated random tensors.
-fn site_seed(seed: u64, i: usize) -> u64 {
+pub(crate) fn site_seed(seed: u64, i: usize) -> u64 {
     let mut z = seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);

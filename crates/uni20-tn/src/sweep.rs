@@ -440,7 +440,9 @@ struct Split {
 
 impl SweepEngine {
     /// An engine on `mps`, which must be right-normalised on sites `1..L`
-    /// (as [`Mps::random`], [`Mps::product`] and a checkpoint give it);
+    /// (as [`Mps::random`], [`Mps::product`], [`Mps::symmetric_random`] and
+    /// a checkpoint give it); dense, or symmetric with a symmetric `mpo`
+    /// ([`crate::conserve`]: the run stays in the MPS's sector);
     /// builds the right environments (deferred: returns before they are
     /// computed). New bonds are cut into blocks of `block`.
     ///
@@ -475,8 +477,9 @@ impl SweepEngine {
         }
         let mut left = vec![None; n];
         let mut right = vec![None; n];
-        left[0] = Some(mpo.left_boundary(ctl, block)?);
-        right[n - 1] = Some(mpo.right_boundary(ctl, block)?);
+        // Dense or symmetric boundaries, as the MPS and MPO are (checked).
+        left[0] = Some(crate::conserve::left_environment(ctl, &mpo, &mps, block)?);
+        right[n - 1] = Some(crate::conserve::right_environment(ctl, &mpo, &mps, block)?);
         for i in (1..n - 1).rev() {
             let env = env_at(&right, i + 1)?;
             right[i] = Some(grow_right(ctl, env, &mpo.sites()[i + 1], mps.site(i + 1))?);
