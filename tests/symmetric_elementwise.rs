@@ -24,6 +24,15 @@ fn for_ranks(f: impl Fn(&Controller<'_>, usize) + Copy + Send + Sync) {
 }
 
 #[test]
+fn creation_and_reductions_match_the_masked_dense_tensor() {
+    for_ranks(|ctl, ranks| {
+        common::runner(24)
+            .run(&common::create_case(), |c| common::check_create_reduce(ctl, &c))
+            .unwrap_or_else(|e| panic!("ranks={ranks}: {e}"));
+    });
+}
+
+#[test]
 fn elementwise_operations_match_the_dense_operation_on_the_embeddings() {
     for_ranks(|ctl, ranks| {
         common::runner(24)

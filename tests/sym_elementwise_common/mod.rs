@@ -467,3 +467,77 @@ pub fn check_reblock(ctl: &Controller<'_>, c: &ReblockCase) -> Result<(), TestCa
     prop_assert_eq!(same.manifest(ctl).unwrap(), e.manifest(ctl).unwrap());
     Ok(())
 }
+
+/// A creation-and-reduction case: a layout, a dtype and a seed.
+#[derive(Clone, Debug)]
+pub struct CreateCase {
+    pub layout: LayoutSpec,
+    pub dtype: DType,
+    pub seed: u64,
+}
+
+pub fn create_case() -> impl Strategy<Value = CreateCase> {
+    (layout_spec(1, 4), 0usize..4, any::<u64>()).prop_map(|(layout, d, seed)| CreateCase {
+        layout,
+        dtype: DTYPES[d],
+        seed,
+    })
+}
+
+/// True when the dense element `idx` satisfies the charge rule of `lay`:
+/// the signed charges of the sectors holding each index fuse to the flux
+/// (computed from the legs' sector offsets, not from the layout's block
+/// list).
+fn allowed(lay: &SymmetricLayout, idx: &[usize]) -> bool {
+    let g = lay.symmetry();
+    let mut q = g.identity();
+    for (l, &i) in lay.legs().iter().zip(idx) {
+        let s = (0..l.sectors().len())
+            .rfind(|&s| l.sector_offset(s) <= i)
+            .expect("an index inside the leg");
+        q = g.fuse(&q, &l.signed_charge(s).unwrap()).unwrap();
+    }
+    &q == lay.flux()
+}
+
+/// `sym_random` is the dense `random` tensor with the same seed, zero
+/// exactly where the charge rule forbids (element by element); `norm`,
+/// `inner` and `max_abs` of symmetric tensors equal the local kernels on
+/// the embeddings; `from_dense` inverts `to_dense`; `sym_zeros` is zero.
+pub fn check_create_reduce(ctl: &Controller<'_>, c: &CreateCase) -> Result<(), TestCaseError> {
+    let lay = c.layout.layout();
+    let shape = lay.dense_shape();
+    let a = sym_random(ctl, lay.clone(), c.dtype, c.seed).unwrap();
+    let b = sym_random(ctl, lay.clone(), c.dtype, c.seed ^ 0x77).unwrap();
+    let (la, lb) = (a.to_dense(ctl).unwrap(), b.to_dense(ctl).unwrap());
+    let dense = random(ctl, &shape, c.dtype, 3, c.seed).unwrap().to_local(ctl).unwrap();
+    let (got, full) = (la.to_c64_vec(), dense.to_c64_vec());
+    let mut idx = vec![0usize; shape.len()];
+    for (g, (x, y)) in got.iter().zip(&full).enumerate() {
+        let mut rest = g;
+        for k in (0..shape.len()).rev() {
+            idx[k] = rest % shape[k];
+            rest /= shape[k];
+        }
+        let want = if allowed(&lay, &idx) { *y } else { C64::new(0.0, 0.0) };
+        prop_assert_eq!(*x, want, "element {} ({:?})", g, idx);
+    }
+    prop_assert_eq!(a.manifest(ctl).unwrap().blocks.len(), lay.blocks().len());
+    let t = tol(c.dtype);
+    let want_norm = local::norm_sqr(&la, 1).sqrt();
+    prop_assert!((norm(ctl, &a).unwrap() - want_norm).abs() <= t * want_norm.max(1.0));
+    prop_assert_eq!(max_abs(ctl, &a).unwrap(), local::max_abs(&la, 1));
+    let want_inner = local::inner(&la, &lb, 1).unwrap();
+    let got_inner = inner(ctl, &a, &b).unwrap();
+    prop_assert!(
+        (got_inner - want_inner).norm() <= t * want_norm.max(1.0) * local::norm_sqr(&lb, 1).sqrt().max(1.0),
+        "inner {} vs {}",
+        got_inner,
+        want_inner
+    );
+    let back = DistTensor::from_dense(ctl, &la, lay.clone(), 0.0).unwrap();
+    prop_assert_eq!(back.to_dense(ctl).unwrap(), la);
+    let z = uni20::dist::sym_zeros(ctl, lay, c.dtype).unwrap();
+    prop_assert_eq!(norm(ctl, &z).unwrap(), 0.0);
+    Ok(())
+}
