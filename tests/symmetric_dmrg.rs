@@ -22,7 +22,7 @@
 //!   fall into a symmetry-broken mixture.
 //!
 //! `examples/dmrg.rs --conserve Sz --sector 2` ends at the exact energy of
-//! its sector, and refuses an unreachable sector, `--measure` and a
+//! its sector, and refuses an unreachable sector, `--measure`, `--excited` and a
 //! conservation law the model does not have. A symmetric run resumed from
 //! its checkpoint repeats the uninterrupted energies.
 //!
@@ -502,13 +502,18 @@ fn example_runs_in_the_sector_it_is_given() {
         .unwrap_or_else(|| panic!("no final energy in:\n{text}"));
     let exact = spin_sector(8, 1, 1.0, 0.0, 2).lowest();
     assert!((e - exact).abs() < 1e-9, "{e} vs exact {exact}");
-    // 8 spins 1/2 cannot have 2Sz = 1; tfi has no Sz; no measurements yet.
+    // 8 spins 1/2 cannot have 2Sz = 1; tfi has no Sz; no measurements or excited states yet
+    // (refused before any sweep).
     for (args, want) in [
         (&["--conserve", "Sz", "--sector", "1"][..], "target charge"),
         (&["--model", "tfi", "--conserve", "Sz"][..], "conserve"),
         (
             &["--conserve", "Sz", "--measure"][..],
             "--measure is not available with --conserve",
+        ),
+        (
+            &["--conserve", "Sz", "--excited", "1"][..],
+            "--excited is not available with --conserve",
         ),
         (&["--sector", "0"][..], "--sector needs --conserve"),
         (&["--conserve", "spin"][..], "unknown conservation law"),

@@ -265,6 +265,8 @@ fn bad_inputs_are_typed_errors() {
                     matches!(&e, DistError::SymLayout(SymLayoutError::LegRange { .. })),
                     "{first} {count}: {e:?}"
                 );
+                // The message is built without overflow (usize::MAX + 2 panicked in debug).
+                assert!(e.to_string().contains(&format!("legs {first}..")), "{e}");
             }
             // A split that does not match the fused leg: another leg, another fusion, past the end.
             let e = split_leg(ctl, &f, 1, &fusion).unwrap_err();

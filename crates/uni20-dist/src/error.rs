@@ -362,7 +362,7 @@ pub enum SymLayoutError {
         second: String,
     },
     /// The legs to fuse (or the leg to split) are not legs of the tensor.
-    #[error("{operation}: legs {first}..{end} are not `count >= 1` adjacent legs of a tensor with {legs} legs", end = first + count)]
+    #[error("{operation}: legs {first}..{end} (count {count}) are not adjacent legs of a tensor with {legs} legs (count must be at least 1)", end = first.saturating_add(*count))]
     LegRange {
         /// `"fuse_legs"` or `"split_leg"`.
         operation: &'static str,

@@ -11,6 +11,10 @@
 //! | [`correlations`] | `<A_i B_j>` for `j = i+1 ..`, with an optional string (Jordan-Wigner) between |
 //! | [`schmidt_spectra`], [`entanglement_entropy`] | the Schmidt values at every bond and `S = -sum p ln p` |
 //!
+//! Dense states only for now: the operators and boundaries are built dense,
+//! so a symmetric MPS or MPO ([`crate::conserve`]) gives a
+//! `LayoutError::Mixed` from the first contraction.
+//!
 //! Conventions: `M_i[a, s, b]` (left bond, physical, right bond); an
 //! operator `O[s, t]` maps the ket's `t` to the bra's `s`; an MPO site is
 //! `W[a, b, s, t]`. The results are real numbers: for a complex state

@@ -165,7 +165,8 @@ pub struct SvdOutput {
     pub summary: PlanSummary,
 }
 
-/// The thin QR `A = Q R`, `k = min(rows, cols)`.
+/// The thin QR `A = Q R`, `k = min(rows, cols)` (for a symmetric input, the
+/// sum over charge sectors of each sector matrix's smaller side).
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct QrOutput {
@@ -180,7 +181,8 @@ pub struct QrOutput {
     pub summary: PlanSummary,
 }
 
-/// The thin LQ `A = L Q`, `k = min(rows, cols)`.
+/// The thin LQ `A = L Q`, `k = min(rows, cols)` (for a symmetric input, the
+/// sum over charge sectors of each sector matrix's smaller side).
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct LqOutput {
@@ -279,7 +281,11 @@ pub fn svd(ctl: &Controller<'_>, t: &DistTensor, split: &str, opts: &SvdOptions)
 }
 
 /// Thin QR decomposition `A = Q R` of `t` viewed as a matrix by `split`
-/// (the forms of [`svd`]); `k = min(rows, cols)`. The diagonal of `R` is
+/// (the forms of [`svd`]); `k = min(rows, cols)`, or for a symmetric input
+/// the sum over charge sectors of `min(m_q, n_q)` (a sector matrix with no
+/// rows or no columns adds nothing, so `k` can be below the dense one; the
+/// bond leg, `In` on `q` and `Out` on `r`, lists the sectors; see the
+/// crate's "Symmetric layout" notes). The diagonal of `R` is
 /// real and non-negative, so the factors are unique for a matrix of full
 /// rank. Synchronous, placed as [`svd`].
 ///
@@ -305,7 +311,8 @@ pub fn qr(ctl: &Controller<'_>, t: &DistTensor, split: &str, opts: &QrOptions) -
 }
 
 /// Thin LQ decomposition `A = L Q` of `t` viewed as a matrix by `split`
-/// (the forms of [`svd`]); `k = min(rows, cols)`, computed as the QR of
+/// (the forms of [`svd`]); `k = min(rows, cols)` (symmetric input: the sum
+/// over sectors, as [`qr`]), computed as the QR of
 /// the adjoint. The diagonal of `L` is real and non-negative. Synchronous,
 /// placed as [`svd`].
 ///
