@@ -31,6 +31,7 @@
 //! symmetric_dmrg -- --ignored`).
 
 mod common;
+mod free_fermions;
 
 use uni20::dist::symmetry::Charge;
 use uni20::tn::models::{heisenberg, hubbard, spin1, tfi, Model};
@@ -231,26 +232,6 @@ fn hubbard_sector(l: usize, t: f64, u: f64, n: u32, two_sz: i64) -> Sparse {
     Sparse { rows }
 }
 
-/// Ground energy of the open TFI chain from free fermions (Pfeuty 1970).
-fn tfi_exact(l: usize, j: f64, g: f64) -> f64 {
-    let mut a = vec![0.0; l * l];
-    for i in 0..l {
-        a[i * l + i] = g;
-        if i + 1 < l {
-            a[i * l + i + 1] = j;
-        }
-    }
-    let t = uni20::dispatch::LocalTensor::from_f64(&[l, l], a).unwrap();
-    let s = uni20::dispatch::decomp::svd(
-        &t,
-        &Default::default(),
-        &uni20::dispatch::decomp::SvdBackendList::default_cpu(1),
-    )
-    .unwrap()
-    .s;
-    -s.iter().sum::<f64>()
-}
-
 // ---------------------------------------------------------------- DMRG runs
 
 fn opts(chi: usize) -> DmrgOptions {
@@ -384,7 +365,7 @@ fn hubbard_l8_half_filling_matches_exact_diagonalisation() {
 #[test]
 #[ignore = "release reference: cargo test --release --test symmetric_dmrg -- --ignored"]
 fn tfi_l64_even_parity_is_the_free_fermion_energy() {
-    let exact = tfi_exact(64, 1.0, 0.5);
+    let exact = free_fermions::tfi_ground_energy(64, 1.0, 0.5);
     let m = tfi(64, 1.0, 0.5, Conserve::Parity).unwrap();
     let (e, q, got) = symmetric_energy(&m, &[0], 32, 8, 20);
     assert_eq!(got, q);
@@ -417,7 +398,7 @@ fn exact_references_are_right() {
             .sum::<f64>();
     assert!((hubbard_sector(l, 1.0, 0.0, l as u32, 0).lowest() - free).abs() < 1e-12);
     // TFI at g = 0: -J (L - 1).
-    assert!((tfi_exact(10, 1.0, 0.0) + 9.0).abs() < 1e-12);
+    assert!((free_fermions::tfi_ground_energy(10, 1.0, 0.0) + 9.0).abs() < 1e-12);
 }
 
 /// A symmetric run checkpointed after sweep 2 and resumed from that

@@ -29,7 +29,7 @@
 //!   the thermodynamic-limit energy per bond -1.401484038971 (S. R. White
 //!   and D. A. Huse, Phys. Rev. B 48, 3844 (1993)).
 
-use uni20::dispatch::decomp::{eigh, svd, EighBackendList, SvdBackendList};
+use uni20::dispatch::decomp::{eigh, EighBackendList};
 use uni20::dispatch::LocalTensor;
 use uni20::tn::measure::{expectation, local_expectations, site_operator};
 use uni20::tn::models::xxz;
@@ -193,31 +193,13 @@ fn lanczos(
     panic!("the reference Lanczos did not converge in 600 steps");
 }
 
-fn tfi_exact(l: usize, j: f64, g: f64) -> f64 {
-    let mut a = vec![0.0; l * l];
-    for i in 0..l {
-        a[i * l + i] = g;
-        if i + 1 < l {
-            a[i * l + i + 1] = j;
-        }
-    }
-    let s = svd(
-        &LocalTensor::from_f64(&[l, l], a).unwrap(),
-        &Default::default(),
-        &SvdBackendList::default_cpu(1),
-    )
-    .unwrap()
-    .s;
-    -s.iter().sum::<f64>()
-}
-
 #[test]
 #[ignore = "needs an optimised build: cargo xtask test runs it with --release"]
 fn transverse_field_ising_l64_matches_free_fermions() {
     let l = 64;
     for (g, conserve) in [(1.0, Conserve::None), (0.5, Conserve::Parity)] {
         let e = ground_state(&tfi(l, 1.0, g, conserve).unwrap(), 40, 12, 5);
-        let exact = tfi_exact(l, 1.0, g);
+        let exact = free_fermions::tfi_ground_energy(l, 1.0, g);
         eprintln!("TFI L = {l}, g = {g}: DMRG {e:.12}, free fermions {exact:.12}");
         assert!((e - exact).abs() < 1e-9, "g = {g}: DMRG {e}, exact {exact}");
     }
