@@ -7,8 +7,10 @@ use std::sync::{Arc, Mutex};
 
 use numpy::Complex64;
 use pyo3::prelude::*;
+use uni20::dist::symmetry::Direction;
 use uni20::tn::measure;
 use uni20::tn::models::{self, Model as TnModel};
+use uni20::tn::SectorLeg;
 use uni20::tn::{
     Conserve, Dmrg as TnDmrg, DmrgOptions, LanczosOptions, Mpo as TnMpo, MpoOptions, Mps as TnMps, OpSum as TnOpSum,
     Site as TnSite, SweepStats as TnSweepStats, Tebd as TnTebd, TebdOptions,
@@ -338,8 +340,8 @@ pub(crate) fn hubbard(py: Python<'_>, length: usize, t: f64, u: f64, mu: f64, co
 /// A distributed matrix-product operator.
 #[pyclass(module = "uni20", frozen)]
 pub(crate) struct Mpo {
-    m: TnMpo,
-    h: Arc<Handle>,
+    pub(crate) m: TnMpo,
+    pub(crate) h: Arc<Handle>,
 }
 
 #[pymethods]
@@ -363,20 +365,73 @@ impl Mpo {
 /// A distributed matrix-product state (sites ``(left bond, d, right bond)``).
 #[pyclass(module = "uni20", frozen)]
 pub(crate) struct Mps {
-    m: Arc<Mutex<TnMps>>,
-    h: Arc<Handle>,
+    pub(crate) m: Arc<Mutex<TnMps>>,
+    pub(crate) h: Arc<Handle>,
+    /// The site types, when the builder knew them (needed to put a
+    /// symmetric state's physical legs back in the basis order).
+    pub(crate) sites: Option<Arc<Vec<TnSite>>>,
 }
 
 impl Mps {
-    fn wrap(m: TnMps, h: &Arc<Handle>) -> Mps {
+    pub(crate) fn wrap(m: TnMps, h: &Arc<Handle>, sites: Option<Arc<Vec<TnSite>>>) -> Mps {
         Mps {
             m: Arc::new(Mutex::new(m)),
             h: h.clone(),
+            sites,
         }
     }
 
-    fn snapshot(&self) -> TnMps {
+    pub(crate) fn snapshot(&self) -> TnMps {
         lock(&self.m).clone()
+    }
+
+    /// For each symmetric site of `psi`, the basis state at every dense
+    /// position of its physical leg (None for dense sites; None overall
+    /// when no site is symmetric).
+    fn physical_orders(&self, psi: &TnMps, sites: Option<&SiteList>) -> Res<Option<Vec<Option<Vec<usize>>>>> {
+        if !psi.sites().iter().any(DistTensor::is_symmetric) {
+            return Ok(None);
+        }
+        let list: Vec<TnSite> = match (sites, &self.sites) {
+            (Some(s), _) => s.expand(psi.len())?,
+            (None, Some(s)) => s.to_vec(),
+            (None, None) => {
+                return Err(Failure::new(
+                    Kind::Symmetry,
+                    "to_numpy of a symmetric state needs its site types: to_numpy(sites=...)",
+                ))
+            }
+        };
+        if list.len() != psi.len() {
+            return Err(Failure::new(
+                Kind::Shape,
+                format!("expected one site type per site ({}), got {}", psi.len(), list.len()),
+            ));
+        }
+        psi.sites()
+            .iter()
+            .zip(&list)
+            .map(|(m, site)| {
+                if !m.is_symmetric() {
+                    return Ok(None);
+                }
+                let leg = SectorLeg::physical(site, Direction::In, 1)
+                    .map_err(|e| Failure::new(Kind::Symmetry, e.to_string()))?;
+                if leg.order.len() != m.shape()[1] {
+                    return Err(Failure::new(
+                        Kind::Shape,
+                        format!(
+                            "site type {} has {} states, the site tensor {}",
+                            site.name(),
+                            leg.order.len(),
+                            m.shape()[1]
+                        ),
+                    ));
+                }
+                Ok(Some(leg.order))
+            })
+            .collect::<Res<Vec<_>>>()
+            .map(Some)
     }
 
     /// One operator tensor per site: `op` of each site type (`sites`: one
@@ -458,7 +513,24 @@ impl Mps {
 
     /// A copy (sharing the site tensors, which are immutable).
     fn copy(&self) -> Mps {
-        Mps::wrap(self.snapshot(), &self.h)
+        Mps::wrap(self.snapshot(), &self.h, self.sites.clone())
+    }
+
+    /// True when the sites are symmetric tensors (a state built with
+    /// ``symmetric=True`` or by :meth:`Universe.symmetric_mps`, and the
+    /// DMRG and TDVP states that evolve from it).
+    #[getter]
+    fn is_symmetric(&self) -> bool {
+        lock(&self.m).sites().iter().all(DistTensor::is_symmetric)
+    }
+
+    /// The total charge (a tuple of ints: ``(2 Sz,)``, ``(N,)``, ``(N, 2
+    /// Sz)``, ``(parity,)``) of a symmetric state, None for a dense one.
+    #[getter]
+    fn total_charge<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, pyo3::types::PyTuple>>> {
+        uni20::tn::total_charge(&lock(&self.m))
+            .map(|q| crate::symmetric::charge_tuple(py, &q))
+            .transpose()
     }
 
     /// ``<psi|O_i|psi> / <psi|psi>`` for every site `i`, with `O` the
@@ -577,10 +649,16 @@ impl Mps {
         py_result(py, self.h.call(py, move |ctl| Ok(measure::overlap(ctl, &a, &b)?)))
     }
 
-    /// The state as a dense numpy vector of length ``d**L`` (gathers every
-    /// site; for small chains and tests).
-    fn to_numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    /// The state as a dense numpy vector of length ``d**L`` in the site
+    /// basis (gathers every site; for small chains and tests). For a
+    /// symmetric state the physical legs are in sector order and are put
+    /// back in the basis order of the site types: `sites` (one, or one per
+    /// site), or those the state was built from. Raises ``SymmetryError``
+    /// for a symmetric state whose site types are unknown or uncharged.
+    #[pyo3(signature = (sites=None))]
+    fn to_numpy<'py>(&self, py: Python<'py>, sites: Option<SiteList>) -> PyResult<Bound<'py, PyAny>> {
         let psi = self.snapshot();
+        let orders = py_result(py, self.physical_orders(&psi, sites.as_ref()))?;
         let r = self.h.call(py, move |ctl| {
             psi.sites()
                 .iter()
@@ -590,9 +668,24 @@ impl Mps {
         let locals = py_result(py, r)?;
         let np = py.import("numpy")?;
         let mut acc: Option<Bound<'py, PyAny>> = None;
-        for l in locals {
+        for (i, l) in locals.into_iter().enumerate() {
             let a = crate::tensor::local_to_numpy(py, l);
-            let a = py_result(py, a)?;
+            let mut a = py_result(py, a)?;
+            if let Some(order) = orders.as_ref().and_then(|o| o[i].as_ref()) {
+                // Dense position k of the physical leg is basis state order[k].
+                let b = np.call_method1("zeros_like", (&a,))?;
+                let all = pyo3::types::PySlice::full(py);
+                let key = pyo3::types::PyTuple::new(
+                    py,
+                    [
+                        all.clone().into_any(),
+                        order.into_pyobject(py)?.into_any(),
+                        all.into_any(),
+                    ],
+                )?;
+                b.set_item(key, &a)?;
+                a = b;
+            }
             acc = Some(match acc {
                 None => a,
                 Some(prev) => np.call_method1("tensordot", (prev, a, 1))?,
@@ -621,8 +714,16 @@ impl Universe {
 
     /// The MPO of `model` (a :class:`Model`), or of an :class:`OpSum` on
     /// `sites`, compressed with the relative `cutoff` and distributed in
-    /// blocks of `block`.
-    #[pyo3(signature = (model, sites=None, block=64, cutoff=1e-13))]
+    /// blocks of `block`. With ``symmetric=True`` (site types with
+    /// charges, from ``conserve=``) every site tensor is a symmetric tensor
+    /// of flux zero: the MPO of a DMRG or TDVP in one charge sector, with
+    /// a state from :meth:`symmetric_mps` or ``product_mps(...,
+    /// symmetric=True)``.
+    ///
+    /// Raises ``ModelError`` for unknown operators or, with
+    /// ``symmetric=True``, sites without charges; ``SymmetryError`` for a
+    /// term that breaks the conservation law.
+    #[pyo3(signature = (model, sites=None, block=64, cutoff=1e-13, symmetric=false))]
     fn mpo(
         &self,
         py: Python<'_>,
@@ -630,6 +731,7 @@ impl Universe {
         sites: Option<SiteList>,
         block: usize,
         cutoff: f64,
+        symmetric: bool,
     ) -> PyResult<Mpo> {
         let r = (|| {
             let h = self.handle()?;
@@ -653,8 +755,17 @@ impl Universe {
                 };
                 (sum, list)
             };
+            if symmetric {
+                charged(&list)?;
+            }
             let local = sum.to_mpo(&list, &MpoOptions { cutoff })?;
-            let m = h.call(py, move |ctl| Ok(local.to_mpo(ctl, block)?))?;
+            let m = h.call(py, move |ctl| {
+                if symmetric {
+                    Ok(local.to_symmetric_mpo(ctl, &list, block)?)
+                } else {
+                    Ok(local.to_mpo(ctl, block)?)
+                }
+            })?;
             Ok(Mpo { m, h })
         })();
         py_result(py, r)
@@ -676,25 +787,101 @@ impl Universe {
         let r = (|| {
             let h = self.handle()?;
             let m = h.call(py, move |ctl| Ok(TnMps::random(ctl, length, d, bond, block, seed)?))?;
-            Ok(Mps::wrap(m, &h))
+            Ok(Mps::wrap(m, &h, None))
         })();
         py_result(py, r)
     }
 
     /// The product state with site `i` in the basis state ``labels[i]``
-    /// of ``sites[i]`` (e.g. ``["Up", "Dn", ...]``).
-    #[pyo3(signature = (sites, labels, block=64))]
-    fn product_mps(&self, py: Python<'_>, sites: SiteList, labels: Vec<String>, block: usize) -> PyResult<Mps> {
+    /// of ``sites[i]`` (e.g. ``["up", "down", ...]``). With
+    /// ``symmetric=True`` (sites with charges, from ``conserve=``) the
+    /// sites are symmetric tensors and the state's total charge is that of
+    /// the labels: the start state of a DMRG or TDVP in that sector.
+    #[pyo3(signature = (sites, labels, block=64, symmetric=false))]
+    fn product_mps(
+        &self,
+        py: Python<'_>,
+        sites: SiteList,
+        labels: Vec<String>,
+        block: usize,
+        symmetric: bool,
+    ) -> PyResult<Mps> {
         let r = (|| {
             let h = self.handle()?;
             let list = sites.expand(labels.len())?;
+            if symmetric {
+                charged(&list)?;
+            }
+            let kept = Arc::new(list.clone());
             let m = h.call(py, move |ctl| {
                 let refs: Vec<&str> = labels.iter().map(String::as_str).collect();
-                Ok(TnMps::product(ctl, &list, &refs, block)?)
+                if symmetric {
+                    Ok(TnMps::symmetric_product(ctl, &list, &refs, block)?)
+                } else {
+                    Ok(TnMps::product(ctl, &list, &refs, block)?)
+                }
             })?;
-            Ok(Mps::wrap(m, &h))
+            Ok(Mps::wrap(m, &h, Some(kept)))
         })();
         py_result(py, r)
+    }
+
+    /// A random symmetric state of total charge `sector` on the charged
+    /// site types of `sites` (a :class:`Model` built with ``conserve=``,
+    /// or a list of site types), right-normalised as :class:`Dmrg` expects
+    /// it, bond dimension at most `bond` (the sectors of every bond are
+    /// those on a path from charge 0 to `sector`), reproducible from
+    /// `seed`. `sector` is an int or a tuple of ints in the sites' units:
+    /// ``2 Sz`` for ``conserve="Sz"`` (so ``sector=0`` is Sz = 0 and
+    /// ``sector=2`` is Sz = 1), ``N``, ``(N, 2 Sz)``, or the parity.
+    ///
+    /// Raises ``ModelError`` for sites without charges, ``SymmetryError``
+    /// for a sector that is not a charge of their group, ``OptionError``
+    /// for a sector the sites cannot reach or ``bond == 0``.
+    #[pyo3(signature = (sites, sector, bond=8, block=64, seed=1))]
+    fn symmetric_mps(
+        &self,
+        py: Python<'_>,
+        sites: &Bound<'_, PyAny>,
+        sector: &Bound<'_, PyAny>,
+        bond: usize,
+        block: usize,
+        seed: u64,
+    ) -> PyResult<Mps> {
+        let r = (|| {
+            let h = self.handle()?;
+            let list: Vec<TnSite> = if let Ok(m) = sites.cast::<Model>() {
+                m.get().inner().sites
+            } else {
+                sites.extract::<Vec<Site>>()?.into_iter().map(|s| s.s).collect()
+            };
+            let g = charged(&list)?;
+            let target = crate::symmetric::charge_of(&g, sector)?;
+            let kept = Arc::new(list.clone());
+            let m = h.call(py, move |ctl| {
+                Ok(TnMps::symmetric_random(ctl, &list, &target, bond, block, seed)?)
+            })?;
+            Ok(Mps::wrap(m, &h, Some(kept)))
+        })();
+        py_result(py, r)
+    }
+}
+
+/// The group of `sites`, which must all carry charges (a model built with
+/// ``conserve=``).
+fn charged(sites: &[TnSite]) -> Res<uni20::dist::symmetry::Symmetry> {
+    let Some(first) = sites.first() else {
+        return Err(Failure::new(Kind::Model, "a state needs at least one site"));
+    };
+    match first.charges() {
+        Some((g, _)) if sites.iter().all(|s| s.charges().is_some()) => Ok(g.clone()),
+        _ => Err(Failure::new(
+            Kind::Model,
+            format!(
+                "site type {} has no charges: a symmetric state or MPO needs sites built with conserve= (\"Sz\", \"N\", \"NSz\" or \"parity\")",
+                first.name()
+            ),
+        )),
     }
 }
 
@@ -787,6 +974,8 @@ fn dmrg_options(
 pub(crate) struct Dmrg {
     d: Arc<Mutex<TnDmrg>>,
     h: Arc<Handle>,
+    /// The site types of the start state, when known.
+    sites: Option<Arc<Vec<TnSite>>>,
 }
 
 #[pymethods]
@@ -829,6 +1018,7 @@ impl Dmrg {
             Ok(Dmrg {
                 d: Arc::new(Mutex::new(d)),
                 h: mpo.h.clone(),
+                sites: mps.sites.clone(),
             })
         })();
         py_result(py, r)
@@ -876,6 +1066,7 @@ impl Dmrg {
             Ok(Dmrg {
                 d: Arc::new(Mutex::new(d)),
                 h: mpo.h.clone(),
+                sites: None,
             })
         })();
         py_result(py, r)
@@ -960,7 +1151,7 @@ impl Dmrg {
     /// The current state (a copy sharing its site tensors).
     #[getter]
     fn mps(&self) -> Mps {
-        Mps::wrap(lock(&self.d).mps().clone(), &self.h)
+        Mps::wrap(lock(&self.d).mps().clone(), &self.h, self.sites.clone())
     }
 }
 
