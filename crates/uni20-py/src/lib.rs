@@ -12,7 +12,6 @@
 
 mod errors;
 mod symmetric;
-mod tdvp;
 mod tensor;
 mod tn;
 mod universe;
@@ -48,8 +47,8 @@ fn _uni20(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tn::SweepStats>()?;
     m.add_class::<tn::Tebd>()?;
     m.add_class::<tn::TebdStep>()?;
-    m.add_class::<tdvp::Tdvp>()?;
-    m.add_class::<tdvp::TdvpStep>()?;
+    m.add_class::<tn::Tdvp>()?;
+    m.add_class::<tn::TdvpStep>()?;
     m.add_function(wrap_pyfunction!(tn::heisenberg, m)?)?;
     m.add_function(wrap_pyfunction!(tn::xxz, m)?)?;
     m.add_function(wrap_pyfunction!(tn::j1j2, m)?)?;

@@ -14,10 +14,10 @@ use pyo3::types::{PySlice, PyTuple};
 use uni20::dist::symmetry::{Charge, Direction, GroupFactor, Leg as DistLeg, Sector, SymmetricLayout};
 use uni20::dist::symmetry::{Fusion as DistFusion, Symmetry as DistSymmetry};
 use uni20::dist::{self as dist};
-use uni20::{DType, DistTensor};
+use uni20::DistTensor;
 
 use crate::errors::{py_result, Failure, Kind, Res};
-use crate::tensor::{local_from_numpy, local_to_numpy, parse_dtype, Tensor};
+use crate::tensor::{dtype_or_f64, local_from_numpy, local_to_numpy, Tensor};
 use crate::universe::Universe;
 
 /// The components of a charge given as an int or a sequence of ints.
@@ -355,10 +355,6 @@ fn layout_of(legs: Vec<Leg>, flux: Option<&Bound<'_, PyAny>>) -> Res<SymmetricLa
         None => g.identity(),
     };
     Ok(SymmetricLayout::new(g, legs, flux)?)
-}
-
-fn dtype_or_f64(py: Python<'_>, dtype: Option<Bound<'_, PyAny>>) -> Res<DType> {
-    Ok(dtype.map(|d| parse_dtype(py, &d)).transpose()?.unwrap_or(DType::F64))
 }
 
 #[pymethods]

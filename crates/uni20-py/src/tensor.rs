@@ -58,6 +58,11 @@ pub(crate) fn parse_dtype(py: Python<'_>, d: &Bound<'_, PyAny>) -> Res<DType> {
     }
 }
 
+/// The dtype given as in :func:`parse_dtype`, float64 when none is.
+pub(crate) fn dtype_or_f64(py: Python<'_>, dtype: Option<Bound<'_, PyAny>>) -> Res<DType> {
+    Ok(dtype.map(|d| parse_dtype(py, &d)).transpose()?.unwrap_or(DType::F64))
+}
+
 /// A local tensor with the contents of a numpy array (any layout; integer
 /// and boolean arrays become float64).
 pub(crate) fn local_from_numpy(py: Python<'_>, arr: &Bound<'_, PyAny>) -> Res<LocalTensor> {
@@ -159,7 +164,7 @@ impl Universe {
     ) -> PyResult<Tensor> {
         let r = (|| {
             let h = self.handle()?;
-            let d = dtype.map(|d| parse_dtype(py, &d)).transpose()?.unwrap_or(DType::F64);
+            let d = dtype_or_f64(py, dtype)?;
             let t = h.call(py, move |ctl| Ok(dist::zeros(ctl, &shape, d, block)?))?;
             Ok(Tensor::wrap(t, &h))
         })();
@@ -179,7 +184,7 @@ impl Universe {
     ) -> PyResult<Tensor> {
         let r = (|| {
             let h = self.handle()?;
-            let d = dtype.map(|d| parse_dtype(py, &d)).transpose()?.unwrap_or(DType::F64);
+            let d = dtype_or_f64(py, dtype)?;
             let t = h.call(py, move |ctl| Ok(dist::random(ctl, &shape, d, block, seed)?))?;
             Ok(Tensor::wrap(t, &h))
         })();
@@ -199,7 +204,7 @@ impl Universe {
     ) -> PyResult<Tensor> {
         let r = (|| {
             let h = self.handle()?;
-            let d = dtype.map(|d| parse_dtype(py, &d)).transpose()?.unwrap_or(DType::F64);
+            let d = dtype_or_f64(py, dtype)?;
             let t = h.call(py, move |ctl| Ok(dist::identity(ctl, &shape, d, block, row_modes)?))?;
             Ok(Tensor::wrap(t, &h))
         })();

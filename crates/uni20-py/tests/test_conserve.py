@@ -31,10 +31,10 @@ def lowest(h):
 
 def run_sector(u, length, sector, observer=None):
     model = uni20.models.heisenberg(length, conserve="Sz")
-    mpo = u.mpo(model, block=16, symmetric=True)
-    psi0 = u.symmetric_mps(model, sector=sector, bond=8, block=16, seed=2)
+    mpo = u.mpo(model, block=64, symmetric=True)
+    psi0 = u.symmetric_mps(model, sector=sector, bond=8, block=64, seed=2)
     assert psi0.is_symmetric and psi0.total_charge == (sector,)
-    dmrg = uni20.Dmrg(mpo, psi0, chi_max=64, block=16)
+    dmrg = uni20.Dmrg(mpo, psi0, chi_max=64, block=64)
     dmrg.run(sweeps=10, tol=1e-12, observer=observer)
     return dmrg
 

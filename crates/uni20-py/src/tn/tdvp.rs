@@ -8,13 +8,9 @@ use std::sync::{Arc, Mutex};
 use pyo3::prelude::*;
 use uni20::tn::{LanczosOptions, Tdvp as TnTdvp, TdvpOptions, TdvpStep as TnTdvpStep};
 
-use crate::errors::{py_result, Failure, Kind};
-use crate::tn::{Mpo, Mps};
+use super::{lock, same_universe, Mpo, Mps};
+use crate::errors::{py_result, Failure};
 use crate::universe::Handle;
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// What one TDVP step did.
 #[pyclass(module = "uni20", frozen, get_all, skip_from_py_object)]
@@ -103,12 +99,7 @@ impl Tdvp {
         block: usize,
     ) -> PyResult<Tdvp> {
         let r = (|| {
-            if !Arc::ptr_eq(&mpo.h, &mps.h) {
-                return Err(Failure::new(
-                    Kind::Shape,
-                    "the MPO and the MPS belong to different universes",
-                ));
-            }
+            same_universe(&mpo.h, &mps.h, "the MPO and the MPS")?;
             let opts = TdvpOptions {
                 dt,
                 imaginary,
