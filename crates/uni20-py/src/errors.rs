@@ -28,6 +28,10 @@ pub(crate) enum Kind {
     Option,
     /// A model, site or operator sum that does not make sense.
     Model,
+    /// Charges, legs, fluxes or layouts of symmetric tensors that do not
+    /// fit (a charge not of the group, a forbidden flux, a dense array
+    /// that breaks the symmetry, symmetric and dense operands mixed).
+    Symmetry,
     /// A checkpoint that is missing or does not hold what is needed.
     Checkpoint,
     /// A file that cannot be read or written.
@@ -52,6 +56,7 @@ impl Kind {
             Kind::DType => "DTypeError",
             Kind::Option => "OptionError",
             Kind::Model => "ModelError",
+            Kind::Symmetry => "SymmetryError",
             Kind::Checkpoint => "CheckpointError",
             Kind::File => "FileError",
             Kind::NonFinite => "NonFiniteError",
@@ -196,6 +201,14 @@ fn dist_kind(e: &DistError) -> Kind {
         | D::Store(uni20::persist::PersistError::NotFound(_)) => Kind::Checkpoint,
         D::Npy { .. } | D::Io { .. } | D::Store(_) => Kind::File,
         D::NonFinite { .. } => Kind::NonFinite,
+        D::DenseEmbedding(uni20::dist::symmetry::DenseEmbeddingError::Shape { .. }) => Kind::Shape,
+        D::DenseEmbedding(uni20::dist::symmetry::DenseEmbeddingError::Tolerance(_)) => Kind::Option,
+        D::Symmetry(_)
+        | D::SymContract(_)
+        | D::DenseEmbedding(_)
+        | D::Layout(_)
+        | D::SymLayout(_)
+        | D::SymDecomp(_) => Kind::Symmetry,
         _ => Kind::Job,
     }
 }
@@ -218,18 +231,29 @@ impl From<TnError> for Failure {
         }
         let kind = match &e {
             TnError::Dist(d) => dist_kind(d),
+            // Dense with symmetric, or physical legs that differ.
+            TnError::InvalidOption {
+                name: "MPS and MPO layouts",
+                ..
+            } => Kind::Symmetry,
             TnError::InvalidOption { .. } => Kind::Option,
             TnError::Shape { .. } | TnError::Tensor(_) => Kind::Shape,
             TnError::BadCheckpoint(_) => Kind::Checkpoint,
             TnError::UnknownOperator { .. }
             | TnError::UnknownState { .. }
             | TnError::ChargeMismatch { .. }
-            | TnError::BadTerm { .. }
-            | TnError::Symmetry(_) => Kind::Model,
+            | TnError::BadTerm { .. } => Kind::Model,
+            TnError::Symmetry(_) => Kind::Symmetry,
             TnError::Krylov(_) => Kind::NonFinite,
             _ => Kind::Internal,
         };
         Failure::new(kind, message)
+    }
+}
+
+impl From<uni20::dist::symmetry::SymmetryError> for Failure {
+    fn from(e: uni20::dist::symmetry::SymmetryError) -> Failure {
+        Failure::new(Kind::Symmetry, e.to_string())
     }
 }
 

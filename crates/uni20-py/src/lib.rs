@@ -11,6 +11,7 @@
 #![warn(missing_docs)]
 
 mod errors;
+mod symmetric;
 mod tensor;
 mod tn;
 mod universe;
@@ -32,6 +33,11 @@ fn _uni20(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tensor::qr, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::lq, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::eigh, m)?)?;
+    m.add_class::<symmetric::Symmetry>()?;
+    m.add_class::<symmetric::Leg>()?;
+    m.add_class::<symmetric::Fusion>()?;
+    m.add_function(wrap_pyfunction!(symmetric::fuse_legs, m)?)?;
+    m.add_function(wrap_pyfunction!(symmetric::split_leg, m)?)?;
     m.add_class::<tn::Site>()?;
     m.add_class::<tn::OpSum>()?;
     m.add_class::<tn::Model>()?;
@@ -41,6 +47,8 @@ fn _uni20(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tn::SweepStats>()?;
     m.add_class::<tn::Tebd>()?;
     m.add_class::<tn::TebdStep>()?;
+    m.add_class::<tn::Tdvp>()?;
+    m.add_class::<tn::TdvpStep>()?;
     m.add_function(wrap_pyfunction!(tn::heisenberg, m)?)?;
     m.add_function(wrap_pyfunction!(tn::xxz, m)?)?;
     m.add_function(wrap_pyfunction!(tn::j1j2, m)?)?;

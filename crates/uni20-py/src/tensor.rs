@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use numpy::{Complex32, Complex64, PyArrayDyn, PyArrayMethods};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
-use uni20::dist::decomp::{EighOptions, QrOptions, SvdOptions, SvdTruncation};
+use pyo3::types::{PyDict, PyList, PyTuple};
+use uni20::dist::decomp::{BondSector, EighOptions, QrOptions, SvdOptions, SvdTruncation};
 use uni20::dist::{self as dist, Checkpoint, ContractOptions};
 use uni20::{DType, DistTensor, LocalTensor, TensorData, C64};
 
@@ -56,6 +56,11 @@ pub(crate) fn parse_dtype(py: Python<'_>, d: &Bound<'_, PyAny>) -> Res<DType> {
             format!("unsupported dtype {other}: uni20 tensors are float32, float64, complex64 or complex128"),
         )),
     }
+}
+
+/// The dtype given as in :func:`parse_dtype`, float64 when none is.
+pub(crate) fn dtype_or_f64(py: Python<'_>, dtype: Option<Bound<'_, PyAny>>) -> Res<DType> {
+    Ok(dtype.map(|d| parse_dtype(py, &d)).transpose()?.unwrap_or(DType::F64))
 }
 
 /// A local tensor with the contents of a numpy array (any layout; integer
@@ -159,7 +164,7 @@ impl Universe {
     ) -> PyResult<Tensor> {
         let r = (|| {
             let h = self.handle()?;
-            let d = dtype.map(|d| parse_dtype(py, &d)).transpose()?.unwrap_or(DType::F64);
+            let d = dtype_or_f64(py, dtype)?;
             let t = h.call(py, move |ctl| Ok(dist::zeros(ctl, &shape, d, block)?))?;
             Ok(Tensor::wrap(t, &h))
         })();
@@ -179,7 +184,7 @@ impl Universe {
     ) -> PyResult<Tensor> {
         let r = (|| {
             let h = self.handle()?;
-            let d = dtype.map(|d| parse_dtype(py, &d)).transpose()?.unwrap_or(DType::F64);
+            let d = dtype_or_f64(py, dtype)?;
             let t = h.call(py, move |ctl| Ok(dist::random(ctl, &shape, d, block, seed)?))?;
             Ok(Tensor::wrap(t, &h))
         })();
@@ -199,7 +204,7 @@ impl Universe {
     ) -> PyResult<Tensor> {
         let r = (|| {
             let h = self.handle()?;
-            let d = dtype.map(|d| parse_dtype(py, &d)).transpose()?.unwrap_or(DType::F64);
+            let d = dtype_or_f64(py, dtype)?;
             let t = h.call(py, move |ctl| Ok(dist::identity(ctl, &shape, d, block, row_modes)?))?;
             Ok(Tensor::wrap(t, &h))
         })();
@@ -559,7 +564,10 @@ pub(crate) fn inner(py: Python<'_>, a: &Tensor, b: &Tensor) -> PyResult<Complex6
 pub(crate) struct SvdResult {
     /// Shape ``(row modes.., k)``, orthonormal columns.
     u: Py<Tensor>,
-    /// The kept singular values, non-increasing (numpy array).
+    /// The kept singular values (numpy array), ``s[j]`` that of column
+    /// ``u[..., j]`` and row ``vh[j, ...]``: non-increasing for a dense
+    /// input; for a symmetric one, sector after sector in the order of the
+    /// bond leg (non-increasing within each sector; see `sectors`).
     s: Py<PyAny>,
     /// Shape ``(k, column modes..)``, orthonormal rows.
     vh: Py<Tensor>,
@@ -567,6 +575,9 @@ pub(crate) struct SvdResult {
     discarded: Py<PyAny>,
     /// ``sum(discarded**2) / sum(all s**2)``.
     discarded_weight: f64,
+    /// Symmetric input: ``(charge, values)`` of every sector of the bond
+    /// leg (``u.legs[-1]``), in its order; empty for a dense input.
+    sectors: Vec<(Py<PyTuple>, Py<PyAny>)>,
 }
 
 #[pymethods]
@@ -584,11 +595,33 @@ impl SvdResult {
     }
 }
 
+/// The values of the bond sectors one after the other (the order of the
+/// bond leg's dense embedding).
+fn bond_order(sectors: &[BondSector]) -> Vec<f64> {
+    sectors.iter().flat_map(|b| b.values.iter().copied()).collect()
+}
+
+fn sectors_to_py(py: Python<'_>, sectors: Vec<BondSector>) -> PyResult<Vec<(Py<PyTuple>, Py<PyAny>)>> {
+    sectors
+        .into_iter()
+        .map(|b| {
+            Ok((
+                crate::symmetric::charge_tuple(py, &b.charge)?.unbind(),
+                vec_to_numpy(py, b.values).unbind(),
+            ))
+        })
+        .collect()
+}
+
 /// The thin SVD ``A ~= U diag(s) Vh`` of `t` viewed as a matrix by
 /// `split` (``"ab|c"``: modes a, b are the rows, c the columns; or
 /// ``"abc->ca|b"`` to reorder), truncated by `max_rank`, `cutoff`
 /// (absolute, keep values above it) and `max_discarded_weight`. Returns
 /// an :class:`SvdResult`, which also unpacks as ``u, s, vh``.
+///
+/// A symmetric `t` is decomposed sector by sector (the truncation chooses
+/// over all sectors together); `u` and `vh` are symmetric, joined by a new
+/// bond leg whose sectors are listed in ``SvdResult.sectors``.
 ///
 /// Raises ``SpecError`` for a bad split, ``OptionError`` for an invalid
 /// truncation, ``NonFiniteError`` for NaN or infinite entries.
@@ -616,15 +649,17 @@ pub(crate) fn svd(
             ..SvdOptions::default()
         };
         let o = dist::svd(ctl, &x, &split, &opts)?;
-        Ok((o.u, o.s, o.vh, o.discarded, o.discarded_weight))
+        Ok((o.u, o.s, o.vh, o.discarded, o.discarded_weight, o.sectors))
     });
-    let (u, s, vh, discarded, w) = py_result(py, r)?;
+    let (u, s, vh, discarded, w, sectors) = py_result(py, r)?;
+    let s = if sectors.is_empty() { s } else { bond_order(&sectors) };
     Ok(SvdResult {
         u: Py::new(py, Tensor::wrap(u, &t.h))?,
         s: vec_to_numpy(py, s).unbind(),
         vh: Py::new(py, Tensor::wrap(vh, &t.h))?,
         discarded: vec_to_numpy(py, discarded).unbind(),
         discarded_weight: w,
+        sectors: sectors_to_py(py, sectors)?,
     })
 }
 
@@ -672,8 +707,11 @@ pub(crate) fn lq(py: Python<'_>, t: &Tensor, split: String, block: Option<usize>
 }
 
 /// The eigendecomposition ``A = V diag(w) V^H`` of a Hermitian matrix view
-/// of `t`; ``(w, v)`` with `w` a numpy array (non-decreasing) and `v` of
-/// shape ``(row modes.., n)``.
+/// of `t`; ``(w, v)`` with `w` a numpy array and `v` of shape ``(row
+/// modes.., n)``, ``w[j]`` the eigenvalue of ``v[..., j]``: non-decreasing
+/// for a dense `t`; for a symmetric one (flux zero, column legs the duals
+/// of the row legs) sector after sector of the bond leg ``v.legs[-1]``,
+/// non-decreasing within each.
 ///
 /// Raises ``ShapeError`` for a non-square view, ``OptionError`` for a
 /// matrix that is not Hermitian within `hermitian_rtol`.
@@ -698,7 +736,12 @@ pub(crate) fn eigh<'py>(
                 ..EighOptions::default()
             },
         )?;
-        Ok((o.values, o.vectors))
+        let w = if o.sectors.is_empty() {
+            o.values
+        } else {
+            bond_order(&o.sectors)
+        };
+        Ok((w, o.vectors))
     });
     let (w, v) = py_result(py, r)?;
     Ok((vec_to_numpy(py, w), Tensor::wrap(v, &t.h)))

@@ -38,6 +38,16 @@ class ModelError(Uni20Error, ValueError):
     """A site, operator sum or model that does not make sense (unknown operator or state, bad term)."""
 
 
+class SymmetryError(Uni20Error, ValueError):
+    """Charges, legs, fluxes or layouts of symmetric tensors that do not fit.
+
+    A charge that is not of the group, a flux that no block can carry, legs that cannot be
+    contracted (same direction, other sectors), a dense array that breaks the symmetry
+    (``Universe.from_dense``), a symmetric operand mixed with a dense one, or an operation
+    that needs the other kind of tensor.
+    """
+
+
 class CheckpointError(Uni20Error):
     """A checkpoint that is missing, damaged or does not hold what is needed."""
 
@@ -76,6 +86,7 @@ __all__ = [
     "DTypeError",
     "OptionError",
     "ModelError",
+    "SymmetryError",
     "CheckpointError",
     "FileError",
     "NonFiniteError",

@@ -14,6 +14,9 @@ DTypeLike = Union[str, type, np.dtype]
 Scalar = Union[int, float, complex]
 PathLike = Union[str, os.PathLike]
 SiteList = Union["Site", Sequence["Site"]]
+ChargeLike = Union[int, Sequence[int]]
+"""A charge: a tuple of ints, one per group factor (a plain int for a group of one factor)."""
+Charge = Tuple[int, ...]
 
 def launched_by_mpi() -> bool:
     """True when an MPI launcher (``mpirun``) started this process."""
@@ -61,6 +64,25 @@ class Universe:
         self, shape: Sequence[int], row_modes: int, dtype: Optional[DTypeLike] = None, block: int = 64
     ) -> "Tensor": ...
     def read_npy(self, path: PathLike, block: int = 64) -> "Tensor": ...
+    # Symmetric tensors.
+    def sym_zeros(
+        self, legs: Sequence["Leg"], flux: Optional[ChargeLike] = None, dtype: Optional[DTypeLike] = None
+    ) -> "Tensor":
+        """Zeros with ``legs`` and ``flux`` (default: the identity): only the charge-allowed blocks are stored."""
+    def sym_random(
+        self,
+        legs: Sequence["Leg"],
+        flux: Optional[ChargeLike] = None,
+        dtype: Optional[DTypeLike] = None,
+        seed: int = 0,
+    ) -> "Tensor":
+        """Dense embedding: ``random(shape, seed=seed)`` with every forbidden block zero."""
+    def sym_identity(self, legs: Sequence["Leg"], dtype: Optional[DTypeLike] = None) -> "Tensor":
+        """The identity with legs ``legs`` then their duals, flux zero."""
+    def from_dense(
+        self, arr: npt.ArrayLike, legs: Sequence["Leg"], flux: Optional[ChargeLike] = None, tol: float = 0.0
+    ) -> "Tensor":
+        """The symmetric tensor whose dense embedding is ``arr``; ``SymmetryError`` if ``arr`` breaks the symmetry."""
     def checkpoint(
         self,
         tensors: Dict[str, "Tensor"],
@@ -79,9 +101,22 @@ class Universe:
         sites: Optional[SiteList] = None,
         block: int = 64,
         cutoff: float = 1e-13,
-    ) -> "Mpo": ...
+        symmetric: bool = False,
+    ) -> "Mpo":
+        """The MPO of a model; ``symmetric=True``: symmetric site tensors (sites from ``conserve=``)."""
     def random_mps(self, length: int, d: int = 2, bond: int = 8, block: int = 64, seed: int = 1) -> "Mps": ...
-    def product_mps(self, sites: SiteList, labels: Sequence[str], block: int = 64) -> "Mps": ...
+    def product_mps(
+        self, sites: SiteList, labels: Sequence[str], block: int = 64, symmetric: bool = False
+    ) -> "Mps": ...
+    def symmetric_mps(
+        self,
+        sites: Union["Model", Sequence["Site"]],
+        sector: ChargeLike,
+        bond: int = 8,
+        block: int = 64,
+        seed: int = 1,
+    ) -> "Mps":
+        """A random symmetric state of total charge ``sector`` (``2 Sz``, ``N``, ``(N, 2 Sz)``, parity)."""
 
 class Tensor:
     """A distributed tensor (a handle; its blocks live on the ranks)."""
@@ -111,6 +146,83 @@ class Tensor:
     def __mul__(self, alpha: Scalar) -> "Tensor": ...
     def __rmul__(self, alpha: Scalar) -> "Tensor": ...
     def __truediv__(self, alpha: Scalar) -> "Tensor": ...
+    # Symmetric tensors (None / errors for dense ones).
+    @property
+    def is_symmetric(self) -> bool: ...
+    @property
+    def legs(self) -> Optional[List["Leg"]]: ...
+    @property
+    def flux(self) -> Optional[Charge]: ...
+    @property
+    def symmetry(self) -> Optional["Symmetry"]: ...
+    @property
+    def stored_blocks(self) -> int: ...
+    @property
+    def stored_elements(self) -> int: ...
+    def sector_blocks(self) -> List[Tuple[Tuple[Charge, ...], List[int], np.ndarray]]:
+        """``(charges per leg, dense offsets, block)`` of every stored block."""
+
+class Symmetry:
+    """An abelian group: a product of U(1) and Z_n factors."""
+
+    @staticmethod
+    def trivial() -> "Symmetry": ...
+    @staticmethod
+    def u1() -> "Symmetry": ...
+    @staticmethod
+    def zn(n: int) -> "Symmetry": ...
+    @staticmethod
+    def product(factors: Sequence[str]) -> "Symmetry":
+        """``Symmetry.product(["U1", "Z2"])``."""
+    @property
+    def factors(self) -> List[str]: ...
+    @property
+    def identity(self) -> Charge: ...
+    def charge(self, c: ChargeLike) -> Charge: ...
+    def fuse(self, a: ChargeLike, b: ChargeLike) -> Charge: ...
+    def dual(self, a: ChargeLike) -> Charge: ...
+
+class Leg:
+    """A leg with sectors ``(charge, dim)`` in increasing charge order, direction ``"in"`` or ``"out"``."""
+
+    def __init__(
+        self,
+        symmetry: Symmetry,
+        direction: str,
+        sectors: Sequence[Tuple[ChargeLike, int]],
+        tile: Optional[int] = None,
+    ) -> None: ...
+    @property
+    def symmetry(self) -> Symmetry: ...
+    @property
+    def direction(self) -> str: ...
+    @property
+    def sectors(self) -> List[Tuple[Charge, int]]: ...
+    @property
+    def tiles(self) -> List[List[int]]: ...
+    @property
+    def dim(self) -> int: ...
+    @property
+    def offsets(self) -> List[int]: ...
+    def dual(self) -> "Leg": ...
+    def retiled(self, tile: int) -> "Leg": ...
+
+class Fusion:
+    """The map between fused legs and the fused leg (from :func:`fuse_legs`)."""
+
+    def __init__(self, parts: Sequence[Leg], direction: str = "out") -> None: ...
+    @property
+    def parts(self) -> List[Leg]: ...
+    @property
+    def fused(self) -> Leg: ...
+    def fuse_index(self, index: Sequence[int]) -> int: ...
+    def split_index(self, f: int) -> List[int]: ...
+
+def fuse_legs(t: Tensor, first: int, count: int, direction: str = "out") -> Tuple[Tensor, Fusion]:
+    """Fuses ``count`` adjacent legs of a symmetric tensor from leg ``first``."""
+
+def split_leg(t: Tensor, leg: int, fusion: Fusion) -> Tensor:
+    """The inverse of :func:`fuse_legs`."""
 
 def einsum(
     spec: str,
@@ -131,6 +243,8 @@ class SvdResult:
     vh: Tensor
     discarded: np.ndarray
     discarded_weight: float
+    sectors: List[Tuple[Charge, np.ndarray]]
+    """Symmetric input: ``(charge, values)`` of every sector of the bond leg; empty for dense input."""
     def __iter__(self) -> Iterator[Any]: ...
 
 def svd(
@@ -224,7 +338,12 @@ class Mps:
     def expectation(self, mpo: Mpo) -> float: ...
     def energy_variance(self, mpo: Mpo) -> Tuple[float, float]: ...
     def overlap(self, other: "Mps") -> float: ...
-    def to_numpy(self) -> np.ndarray: ...
+    def to_numpy(self, sites: Optional[SiteList] = None) -> np.ndarray:
+        """The state in the site basis (length ``d**L``); symmetric states need their site types."""
+    @property
+    def is_symmetric(self) -> bool: ...
+    @property
+    def total_charge(self) -> Optional[Charge]: ...
 
 class SweepStats:
     sweep: int
@@ -293,3 +412,38 @@ class Tebd:
         block: int = 64,
     ) -> None: ...
     def step(self, mps: Mps) -> TebdStep: ...
+
+class TdvpStep:
+    time: float
+    discarded_weight: float
+    max_discarded_weight: float
+    max_bond: int
+    energy: float
+    applications: int
+    max_krylov_error: float
+    unconverged: int
+
+TdvpObserver = Callable[["Tdvp", TdvpStep], Optional[bool]]
+
+class Tdvp:
+    """Two-site TDVP: real time ``exp(-i H dt)`` or, with ``imaginary=True``, ``exp(-H dt)``."""
+
+    def __init__(
+        self,
+        mpo: Mpo,
+        mps: Mps,
+        dt: float = 0.05,
+        imaginary: bool = False,
+        chi_max: int = 64,
+        cutoff: float = 1e-12,
+        krylov_tol: float = 1e-12,
+        krylov_max: int = 30,
+        block: int = 64,
+    ) -> None: ...
+    def step(self) -> TdvpStep: ...
+    def run(self, steps: int, observer: Optional[TdvpObserver] = None) -> List[TdvpStep]: ...
+    def set_dt(self, dt: float) -> None: ...
+    @property
+    def time(self) -> float: ...
+    @property
+    def mps(self) -> Mps: ...
