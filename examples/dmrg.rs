@@ -32,7 +32,7 @@ use anyhow::{bail, Context};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use uni20::dist::symmetry::Charge;
-use uni20::dist::{gc, restore};
+use uni20::dist::{gc, restore_redistributed};
 use uni20::persist::ObjectId;
 use uni20::tn::measure::{energy_variance, entanglement_entropy, local_expectations, schmidt_spectra, site_operator};
 use uni20::tn::models::{self, Model};
@@ -333,7 +333,11 @@ fn run(ctl: &Controller<'_>, args: &Args) -> anyhow::Result<()> {
     };
     let mut dmrg = match args.resume {
         Some(id) => {
-            let cp = restore(ctl, id).with_context(|| format!("restoring checkpoint {id}"))?;
+            let restored = restore_redistributed(ctl, id).with_context(|| format!("restoring checkpoint {id}"))?;
+            if let Some(d) = &restored.redistribution {
+                println!("resume: {d}");
+            }
+            let cp = restored.checkpoint;
             println!("resumed from checkpoint {id} ({}) after sweep {}", cp.label, cp.step);
             // A resumed run may change the truncation; say so, once. Checkpoints
             // written before the options were recorded resume silently.

@@ -18,6 +18,7 @@ mod guide;
 mod launcher;
 mod proc;
 mod python;
+mod resume;
 mod test;
 
 use std::ffi::OsString;

@@ -55,13 +55,13 @@ pub struct TestOptions {
 
 /// One MPI job: a target at a number of ranks.
 #[derive(Debug, Clone)]
-struct Job {
+pub(crate) struct Job {
     /// Test or example.
-    kind: TargetKind,
+    pub(crate) kind: TargetKind,
     /// Target name.
-    name: String,
+    pub(crate) name: String,
     /// Number of ranks to launch.
-    ranks: u32,
+    pub(crate) ranks: u32,
 }
 
 /// Runs `cargo xtask test`; returns the process exit code.
@@ -182,6 +182,7 @@ pub fn run(opts: &TestOptions) -> Result<i32> {
         results.extend(startup_stage(&launcher, opts)?);
         results.push(checkpoint_restart(&launcher, opts)?);
         results.extend(dmrg_kill_resume(&launcher, opts)?);
+        results.extend(crate::resume::dmrg_rank_count_resume(&launcher, opts)?);
         results.push(no_mpi_refusal(&launcher, opts)?);
         results.push(abort_timeout_stage(&launcher, opts)?);
     }

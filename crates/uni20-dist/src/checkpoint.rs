@@ -7,7 +7,8 @@
 //! [`checkpoint`] makes every rank's store durable ([`flush_all`]), then
 //! commits the manifest in the root's store, flushes it and names it as the
 //! gc root `checkpoint`. [`restore`] loads it back after a restart (same
-//! store directory, same number of ranks), and [`Checkpoint::tensor`]
+//! store directory, any number of ranks: blocks of ranks the new universe
+//! lacks are re-placed, see [`crate::redistribute`]), and [`Checkpoint::tensor`]
 //! rebuilds each tensor from its manifest. [`retire`] lets the blocks of
 //! a superseded checkpoint go.
 
@@ -20,6 +21,7 @@ use uni20_worker::ledger::HeldBlock;
 use uni20_worker::Controller;
 
 use crate::error::{DistError, Missing};
+use crate::redistribute::{redistribute, Redistribution};
 use crate::tensor::{DistTensor, Manifest};
 
 /// A checkpoint: named tensor manifests plus user scalars and a step.
@@ -209,44 +211,66 @@ pub fn checkpoint(ctl: &Controller<'_>, cp: &Checkpoint) -> Result<PersistentPtr
     Ok(p)
 }
 
-/// Loads a checkpoint committed by an earlier run from the root's store.
+/// Loads a checkpoint committed by an earlier run from the root's store,
+/// as [`restore_redistributed`], and logs the redistribution (if any) at
+/// `info` level.
 ///
-/// Checks that every block it names is held intact by its owner (one
-/// `Verify` storage request per block, all in flight at once: the owner
-/// reads the block's file and checks its size, CRC-32 and decoding), so a
-/// damaged block is found here, before the run goes on, and told apart
-/// from a missing one.
+/// # Errors
+/// As [`restore_redistributed`].
+pub fn restore(ctl: &Controller<'_>, id: ObjectId) -> Result<Checkpoint, DistError> {
+    let r = restore_redistributed(ctl, id)?;
+    if let Some(d) = &r.redistribution {
+        tracing::info!(checkpoint = %id, "{d}");
+    }
+    Ok(r.checkpoint)
+}
+
+/// A checkpoint loaded by [`restore_redistributed`], with what was moved
+/// to restore it on this universe's rank count.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Restored {
+    /// The checkpoint, its manifests naming the blocks' owners in this
+    /// universe.
+    pub checkpoint: Checkpoint,
+    /// `Some` when some blocks were re-placed (the checkpoint was written
+    /// with another rank count); its `Display` is a one-line notice.
+    pub redistribution: Option<Redistribution>,
+}
+
+/// Loads a checkpoint committed by an earlier run from the root's store,
+/// on any rank count.
+///
+/// The restarted run must use the store directory the checkpoint was
+/// written to. If it has fewer ranks than the run that wrote the
+/// checkpoint (or has workers where that run was a lone root), the blocks
+/// on ranks it cannot serve are first re-placed onto its compute ranks
+/// ([`redistribute`]: each new owner copies them from the old owner's
+/// directory, so the directory must be visible from every rank). Then
+/// every block the checkpoint names is checked to be held intact by its
+/// owner (one `Verify` storage request per block, all in flight at once:
+/// the owner reads the block's file and checks its size, CRC-32 and
+/// decoding), so a damaged block is found here, before the run goes on,
+/// and told apart from a missing one.
 ///
 /// # Errors
 /// A store error if the checkpoint object itself is missing or damaged;
-/// [`DistError::BadRank`] if it places blocks on ranks this universe does
-/// not have; [`DistError::DamagedBlock`] naming the first damaged block
-/// (in manifest order), its file and the check it failed;
-/// [`DistError::NotFound`] naming the first block that is gone (the
-/// checkpoint was superseded and [`retire`]d, or the store directory is not
-/// the one the checkpoint was written to) when none is damaged;
-/// [`DistError::Job`] if a rank cannot answer (an I/O error reading a
-/// block's file, for example).
-pub fn restore(ctl: &Controller<'_>, id: ObjectId) -> Result<Checkpoint, DistError> {
-    let v = load_checkpoint(ctl, id)?;
-    let highest = v
-        .tensors
-        .iter()
-        .flat_map(|(_, m)| m.blocks.iter().map(|b| b.owner))
-        .max();
-    if let Some(r) = highest.filter(|&r| r >= ctl.size()) {
-        return Err(DistError::BadRank {
-            rank: r,
-            size: ctl.size(),
-            what: format!(
-                "checkpoint {id} keeps blocks on a rank this universe lacks; restart with the same number of ranks \
-                 (and the same store directory) as the run that wrote it"
-            ),
-        });
-    }
+/// the errors of [`redistribute`] when a block cannot be re-placed;
+/// [`DistError::DamagedBlock`] naming the first damaged block (in manifest
+/// order), its file and the check it failed; [`DistError::NotFound`] naming
+/// the first block that is gone (the checkpoint was superseded and
+/// [`retire`]d, or the store directory is not the one the checkpoint was
+/// written to) when none is damaged; [`DistError::Job`] if a rank cannot
+/// answer (an I/O error reading a block's file, for example).
+pub fn restore_redistributed(ctl: &Controller<'_>, id: ObjectId) -> Result<Restored, DistError> {
+    let mut v = load_checkpoint(ctl, id)?;
+    let redistribution = redistribute(ctl, &mut v)?;
     check_blocks_exist(ctl, id, &v)?;
     ctl.ledger().keep(&v.references());
-    Ok(v)
+    Ok(Restored {
+        checkpoint: v,
+        redistribution,
+    })
 }
 
 /// Asks every block's owner whether it still holds the block intact (one

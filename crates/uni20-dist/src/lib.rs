@@ -51,6 +51,7 @@ mod lifetimes;
 pub mod npy;
 mod ops;
 mod placement;
+mod redistribute;
 mod scatter;
 pub mod spmd;
 mod summary;
@@ -82,9 +83,10 @@ pub use ops::reduce::{inner, max_abs, norm, reduce, Reduced, Reduction};
 pub use ops::decomp::{eigh, lq, qr, svd};
 
 // Files, checkpoints and block lifetimes.
-pub use checkpoint::{checkpoint, flush_all, restore, retire, Checkpoint};
+pub use checkpoint::{checkpoint, flush_all, restore, restore_redistributed, retire, Checkpoint, Restored};
 pub use lifetimes::{gc, GcTotals};
 pub use npy::{read_npy, write_npy};
+pub use redistribute::{redistribute, Redistribution};
 
 // Plans and errors.
 pub use error::DistError;

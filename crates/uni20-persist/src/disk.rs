@@ -246,7 +246,23 @@ impl Disk {
     /// Reads and fully verifies object `id`: header, size and payload CRC.
     pub(crate) fn read_object(&self, id: ObjectId) -> Result<(FileHeader, Vec<u8>), PersistError> {
         self.op();
-        let path = self.object_path(id);
+        Self::read_object_at(&self.object_path(id), id)
+    }
+
+    /// The path object `id` has in the directory of rank `rank`'s store under
+    /// the same root as this one (`<root>/rank-<rank>/...`): where an earlier
+    /// run with another rank count left it.
+    pub(crate) fn sibling_object_path(&self, rank: u32, id: ObjectId) -> PathBuf {
+        let root = self.dir.parent().unwrap_or(&self.dir);
+        root.join(format!("rank-{rank}")).join(format!("{}.obj", file_stem(id)))
+    }
+
+    /// Reads and fully verifies the object file at `path`, which must hold
+    /// object `id` (header, size and payload CRC), without taking the file's
+    /// directory: the read of [`Disk::read_object`] and of adoption from a
+    /// sibling rank's directory (`Store::adopt`). Counts no operation.
+    pub(crate) fn read_object_at(path: &Path, id: ObjectId) -> Result<(FileHeader, Vec<u8>), PersistError> {
+        let path = path.to_path_buf();
         let mut f = File::open(&path).map_err(io(format!("open object {id}"), &path))?;
         let header = Self::read_header_from(&mut f, &path, Some(id))?;
         let size = usize::try_from(header.meta.size)

@@ -11,10 +11,11 @@
 //! `encoded`), `residency` (budget, LRU eviction, spill, the cheap sweep of released
 //! objects), `durability` (flush and fsync), `reach` (reachability through
 //! references), `release` (the owner's release), `gc` (named roots and garbage
-//! collection), `verify` (integrity checks by ID) and `faults` (fault injection). Layers only call downwards: `state` <
+//! collection), `verify` (integrity checks by ID), `adopt` (copying an object out of another rank's directory under the same root, for a restore on another rank count) and `faults` (fault injection). Layers only call downwards: `state` <
 //! `faults` < `residency` < `commit` < `load` < `durability` < `reach` < `release` <
-//! `gc`, with `open` on top.
+//! `gc`, with `adopt` above `durability` and `open` on top.
 
+mod adopt;
 mod commit;
 mod durability;
 mod faults;
