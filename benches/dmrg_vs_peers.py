@@ -46,9 +46,11 @@ its package is missing; TeNPy: `pip install physics-tenpy`):
 * `block2`: pyblock2's `DMRGDriver` with `SymmetryTypes.SGB` (U(1): the sector 2Sz = 0 of
   `initialize_system(heis_twos=1, heis_twosz=0)`), the chain built with its expression
   builder (0.5 S+S- + 0.5 S-S+ + SzSz), `n_threads=T`, a random MPS of bond CHI,
-  `dmrg(bond_dims=[CHI], noises=[0], thrds=[1e-10], cutoff=CUT, tol=0)`. block2 counts a
-  sweep per direction: one full sweep here is two of its sweeps (seconds added, the energy
-  of the second); applications are the sums of its Davidson iterations (`Ndav`).
+  `dmrg(bond_dims=[CHI], noises=[0], thrds=[1e-10], cutoff=CUT**2, tol=0)` (block2 cuts
+  density-matrix eigenvalues, the squares of the singular values). block2 counts a sweep
+  per direction: one full sweep here is two of its sweeps (seconds added, the energy of the
+  second, read from its `iprint=2` log with its 10 decimals); applications are the sums of
+  its Davidson iterations (`Ndav`).
 
 Each run is a child process of its own (the Python peers run this script with `--worker`):
 its peak resident memory is the `ru_maxrss` that `os.wait4` returns for it (for mpirun, that
@@ -300,7 +302,7 @@ def worker_block2(args, threads):
         try:
             n = 2 * args.sweeps
             driver.dmrg(mpo, ket, n_sweeps=n, bond_dims=[args.chi] * n, noises=[0.0] * n, thrds=[1e-10] * n,
-                        cutoff=args.cutoff, tol=0.0, iprint=2)  # fmt: skip
+                        cutoff=args.cutoff**2, tol=0.0, iprint=2)  # fmt: skip
         finally:
             sys.stdout.flush()
             os.dup2(saved, 1)
