@@ -14,7 +14,7 @@ of sweeps with no early stop):
   UNI20_RANKS=R and UNI20_THREADS_PER_RANK=T (built first: `cargo build --release --example
   dmrg`, outside any timing); a sweep's time is the `time = X s` of its line.
 * TeNPy (optional: `pip install physics-tenpy`; skipped with a message otherwise): the
-  driver of `benches/dmrg_vs_tenpy.py` (SpinChain, TwoSiteDMRGEngine, Neel start, the same
+  dense TeNPy driver of `benches/dmrg_vs_peers.py` (SpinChain, TwoSiteDMRGEngine, Neel start, the same
   chi_max and cutoff), with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE removed from the
   environment before numpy is loaded (settings some machines export for uni20's own BLAS
   builds; the peer gets its BLAS's defaults), and the BLAS thread count set to T.
@@ -103,16 +103,14 @@ def run_python(args):
 def run_tenpy(args):
     sys.path.insert(0, os.path.join(REPO, "benches"))
     try:
-        import dmrg_vs_tenpy as peer
+        import dmrg_vs_peers as peer
         import tenpy  # noqa: F401
     except ImportError as e:
         print("TeNPy: skipped (%s; pip install physics-tenpy to compare)" % e)
         return None
-    targs = peer.parse_args(
-        ["--sites", str(args.sites), "--chi", str(args.chi), "--sweeps", str(args.sweeps), "--threads", str(args.threads)]
-    )
+    targs = peer.parse_args(["--sites", str(args.sites), "--chi", str(args.chi), "--sweeps", str(args.sweeps)])
     t0 = time.perf_counter()
-    res = peer.run_tenpy(targs)
+    res = peer.worker_tenpy(targs, None)  # dense; the thread variables are set by main()
     return {"total": time.perf_counter() - t0, "sweeps": res["sweeps"], "setup": res["setup_s"]}
 
 

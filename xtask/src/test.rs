@@ -788,6 +788,119 @@ fn checkpoint_restart(launcher: &Launcher, opts: &TestOptions) -> Result<(Job, O
     Ok((job, outcome, start.elapsed()))
 }
 
+/// The arguments of every run of the DMRG kill-and-resume jobs: L = 12,
+/// chi 16, 6 sweeps with no early stop, a fixed seed.
+const KILL_RESUME_ARGS: &[&str] = &[
+    "--sites",
+    "12",
+    "--chi-max",
+    "16",
+    "--sweeps",
+    "6",
+    "--tol",
+    "0",
+    "--seed",
+    "5",
+    "--block",
+    "8",
+];
+
+/// The symmetric runs of the kill-and-resume stage: (label, the arguments
+/// of every run, as [`KILL_RESUME_ARGS`] for the dense one). L = 8 and
+/// chi 6 (truncating: the bond reaches 16 untruncated) keep the job short
+/// in a debug build; `--profile` makes each sweep print its operator
+/// applications, which the resumed sweeps must repeat exactly. (The Hubbard
+/// chain with `--conserve N,Sz` is left out: even at L = 4 one run takes
+/// about a minute in a debug build on a loaded 2-core machine.)
+const SYMMETRIC_KILL_RESUME: &[(&str, &[&str])] = &[(
+    "--conserve Sz --sector 0",
+    &[
+        "--sites",
+        "8",
+        "--chi-max",
+        "6",
+        "--sweeps",
+        "6",
+        "--tol",
+        "0",
+        "--seed",
+        "5",
+        "--block",
+        "8",
+        "--conserve",
+        "Sz",
+        "--sector",
+        "0",
+        "--profile",
+    ],
+)];
+
+/// `(sweep, energy)` of the per-sweep lines of an `examples/dmrg.rs` log,
+/// whatever tag mpirun adds.
+fn sweep_energies(text: &str) -> Vec<(u64, f64)> {
+    text.lines()
+        .filter_map(|l| {
+            let rest = &l[l.find("sweep ")? + 6..];
+            let n = rest.split_whitespace().next()?.parse().ok()?;
+            let e = rest.split_once("E = ")?.1.split_whitespace().next()?.parse().ok()?;
+            Some((n, e))
+        })
+        .collect()
+}
+
+/// Operator applications of each sweep, from the `--profile` lines of an
+/// `examples/dmrg.rs` log (`profile: lanczos X s (N applications, ...`).
+fn sweep_applications(text: &str) -> Vec<usize> {
+    text.lines()
+        .filter_map(|l| {
+            let rest = &l[l.find("profile: lanczos ")?..];
+            let before = rest.split_once(" applications")?.0;
+            before.rsplit_once('(')?.1.parse().ok()
+        })
+        .collect()
+}
+
+/// The id of the checkpoint that a DMRG log announces after sweep `k`.
+fn checkpoint_after(text: &str, k: u64) -> Option<String> {
+    let tail = format!("(after sweep {k})");
+    text.lines().find_map(|l| {
+        let rest = &l[l.find("checkpoint: ")? + 12..];
+        rest.ends_with(&tail)
+            .then(|| rest.split_whitespace().next().map(str::to_string))
+            .flatten()
+    })
+}
+
+/// Whether a resumed run's log repeats sweeps 3-6 of the uninterrupted
+/// run's: the same sweep numbers, energies equal to 1e-10 and, where the
+/// uninterrupted run printed `--profile` lines, the same operator
+/// applications per sweep. Returns the reason when it does not.
+fn resumed_matches(full: &str, resumed: &str) -> std::result::Result<(), String> {
+    let (full_e, resumed_e) = (sweep_energies(full), sweep_energies(resumed));
+    let numbers = |e: &[(u64, f64)]| e.iter().map(|s| s.0).collect::<Vec<_>>();
+    if numbers(&full_e) != [1, 2, 3, 4, 5, 6] {
+        return Err(format!("the uninterrupted run printed sweeps {:?}", numbers(&full_e)));
+    }
+    if numbers(&resumed_e) != [3, 4, 5, 6] {
+        return Err(format!(
+            "the resumed run printed sweeps {:?}, not 3-6",
+            numbers(&resumed_e)
+        ));
+    }
+    for ((n, a), (_, b)) in full_e[2..].iter().zip(&resumed_e) {
+        if (a - b).abs() >= 1e-10 {
+            return Err(format!("sweep {n}: uninterrupted E = {a:.15}, resumed E = {b:.15}"));
+        }
+    }
+    let (full_a, resumed_a) = (sweep_applications(full), sweep_applications(resumed));
+    if !full_a.is_empty() && (full_a.len() != 6 || resumed_a != full_a[2..]) {
+        return Err(format!(
+            "operator applications per sweep: uninterrupted {full_a:?}, resumed {resumed_a:?} (must repeat sweeps 3-6)"
+        ));
+    }
+    Ok(())
+}
+
 /// `examples/dmrg.rs` under `mpirun -n 3`: a short DMRG run (L = 12,
 /// chi 16, 6 sweeps) uninterrupted, then the same run killed (SIGKILL to
 /// every rank) right after the checkpoint of sweep 2 and resumed from it:
@@ -796,142 +909,118 @@ fn checkpoint_restart(launcher: &Launcher, opts: &TestOptions) -> Result<(Job, O
 /// checkpoint of sweep 3 (`UNI20_INJECT_FAULT=ckptkill@rank=2,op=3`: it
 /// sends itself SIGKILL in its third flush, after part of its store is
 /// durable, before the root commits the checkpoint record), resumed from
-/// the checkpoint of sweep 2, with the same requirement.
+/// the checkpoint of sweep 2, with the same requirement. Then the first job
+/// again for each symmetric run of [`SYMMETRIC_KILL_RESUME`] (block-sparse
+/// site tensors in the stores), which must also repeat the uninterrupted
+/// run's operator applications per sweep.
 fn dmrg_kill_resume(launcher: &Launcher, opts: &TestOptions) -> Result<Vec<(Job, Outcome, Duration)>> {
     let ex = (TargetKind::Example, "dmrg".to_string());
     let exe = cargo::build_mpi(ROOT_PACKAGE, std::slice::from_ref(&ex), opts.release, &[])?[&ex].clone();
     let scratch = std::env::temp_dir().join(format!("uni20-dmrg-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&scratch);
     std::fs::create_dir_all(&scratch)?;
-    let start = std::time::Instant::now();
-    let command =
-        |store: &str, extra: &[&str], log_name: &str| -> Result<(std::process::Command, std::path::PathBuf)> {
-            let log_path = scratch.join(log_name);
-            let log = std::fs::File::create(&log_path)?;
-            let mut args: Vec<std::ffi::OsString> = [
-                "--sites",
-                "12",
-                "--chi-max",
-                "16",
-                "--sweeps",
-                "6",
-                "--tol",
-                "0",
-                "--seed",
-                "5",
-                "--block",
-                "8",
-            ]
-            .iter()
-            .map(|a| a.into())
-            .collect();
-            args.push("--checkpoint".into());
-            args.push(scratch.join(store).into());
-            args.extend(extra.iter().map(|a| a.into()));
-            let mut cmd = launcher.command(3, &exe, &args);
-            cmd.stdin(std::process::Stdio::null())
-                .stdout(log.try_clone()?)
-                .stderr(log);
-            Ok((cmd, log_path))
-        };
-    // (sweep, energy) of the per-sweep lines, whatever tag mpirun adds.
-    let energies = |text: &str| -> Vec<(u64, f64)> {
-        text.lines()
-            .filter_map(|l| {
-                let rest = &l[l.find("sweep ")? + 6..];
-                let n = rest.split_whitespace().next()?.parse().ok()?;
-                let e = rest.split_once("E = ")?.1.split_whitespace().next()?.parse().ok()?;
-                Some((n, e))
-            })
-            .collect()
+    let command = |base: &[&str],
+                   store: &str,
+                   extra: &[&str],
+                   log_name: &str|
+     -> Result<(std::process::Command, std::path::PathBuf)> {
+        let log_path = scratch.join(log_name);
+        let log = std::fs::File::create(&log_path)?;
+        let mut args: Vec<std::ffi::OsString> = base.iter().map(|a| a.into()).collect();
+        args.push("--checkpoint".into());
+        args.push(scratch.join(store).into());
+        args.extend(extra.iter().map(|a| a.into()));
+        let mut cmd = launcher.command(3, &exe, &args);
+        cmd.stdin(std::process::Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log);
+        Ok((cmd, log_path))
     };
-    eprintln!("\nxtask: ---- dmrg kill and resume (examples/dmrg.rs) @ 3 ranks ----");
-    let (mut cmd, full_log) = command("full", &[], "full.txt")?;
-    let (o1, _) = crate::proc::run_with_timeout(&mut cmd, opts.timeout)?;
-    let full = std::fs::read_to_string(&full_log).unwrap_or_default();
-    let (mut cmd, split_log) = command("split", &[], "split.txt")?;
-    let (o2, killed, _) = crate::proc::run_killed_at(&mut cmd, opts.timeout, &split_log, "(after sweep 2)")?;
-    let first = std::fs::read_to_string(&split_log).unwrap_or_default();
-    let id = first.lines().find_map(|l| {
-        let rest = &l[l.find("checkpoint: ")? + 12..];
-        rest.ends_with("(after sweep 2)")
-            .then(|| rest.split_whitespace().next().map(str::to_string))
-            .flatten()
-    });
-    let outcome = match (o1, killed, id) {
-        (Outcome::Exited(0), true, Some(id)) => {
-            let (mut cmd, resumed_log) = command("split", &["--resume", &id], "resumed.txt")?;
-            let (o3, _) = crate::proc::run_with_timeout(&mut cmd, opts.timeout)?;
-            let second = std::fs::read_to_string(&resumed_log).unwrap_or_default();
-            let (full_e, resumed_e) = (energies(&full), energies(&second));
-            let same = full_e.len() == 6
-                && resumed_e.len() == 4
-                && full_e[2..]
-                    .iter()
-                    .zip(&resumed_e)
-                    .all(|(a, b)| a.0 == b.0 && (a.1 - b.1).abs() < 1e-10);
-            if o3 == Outcome::Exited(0) && same {
-                eprintln!(
-                    "xtask: killed after sweep 2 ({o2:?}), resumed from {id}: sweeps 3-6 match (final E = {:.12})",
-                    full_e[5].1
-                );
-                Outcome::Exited(0)
-            } else {
-                eprintln!("xtask: FAIL: resumed run differs ({o3:?})\n{full}\n--\n{first}\n--\n{second}");
+    // One kill-and-resume job: the uninterrupted run's log and the outcome.
+    let kill_and_resume = |tag: &str, base: &[&str]| -> Result<(String, Outcome)> {
+        let (mut cmd, full_log) = command(base, &format!("{tag}full"), &[], &format!("{tag}full.txt"))?;
+        let (o1, _) = crate::proc::run_with_timeout(&mut cmd, opts.timeout)?;
+        let full = std::fs::read_to_string(&full_log).unwrap_or_default();
+        let (mut cmd, split_log) = command(base, &format!("{tag}split"), &[], &format!("{tag}split.txt"))?;
+        let (o2, killed, _) = crate::proc::run_killed_at(&mut cmd, opts.timeout, &split_log, "(after sweep 2)")?;
+        let first = std::fs::read_to_string(&split_log).unwrap_or_default();
+        let outcome = match (o1, killed, checkpoint_after(&first, 2)) {
+            (Outcome::Exited(0), true, Some(id)) => {
+                let (mut cmd, resumed_log) = command(
+                    base,
+                    &format!("{tag}split"),
+                    &["--resume", &id],
+                    &format!("{tag}resumed.txt"),
+                )?;
+                let (o3, _) = crate::proc::run_with_timeout(&mut cmd, opts.timeout)?;
+                let second = std::fs::read_to_string(&resumed_log).unwrap_or_default();
+                match (o3, resumed_matches(&full, &second)) {
+                    (Outcome::Exited(0), Ok(())) if second.contains(&format!("resumed from checkpoint {id}")) => {
+                        let last = sweep_energies(&full)[5].1;
+                        eprintln!(
+                            "xtask: killed after sweep 2 ({o2:?}), resumed from {id}: sweeps 3-6 match (final E = \
+                             {last:.12})"
+                        );
+                        Outcome::Exited(0)
+                    }
+                    (o3, why) => {
+                        eprintln!(
+                            "xtask: FAIL: resumed run differs ({o3:?}: {})\n{full}\n--\n{first}\n--\n{second}",
+                            why.err()
+                                .unwrap_or_else(|| format!("no line `resumed from checkpoint {id}`"))
+                        );
+                        Outcome::Exited(1)
+                    }
+                }
+            }
+            (a, killed, id) => {
+                eprintln!("xtask: FAIL: {a:?} / killed {killed} / checkpoint id {id:?}\n{full}\n--\n{first}");
                 Outcome::Exited(1)
             }
-        }
-        (a, killed, id) => {
-            eprintln!("xtask: FAIL: {a:?} / killed {killed} / checkpoint id {id:?}\n{full}\n--\n{first}");
-            Outcome::Exited(1)
-        }
+        };
+        Ok((full, outcome))
     };
+
+    let mut results = Vec::new();
+    eprintln!("\nxtask: ---- dmrg kill and resume (examples/dmrg.rs) @ 3 ranks ----");
+    let start = std::time::Instant::now();
+    let (full, outcome) = kill_and_resume("", KILL_RESUME_ARGS)?;
     let job = Job {
         kind: TargetKind::Example,
         name: "dmrg kill and resume".into(),
         ranks: 3,
     };
-    let mut results = vec![(job, outcome, start.elapsed())];
+    results.push((job, outcome, start.elapsed()));
 
     eprintln!("\nxtask: ---- dmrg kill inside the checkpoint commit and resume (ckptkill@rank=2,op=3) @ 3 ranks ----");
     let start = std::time::Instant::now();
     let fault = "ckptkill@rank=2,op=3";
-    let (mut cmd, killed_log) = command("ckpt", &[], "ckpt.txt")?;
+    let (mut cmd, killed_log) = command(KILL_RESUME_ARGS, "ckpt", &[], "ckpt.txt")?;
     cmd.env("UNI20_INJECT_FAULT", fault);
     let (o4, _) = crate::proc::run_with_timeout(&mut cmd, opts.timeout)?;
     let killed = std::fs::read_to_string(&killed_log).unwrap_or_default();
-    let checkpoint_after = |text: &str, k: u64| {
-        let tail = format!("(after sweep {k})");
-        text.lines().find_map(|l| {
-            let rest = &l[l.find("checkpoint: ")? + 12..];
-            rest.ends_with(&tail)
-                .then(|| rest.split_whitespace().next().map(str::to_string))
-                .flatten()
-        })
-    };
     let died = killed.contains("rank 2 died inside checkpoint flush 3");
     let outcome = match (o4, died, checkpoint_after(&killed, 2), checkpoint_after(&killed, 3)) {
         (o, true, Some(id), None) if !o.success() && !matches!(o, Outcome::TimedOut | Outcome::Interrupted(_)) => {
-            let (mut cmd, resumed_log) = command("ckpt", &["--resume", &id], "ckpt-resumed.txt")?;
+            let (mut cmd, resumed_log) = command(KILL_RESUME_ARGS, "ckpt", &["--resume", &id], "ckpt-resumed.txt")?;
             let (o5, _) = crate::proc::run_with_timeout(&mut cmd, opts.timeout)?;
             let second = std::fs::read_to_string(&resumed_log).unwrap_or_default();
-            let (full_e, resumed_e) = (energies(&full), energies(&second));
-            let same = full_e.len() == 6
-                && resumed_e.len() == 4
-                && full_e[2..]
-                    .iter()
-                    .zip(&resumed_e)
-                    .all(|(a, b)| a.0 == b.0 && (a.1 - b.1).abs() < 1e-10);
-            if o5 == Outcome::Exited(0) && same {
-                eprintln!(
-                    "xtask: rank 2 killed inside the third checkpoint commit ({o4:?}), resumed from {id}: sweeps 3-6 \
-                     match (final E = {:.12})",
-                    full_e[5].1
-                );
-                Outcome::Exited(0)
-            } else {
-                eprintln!("xtask: FAIL: resumed run differs ({o5:?})\n{full}\n--\n{killed}\n--\n{second}");
-                Outcome::Exited(1)
+            match (o5, resumed_matches(&full, &second)) {
+                (Outcome::Exited(0), Ok(())) => {
+                    eprintln!(
+                        "xtask: rank 2 killed inside the third checkpoint commit ({o4:?}), resumed from {id}: sweeps \
+                         3-6 match (final E = {:.12})",
+                        sweep_energies(&full)[5].1
+                    );
+                    Outcome::Exited(0)
+                }
+                (o5, why) => {
+                    eprintln!(
+                        "xtask: FAIL: resumed run differs ({o5:?}: {})\n{full}\n--\n{killed}\n--\n{second}",
+                        why.err().unwrap_or_default()
+                    );
+                    Outcome::Exited(1)
+                }
             }
         }
         (o, died, second, third) => {
@@ -942,13 +1031,25 @@ fn dmrg_kill_resume(launcher: &Launcher, opts: &TestOptions) -> Result<Vec<(Job,
             Outcome::Exited(1)
         }
     };
-    let _ = std::fs::remove_dir_all(&scratch);
     let job = Job {
         kind: TargetKind::Example,
         name: "dmrg kill inside the checkpoint commit and resume".into(),
         ranks: 3,
     };
     results.push((job, outcome, start.elapsed()));
+
+    for (k, (label, args)) in SYMMETRIC_KILL_RESUME.iter().enumerate() {
+        eprintln!("\nxtask: ---- dmrg {label} kill and resume (examples/dmrg.rs) @ 3 ranks ----");
+        let start = std::time::Instant::now();
+        let (_, outcome) = kill_and_resume(&format!("sym{k}-"), args)?;
+        let job = Job {
+            kind: TargetKind::Example,
+            name: format!("dmrg {label} kill and resume"),
+            ranks: 3,
+        };
+        results.push((job, outcome, start.elapsed()));
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
     Ok(results)
 }
 
@@ -1208,6 +1309,80 @@ mod tests {
         assert_eq!(parse_ranks(src).unwrap(), vec![2, 4]);
         let src = "//! uni20-mpi-ranks: 1,2\n";
         assert_eq!(parse_ranks(src).unwrap(), vec![1, 2]);
+    }
+
+    /// Sweeps of the symmetric kill-and-resume run (L = 8, chi 6, `--conserve
+    /// Sz`, 3 ranks) as the example printed them: (sweep, energy, applications).
+    const SWEEPS: [(u64, f64, usize); 6] = [
+        (1, -3.373300304875, 134),
+        (2, -3.373297667680, 112),
+        (3, -3.373297651327, 112),
+        (4, -3.373297651255, 112),
+        (5, -3.373297651254, 112),
+        (6, -3.373297651254, 112),
+    ];
+
+    /// A log of `examples/dmrg.rs --profile --checkpoint` under mpirun's
+    /// `--tag-output` with the given sweeps.
+    fn log(sweeps: &[(u64, f64, usize)], resumed_from: Option<u64>) -> String {
+        let mut text =
+            String::from("[1,0]<stdout>:uni20 dmrg: L=8 chi_max=6 cutoff=1e-10 block=8 seed=5; 3 ranks (mpi)\n");
+        if let Some(k) = resumed_from {
+            text += &format!("[1,0]<stdout>:resumed from checkpoint r0:1@ab (uni20.dmrg) after sweep {k}\n");
+        }
+        for &(n, e, apps) in sweeps {
+            text += &format!(
+                "[1,0]<stdout>:sweep {n:>3}  E = {e:.12}  dE = 1.0e-8  trunc = 2.690e-4  chi = 6  time = 64.39 s\n\
+                 [1,0]<stdout>:  profile: lanczos 62.38 s ({apps} applications, largest residual 8.6e-5, 0 steps \
+                 unconverged), svd 1.87 s, other 0.14 s; peak RSS of this process 45.2 MB\n\
+                 [1,0]<stdout>:checkpoint: r0:{}@ab (after sweep {n})\n",
+                n - 1
+            );
+        }
+        text
+    }
+
+    #[test]
+    fn resumed_run_is_compared_sweep_by_sweep() {
+        let full = log(&SWEEPS, None);
+        assert_eq!(sweep_energies(&full).len(), 6);
+        assert_eq!(sweep_applications(&full), vec![134, 112, 112, 112, 112, 112]);
+        assert_eq!(checkpoint_after(&full, 2).as_deref(), Some("r0:1@ab"));
+        assert_eq!(checkpoint_after(&full, 7), None);
+        assert_eq!(resumed_matches(&full, &log(&SWEEPS[2..], Some(2))), Ok(()));
+        // The wrong checkpoint (after sweep 1): the resumed run repeats sweep 2.
+        let wrong = resumed_matches(&full, &log(&SWEEPS[1..], Some(1))).unwrap_err();
+        assert!(wrong.contains("[2, 3, 4, 5, 6], not 3-6"), "{wrong}");
+        // One energy off by 1e-9.
+        let mut perturbed = SWEEPS;
+        perturbed[4].1 += 1e-9;
+        let off = resumed_matches(&full, &log(&perturbed[2..], Some(2))).unwrap_err();
+        assert!(off.starts_with("sweep 5:"), "{off}");
+        // The state of the previous sweep resumed under the right label:
+        // sweep 3 gives sweep 2's energy (1.6e-8 lower).
+        let mut stale = SWEEPS;
+        stale[2].1 = SWEEPS[1].1;
+        assert!(resumed_matches(&full, &log(&stale[2..], Some(2)))
+            .unwrap_err()
+            .starts_with("sweep 3:"));
+        // Same energies, other eigensolver work.
+        let mut work = SWEEPS;
+        work[3].2 += 1;
+        let apps = resumed_matches(&full, &log(&work[2..], Some(2))).unwrap_err();
+        assert!(apps.contains("applications"), "{apps}");
+        // A resumed run that stopped early.
+        assert!(resumed_matches(&full, &log(&SWEEPS[2..5], Some(2))).is_err());
+        // Without --profile lines only the energies are compared.
+        let plain = |t: &str| {
+            t.lines()
+                .filter(|l| !l.contains("profile:"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        assert_eq!(
+            resumed_matches(&plain(&full), &plain(&log(&work[2..], Some(2)))),
+            Ok(())
+        );
     }
 
     #[test]
