@@ -1,5 +1,5 @@
 //! The MPI stage's restart-on-another-rank-count check: `examples/dmrg.rs`
-//! (dense, and symmetric with `--conserve Sz`) writes its checkpoints under
+//! (L = 8, chi 8; dense, and symmetric with `--conserve Sz`) writes its checkpoints under
 //! `mpirun -n 3`, stops after sweep 2, and is resumed from the checkpoint of
 //! sweep 2 on `-n 2`, on `-n 5` and in-process on 1 rank (each from its own
 //! copy of the store directory). The resumed sweeps 3-4 must give the
