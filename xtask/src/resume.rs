@@ -72,9 +72,9 @@ pub(crate) fn dmrg_rank_count_resume(launcher: &Launcher, opts: &TestOptions) ->
         let args = |sweeps: &str, store: &Path, more: &[&str]| -> Vec<OsString> {
             let mut a: Vec<OsString> = [
                 "--sites",
-                "12",
+                "8",
                 "--chi-max",
-                "16",
+                "8",
                 "--tol",
                 "0",
                 "--seed",
