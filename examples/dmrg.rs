@@ -80,6 +80,21 @@ struct Args {
     /// Largest Krylov dimension of one Lanczos pass.
     #[arg(long, default_value_t = 20)]
     lanczos_krylov: usize,
+    /// Energy-change stop: a step also stops its Lanczos when the lowest Ritz value changed by
+    /// less than max(--lanczos-e-tol, this * largest discarded weight of the previous sweep), at
+    /// most 1e-6, after --lanczos-min-krylov steps; 0 (with --lanczos-e-tol 0) turns it off.
+    #[arg(long, default_value_t = uni20::tn::DEFAULT_E_TOL_TO_TRUNCATION)]
+    e_tol_to_truncation: f64,
+    /// Smallest energy-change tolerance of the Lanczos of each step (0: none).
+    #[arg(long, default_value_t = 0.0)]
+    lanczos_e_tol: f64,
+    /// Fewest Lanczos steps before the energy-change stop may end a pass (at least 2).
+    #[arg(long, default_value_t = 2)]
+    lanczos_min_krylov: usize,
+    /// Steps with at most this many unknowns are solved by diagonalising the effective
+    /// Hamiltonian's matrix on the root instead of iterating (0: always iterate).
+    #[arg(long, default_value_t = uni20::tn::DEFAULT_DENSE_MAX)]
+    dense_max: usize,
     /// Block extent of every mode of the distributed tensors.
     #[arg(long, default_value_t = 64)]
     block: usize,
@@ -260,9 +275,13 @@ fn run(ctl: &Controller<'_>, args: &Args) -> anyhow::Result<()> {
         lanczos: LanczosOptions {
             tol: args.lanczos_tol,
             max_krylov: args.lanczos_krylov,
+            e_tol: args.lanczos_e_tol,
+            min_krylov: args.lanczos_min_krylov,
+            dense_max: args.dense_max,
             ..LanczosOptions::default()
         },
         tol_to_truncation: args.tol_to_truncation,
+        e_tol_to_truncation: args.e_tol_to_truncation,
         ..DmrgOptions::default()
     };
     opts.validate()?;
@@ -416,10 +435,12 @@ fn run(ctl: &Controller<'_>, args: &Args) -> anyhow::Result<()> {
         );
         if args.profile {
             println!(
-                "  profile: lanczos {:.2} s ({} applications, largest residual {:.1e}, {} steps unconverged), svd \
-                 {:.2} s, other {:.2} s; peak RSS of this process {}",
+                "  profile: lanczos {:.2} s ({} applications, {} of {} steps solved densely, largest residual \
+                 {:.1e}, {} steps unconverged), svd {:.2} s, other {:.2} s; peak RSS of this process {}",
                 s.lanczos_seconds,
                 s.lanczos_applications,
+                s.dense_steps,
+                2 * (args.sites - 1),
                 s.max_residual,
                 s.unconverged_steps,
                 s.svd_seconds,
@@ -591,7 +612,7 @@ fn write_output(
                 "sweep": s.sweep, "energy": s.energy,
                 "energy_change": if s.energy_change.is_finite() { Some(s.energy_change) } else { None },
                 "max_truncation": s.max_truncation, "max_bond": s.max_bond,
-                "lanczos_applications": s.lanczos_applications, "seconds": s.seconds,
+                "lanczos_applications": s.lanczos_applications, "dense_steps": s.dense_steps, "seconds": s.seconds,
             })
         })
         .collect();

@@ -96,6 +96,7 @@ fn run(args: &Args) -> anyhow::Result<Vec<Record>> {
             max_krylov: args.krylov_max,
             max_restarts: 0,
             tol: args.krylov_tol,
+            ..LanczosOptions::default()
         },
         block: args.block,
         ..TdvpOptions::default()

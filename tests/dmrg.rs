@@ -11,7 +11,7 @@
 //!   another block size.
 
 use uni20::dist::{contract, contract_with, ContractOptions, DistTensor};
-use uni20::tn::{Dmrg, DmrgOptions, Mpo, Mps, SPIN_HALF};
+use uni20::tn::{Dmrg, DmrgOptions, LanczosOptions, Mpo, Mps, SPIN_HALF};
 use uni20::Controller;
 
 /// `H = sum_i Sz_i Sz_(i+1) + (S+_i S-_(i+1) + h.c.) / 2` on the states of
@@ -303,6 +303,9 @@ fn adaptive_tolerance_saves_applications_at_the_same_energy() {
             cutoff: 1e-12,
             block: 8,
             tol_to_truncation: c,
+            // The residual rule alone (no energy-change stop, no dense solves).
+            lanczos: LanczosOptions::default().residual_only(),
+            e_tol_to_truncation: 0.0,
             ..DmrgOptions::default()
         };
         uni20::universe()
@@ -339,5 +342,63 @@ fn adaptive_tolerance_saves_applications_at_the_same_energy() {
             x.lanczos_applications
         );
         assert!(y.max_residual > x.max_residual, "{x:?} {y:?}");
+    }
+}
+
+/// The energy-change stop (`e_tol_to_truncation`) and the dense solves of
+/// the small steps near the chain ends (`dense_max`), the defaults, against
+/// the residual rule alone: far fewer applications per converged sweep, the
+/// energy unchanged to a fraction of the discarded weight. L = 20, chi 16:
+/// the two-site spaces of the bonds (0,1), (1,2), (2,3) and their mirror
+/// images have 16, 64 and 256 unknowns (at most the default 256), so a
+/// converged sweep solves those 12 of its 38 steps densely.
+#[test]
+fn energy_change_stop_and_dense_ends_save_applications() {
+    let run = |opts: DmrgOptions| {
+        uni20::universe()
+            .ranks(2)
+            .run(|ctl| {
+                let mpo = Mpo::heisenberg(ctl, 20, opts.block).unwrap();
+                let mps = Mps::random(ctl, 20, SPIN_HALF, 4, opts.block, 3).unwrap();
+                let mut dmrg = Dmrg::new(ctl, mpo, mps, opts).unwrap();
+                (0..6)
+                    .map(|_| dmrg.sweep(ctl, &mut |_| {}).unwrap())
+                    .collect::<Vec<_>>()
+            })
+            .unwrap()
+    };
+    let base = DmrgOptions {
+        chi_max: 16,
+        cutoff: 1e-12,
+        block: 8,
+        ..DmrgOptions::default()
+    };
+    assert_eq!(base.lanczos.dense_max, 256);
+    let old = run(DmrgOptions {
+        lanczos: base.lanczos.residual_only(),
+        e_tol_to_truncation: 0.0,
+        ..base
+    });
+    let new = run(base);
+    let (o, n) = (old.last().unwrap(), new.last().unwrap());
+    assert!(o.max_truncation > 1e-10, "the case must truncate: {o:?}");
+    assert!(n.unconverged_steps == 0 && o.unconverged_steps == 0, "{o:?} {n:?}");
+    assert!(
+        (o.energy - n.energy).abs() < 0.1 * o.max_truncation,
+        "residual rule {} vs energy-change stop {} (discarded weight {:e})",
+        o.energy,
+        n.energy,
+        o.max_truncation
+    );
+    for (x, y) in old[3..].iter().zip(&new[3..]) {
+        assert_eq!(x.dense_steps, 0);
+        assert_eq!(y.dense_steps, 12, "{y:?}");
+        assert!(
+            (y.lanczos_applications as f64) < 0.6 * x.lanczos_applications as f64,
+            "sweep {}: {} vs {} applications",
+            x.sweep,
+            y.lanczos_applications,
+            x.lanczos_applications
+        );
     }
 }

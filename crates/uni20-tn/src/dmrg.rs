@@ -67,6 +67,20 @@ pub struct DmrgOptions {
     /// run; `docs/performance.md`). `0` keeps `lanczos.tol` for every step.
     /// Finite, `>= 0`. Default `0.1`.
     pub tol_to_truncation: f64,
+    /// Energy-change stop following the truncation: each step also stops
+    /// its Lanczos once the lowest Ritz value changes by less than
+    /// `max(lanczos.e_tol, e_tol_to_truncation * w)` over a step (after
+    /// `lanczos.min_krylov` steps), at most
+    /// [`MAX_ADAPTIVE_E_TOL`](crate::MAX_ADAPTIVE_E_TOL), where `w` is the
+    /// largest discarded weight of the previous sweep (the energy the
+    /// truncation itself costs is of the order of `w` times the energy
+    /// scale, so a step need not be solved much below it). With the warm
+    /// start (the previous step's two-site tensor) a converged sweep then
+    /// stops most steps after two applications (L = 100, chi = 100
+    /// Heisenberg: `docs/performance.md`). `0` keeps `lanczos.e_tol` (by
+    /// default 0: the residual stop alone). Finite, `>= 0`. Default
+    /// [`DEFAULT_E_TOL_TO_TRUNCATION`](crate::DEFAULT_E_TOL_TO_TRUNCATION).
+    pub e_tol_to_truncation: f64,
     /// Block extent of every mode of the distributed tensors, including
     /// new bonds (at least 1). Default 64.
     pub block: usize,
@@ -81,6 +95,7 @@ impl Default for DmrgOptions {
             cutoff: 1e-10,
             lanczos: LanczosOptions::default(),
             tol_to_truncation: 0.1,
+            e_tol_to_truncation: crate::sweep::DEFAULT_E_TOL_TO_TRUNCATION,
             block: 64,
             matvec: Matvec::default(),
         }
@@ -121,14 +136,23 @@ impl DmrgOptions {
                 expected: "a finite number >= 0",
             });
         }
+        if !(self.e_tol_to_truncation.is_finite() && self.e_tol_to_truncation >= 0.0) {
+            return Err(TnError::InvalidOption {
+                name: "e_tol_to_truncation",
+                value: self.e_tol_to_truncation.to_string(),
+                expected: "a finite number >= 0",
+            });
+        }
         self.lanczos.validate()
     }
 
     /// The Lanczos options of a step whose previous SVD discarded the
-    /// relative weight `w` (`None` before the run's first SVD): see
-    /// `tol_to_truncation`.
-    pub fn step_lanczos(&self, w: Option<f64>) -> LanczosOptions {
-        self.sweep_params().step_lanczos(w)
+    /// relative weight `w` (`None` before the run's first SVD), in a sweep
+    /// after one whose largest discarded weight was `w_sweep`: see
+    /// `tol_to_truncation`, `e_tol_to_truncation` and
+    /// [`SweepParams::step_lanczos`].
+    pub fn step_lanczos(&self, w: Option<f64>, w_sweep: Option<f64>) -> LanczosOptions {
+        self.sweep_params().step_lanczos(w, w_sweep)
     }
 
     /// These options as the parameters of one sweep ([`SweepParams`], no
@@ -139,6 +163,7 @@ impl DmrgOptions {
             cutoff: self.cutoff,
             lanczos: self.lanczos,
             tol_to_truncation: self.tol_to_truncation,
+            e_tol_to_truncation: self.e_tol_to_truncation,
             mixer: 0.0,
         }
     }
@@ -204,6 +229,7 @@ impl LocalProblem for LowestEigen {
             applications: eig.applications,
             residual: eig.residual,
             converged: eig.converged,
+            dense: eig.dense,
         })
     }
 
@@ -301,7 +327,11 @@ impl Dmrg {
         // Checkpoints written before the adaptive tolerance have no second
         // scalar: the first step then uses `lanczos.tol`.
         let last_discarded = cp.scalars.get(1).copied().filter(|w| w.is_finite());
-        d.engine.set_history(cp.step, Some(energy), last_discarded);
+        // Scalar 4 (the last sweep's largest discarded weight) is absent in
+        // checkpoints written before the energy-change stop.
+        let sweep_discarded = cp.scalars.get(4).copied().filter(|w| w.is_finite());
+        d.engine
+            .set_history(cp.step, Some(energy), last_discarded, sweep_discarded);
         d.last_checkpoint = Some(cp);
         Ok(d)
     }
@@ -380,8 +410,9 @@ impl Dmrg {
     }
 
     /// Writes the current MPS, sweep count, energy, last discarded weight
-    /// and truncation options (scalars 0-3: energy, discarded weight,
-    /// `chi_max`, `cutoff` of the last sweep; see [`checkpoint_truncation`])
+    /// and truncation options (scalars 0-4: energy, discarded weight,
+    /// `chi_max`, `cutoff` of the last sweep, see [`checkpoint_truncation`];
+    /// the last sweep's largest discarded weight)
     /// as a checkpoint ([`uni20_dist::checkpoint`]: every rank's store
     /// flushed, the manifest committed and named as the root `checkpoint`),
     /// then retires the previous checkpoint of this run
@@ -406,6 +437,7 @@ impl Dmrg {
                 self.engine.last_discarded().unwrap_or(f64::NAN),
                 self.last_params.chi_max as f64,
                 self.last_params.cutoff,
+                self.engine.sweep_discarded().unwrap_or(f64::NAN),
             ],
             tensors: Vec::new(),
         };
@@ -425,7 +457,7 @@ mod tests {
     #[test]
     fn step_tolerance_follows_the_discarded_weight() {
         let opts = DmrgOptions::default();
-        let tol = |w| opts.step_lanczos(w).tol;
+        let tol = |w| opts.step_lanczos(w, None).tol;
         assert_eq!(tol(None), 1e-8);
         assert_eq!(tol(Some(0.0)), 1e-8);
         assert!((tol(Some(1e-10)) - 1e-6).abs() < 1e-18);
@@ -435,8 +467,39 @@ mod tests {
             tol_to_truncation: 0.0,
             ..opts
         };
-        assert_eq!(fixed.step_lanczos(Some(1e-4)).tol, 1e-8);
-        assert_eq!(fixed.step_lanczos(Some(1e-4)).max_krylov, opts.lanczos.max_krylov);
+        assert_eq!(fixed.step_lanczos(Some(1e-4), None).tol, 1e-8);
+        assert_eq!(fixed.step_lanczos(Some(1e-4), None).max_krylov, opts.lanczos.max_krylov);
+    }
+
+    #[test]
+    fn step_energy_tolerance_follows_the_previous_sweep() {
+        let opts = DmrgOptions::default();
+        let e_tol = |w, ws| opts.step_lanczos(w, ws).e_tol;
+        let c = opts.e_tol_to_truncation;
+        assert!(c > 0.0);
+        // No truncation yet: the floor (off by default).
+        assert_eq!(e_tol(None, None), 0.0);
+        assert_eq!(e_tol(Some(0.0), Some(0.0)), 0.0);
+        // The previous sweep's largest weight wins over the last split's.
+        assert!((e_tol(Some(0.0), Some(1e-9)) - c * 1e-9).abs() < 1e-22);
+        assert!((e_tol(Some(1e-12), Some(1e-9)) - c * 1e-9).abs() < 1e-22);
+        // The first sweep: the last split's weight stands in.
+        assert!((e_tol(Some(1e-9), None) - c * 1e-9).abs() < 1e-22);
+        assert_eq!(e_tol(Some(0.5), Some(0.5)), crate::MAX_ADAPTIVE_E_TOL);
+        let floor = DmrgOptions {
+            lanczos: LanczosOptions {
+                e_tol: 1e-12,
+                ..LanczosOptions::default()
+            },
+            e_tol_to_truncation: 0.0,
+            ..opts
+        };
+        assert_eq!(floor.step_lanczos(Some(1e-4), Some(1e-4)).e_tol, 1e-12);
+        // The residual tolerance is unchanged by the sweep's weight.
+        assert_eq!(
+            opts.step_lanczos(Some(1e-10), Some(1e-4)).tol,
+            opts.step_lanczos(Some(1e-10), None).tol
+        );
     }
 
     #[test]

@@ -15,6 +15,7 @@
 //! `R` one after the other (four contractions, half the multiply-adds at
 //! large `chi`, plus two small memory-bound ones).
 
+use uni20_dispatch::C64;
 use uni20_dist::{contract, contract_with, ContractOptions, DistTensor};
 use uni20_worker::Controller;
 
@@ -145,5 +146,125 @@ impl LinearOperator for TwoSiteHamiltonian {
                 Ok(contract(ctl, "asrxd,bxd->asrb", &t3, right)?)
             }
         }
+    }
+
+    /// The matrix of `H_eff` on the positions `rows` of `theta[a, s, r, b]`,
+    /// formed on the root from the gathered environments and MPO tensors
+    /// (`Sequential`: `L W_i` and `W_(i+1) R` contracted locally; `Fused`:
+    /// the two fused tensors), `|rows|^2 D` multiply-adds for the middle
+    /// MPO bond `D`. For small steps only (the bonds near the chain ends).
+    fn matrix(&self, ctl: &Controller<'_>, like: &DistTensor, rows: &[usize]) -> Result<Option<Vec<C64>>, TnError> {
+        let &[dl, d1, d2, dr] = like.shape() else {
+            return Ok(None);
+        };
+        // lw[a, s, c, t, v] and wr[r, b, u, d, v], v the middle MPO bond.
+        let (lw, wr, dv) = match &self.kind {
+            Kind::Sequential { left, w1, w2, right } => {
+                let (&[dw, dv, s1, t1], &[v2, dx, s2, t2]) = (w1.shape(), w2.shape()) else {
+                    return Ok(None);
+                };
+                if left.shape() != [dl, dw, dl]
+                    || right.shape() != [dr, dx, dr]
+                    || v2 != dv
+                    || [s1, t1] != [d1, d1]
+                    || [s2, t2] != [d2, d2]
+                {
+                    return Ok(None);
+                }
+                let l = left.to_dense(ctl)?.to_c64_vec();
+                let w1 = w1.to_dense(ctl)?.to_c64_vec();
+                let w2 = w2.to_dense(ctl)?.to_c64_vec();
+                let r = right.to_dense(ctl)?.to_c64_vec();
+                let mut lw = vec![C64::new(0.0, 0.0); dl * d1 * dl * d1 * dv];
+                for a in 0..dl {
+                    for w in 0..dw {
+                        for c in 0..dl {
+                            let lv = l[(a * dw + w) * dl + c];
+                            if lv == C64::new(0.0, 0.0) {
+                                continue;
+                            }
+                            for v in 0..dv {
+                                for s in 0..d1 {
+                                    for t in 0..d1 {
+                                        let x = w1[((w * dv + v) * d1 + s) * d1 + t];
+                                        lw[(((a * d1 + s) * dl + c) * d1 + t) * dv + v] += lv * x;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                let mut wr = vec![C64::new(0.0, 0.0); d2 * dr * d2 * dr * dv];
+                for b in 0..dr {
+                    for x in 0..dx {
+                        for d in 0..dr {
+                            let rv = r[(b * dx + x) * dr + d];
+                            if rv == C64::new(0.0, 0.0) {
+                                continue;
+                            }
+                            for v in 0..dv {
+                                for rr in 0..d2 {
+                                    for u in 0..d2 {
+                                        let y = w2[((v * dx + x) * d2 + rr) * d2 + u];
+                                        wr[(((rr * dr + b) * d2 + u) * dr + d) * dv + v] += y * rv;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                (lw, wr, dv)
+            }
+            Kind::Fused { lw: f1, wr: f2 } => {
+                // f1[a, s, v, c, t], f2[v, u, d, r, b].
+                let dv = f1.shape()[2];
+                if f1.shape() != [dl, d1, dv, dl, d1] || f2.shape() != [dv, d2, dr, d2, dr] {
+                    return Ok(None);
+                }
+                let f1 = f1.to_dense(ctl)?.to_c64_vec();
+                let f2 = f2.to_dense(ctl)?.to_c64_vec();
+                let mut lw = vec![C64::new(0.0, 0.0); f1.len()];
+                for a in 0..dl {
+                    for s in 0..d1 {
+                        for v in 0..dv {
+                            for c in 0..dl {
+                                for t in 0..d1 {
+                                    lw[(((a * d1 + s) * dl + c) * d1 + t) * dv + v] =
+                                        f1[(((a * d1 + s) * dv + v) * dl + c) * d1 + t];
+                                }
+                            }
+                        }
+                    }
+                }
+                let mut wr = vec![C64::new(0.0, 0.0); f2.len()];
+                for v in 0..dv {
+                    for u in 0..d2 {
+                        for d in 0..dr {
+                            for rr in 0..d2 {
+                                for b in 0..dr {
+                                    wr[(((rr * dr + b) * d2 + u) * dr + d) * dv + v] =
+                                        f2[(((v * d2 + u) * dr + d) * d2 + rr) * dr + b];
+                                }
+                            }
+                        }
+                    }
+                }
+                (lw, wr, dv)
+            }
+        };
+        // Position p of theta[a, s, r, b] -> (a s) and (r b) parts.
+        let split = |p: usize| (p / (d2 * dr), p % (d2 * dr));
+        let n = rows.len();
+        let mut m = vec![C64::new(0.0, 0.0); n * n];
+        for (i, &row) in rows.iter().enumerate() {
+            let (as_, rb) = split(row);
+            for (j, &col) in rows.iter().enumerate() {
+                let (ct, ud) = split(col);
+                let lo = (as_ * dl * d1 + ct) * dv;
+                let ro = (rb * d2 * dr + ud) * dv;
+                m[i * n + j] = (0..dv).map(|v| lw[lo + v] * wr[ro + v]).sum();
+            }
+        }
+        Ok(Some(m))
     }
 }

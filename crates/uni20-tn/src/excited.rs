@@ -10,6 +10,7 @@
 //! the two-site state, and the operator the eigensolver sees is
 //! `H x + w sum_k P_k <P_k|x>`, all deferred on the workers.
 
+use uni20_dispatch::{DType, C64};
 use uni20_dist::{axpby, contract, DistTensor};
 use uni20_worker::Controller;
 
@@ -115,5 +116,28 @@ impl LinearOperator for Projected<'_> {
             y = axpby(ctl, 1.0, &y, self.weight, &t, "astc->astc")?;
         }
         Ok(y)
+    }
+
+    /// `H`'s matrix plus `w p p^T` per projector, as `apply` computes it
+    /// (real projectors only: `None` for a complex one, which then
+    /// iterates).
+    fn matrix(&self, ctl: &Controller<'_>, like: &DistTensor, rows: &[usize]) -> Result<Option<Vec<C64>>, TnError> {
+        if self.projectors.iter().any(|p| p.dtype() != DType::F64) {
+            return Ok(None);
+        }
+        let Some(mut m) = self.h.matrix(ctl, like, rows)? else {
+            return Ok(None);
+        };
+        let n = rows.len();
+        for p in &self.projectors {
+            let p = p.to_dense(ctl)?.to_c64_vec();
+            let q: Vec<C64> = rows.iter().map(|&r| p[r]).collect();
+            for i in 0..n {
+                for j in 0..n {
+                    m[i * n + j] += q[i] * q[j] * self.weight;
+                }
+            }
+        }
+        Ok(Some(m))
     }
 }

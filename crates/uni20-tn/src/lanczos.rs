@@ -12,10 +12,23 @@
 //! Reference: C. Lanczos, J. Res. Nat. Bur. Standards 45, 255 (1950);
 //! the residual estimate `||A x - theta x|| = beta_j |y_j|` is eq. (13.2.2)
 //! of B. N. Parlett, *The Symmetric Eigenvalue Problem* (SIAM, 1998).
+//!
+//! A pass stops on the first of: the residual at most `tol`; the lowest
+//! Ritz value changed by less than `e_tol` over the last step, after at
+//! least `min_krylov` steps (the energy-change stop of DMRG codes: the Ritz
+//! value falls monotonically towards the eigenvalue, and in a DMRG sweep
+//! the warm start is already close, so two or three steps usually do);
+//! `max_krylov` steps. Small problems (at most `dense_max` unknowns, the
+//! bonds near the chain ends) are not iterated at all when the operator
+//! offers its matrix ([`LinearOperator::matrix`]): the matrix is formed on
+//! the root from the environments and diagonalised there, with no
+//! operator application and no round trip per step.
+
+use std::sync::Arc;
 
 use uni20_dispatch::decomp::{eigh, EighBackendList, EighOptions};
 use uni20_dispatch::{DType, LocalTensor, C64};
-use uni20_dist::{axpby, inner, norm, scale, DistTensor};
+use uni20_dist::{axpby, inner, norm, reblock, scale, DistTensor};
 use uni20_worker::Controller;
 
 use crate::error::TnError;
@@ -31,6 +44,22 @@ pub trait LinearOperator {
     /// # Errors
     /// The validation errors of the distributed operations it submits.
     fn apply(&self, ctl: &Controller<'_>, x: &DistTensor) -> Result<DistTensor, TnError>;
+
+    /// The operator's matrix on the positions `rows` of vectors shaped as
+    /// `like`: `m[i * n + j] = <e_(rows[i]) | A | e_(rows[j])>` (row-major,
+    /// `n = rows.len()`), where a position is the row-major linear index
+    /// into the dense shape of `like` (for a symmetric tensor, its dense
+    /// embedding; [`lanczos_lowest`] passes the charge-allowed positions).
+    /// Gathers what it needs onto the root, so it is meant for small
+    /// problems only. `None` (the default) when the operator cannot form
+    /// its matrix: the solver then iterates.
+    ///
+    /// # Errors
+    /// The errors of the gathers ([`DistTensor::to_dense`]).
+    fn matrix(&self, ctl: &Controller<'_>, like: &DistTensor, rows: &[usize]) -> Result<Option<Vec<C64>>, TnError> {
+        let _ = (ctl, like, rows);
+        Ok(None)
+    }
 }
 
 /// Options of [`lanczos_lowest`].
@@ -47,6 +76,27 @@ pub struct LanczosOptions {
     /// vector `x` is at most this (finite, `> 0`). The energy error is of
     /// the order of `tol^2 / gap`. Default `1e-8`.
     pub tol: f64,
+    /// Energy-change stop: also stop when the lowest Ritz value changed by
+    /// less than this over the last step, once `min_krylov` steps are done
+    /// (finite, `>= 0`; `0` turns the criterion off). Not a bound on the
+    /// error by itself: the error of the value is at most
+    /// `residual^2 / (lambda_1 - value)` (Kato-Temple, `lambda_1` the
+    /// second eigenvalue) with the `residual` the result reports, and in
+    /// practice of the order of the last change when the Ritz value
+    /// converges geometrically. Default `0` (DMRG sets it per step from
+    /// the truncation: [`crate::DmrgOptions::e_tol_to_truncation`]).
+    pub e_tol: f64,
+    /// Fewest steps (applications) of a pass before the energy-change stop
+    /// may end it, at least 2 (one change needs two Ritz values) and at most
+    /// `max_krylov`. Default 2.
+    pub min_krylov: usize,
+    /// Problems of at most this many unknowns (the elements of the start
+    /// vector; of a symmetric one, its charge-allowed elements) are solved
+    /// by forming the operator's matrix on the root and diagonalising it
+    /// there, when the operator can ([`LinearOperator::matrix`]); such a
+    /// solve applies the operator 0 times. `0` always iterates. Default
+    /// 256.
+    pub dense_max: usize,
 }
 
 impl Default for LanczosOptions {
@@ -55,9 +105,15 @@ impl Default for LanczosOptions {
             max_krylov: 20,
             max_restarts: 1,
             tol: 1e-8,
+            e_tol: 0.0,
+            min_krylov: 2,
+            dense_max: DEFAULT_DENSE_MAX,
         }
     }
 }
+
+/// The default [`LanczosOptions::dense_max`].
+pub const DEFAULT_DENSE_MAX: usize = 256;
 
 impl LanczosOptions {
     /// Checks the ranges documented on the fields.
@@ -79,7 +135,32 @@ impl LanczosOptions {
                 expected: "a finite number > 0",
             });
         }
+        if !(self.e_tol.is_finite() && self.e_tol >= 0.0) {
+            return Err(TnError::InvalidOption {
+                name: "Lanczos e_tol",
+                value: self.e_tol.to_string(),
+                expected: "a finite number >= 0",
+            });
+        }
+        if self.min_krylov < 2 || self.min_krylov > self.max_krylov {
+            return Err(TnError::InvalidOption {
+                name: "min_krylov",
+                value: self.min_krylov.to_string(),
+                expected: "at least 2 and at most max_krylov",
+            });
+        }
         Ok(())
+    }
+
+    /// The behaviour before the energy-change stop and the dense solves:
+    /// these options with `e_tol = 0` and `dense_max = 0` (residual stop
+    /// only, every problem iterated).
+    pub fn residual_only(self) -> LanczosOptions {
+        LanczosOptions {
+            e_tol: 0.0,
+            dense_max: 0,
+            ..self
+        }
     }
 }
 
@@ -92,12 +173,18 @@ pub struct LanczosResult {
     /// Its Ritz vector, of norm 1 (computed: [`DistTensor::wait`] is not
     /// needed).
     pub vector: DistTensor,
-    /// The residual estimate `beta_j |y_j|` of the last pass.
+    /// The residual estimate `beta_j |y_j|` of the last pass (of a dense
+    /// solve, `||A x - value x||` computed on the root).
     pub residual: f64,
-    /// Applications of the operator, all passes together.
+    /// Applications of the operator, all passes together (0 for a dense
+    /// solve).
     pub applications: usize,
-    /// True if `residual <= tol` (or the Krylov space became invariant).
+    /// True if `residual <= tol`, the energy-change stop ended the pass,
+    /// the Krylov space became invariant, or the problem was solved densely.
     pub converged: bool,
+    /// True if the problem was solved by diagonalising the operator's
+    /// matrix on the root (`dense_max`), not by iterating.
+    pub dense: bool,
 }
 
 /// The lowest eigenpair of the Hermitian operator `op`, by Lanczos from
@@ -106,15 +193,25 @@ pub struct LanczosResult {
 /// when the residual estimate falls to `tol` or the next Lanczos vector
 /// vanishes (an invariant subspace), and ends with the Ritz vector
 /// `sum_k y_k v_k`, normalised; up to `max_restarts` further passes start
-/// from it. Memory: `max_krylov + 2` vectors of `start`'s size at once.
+/// from it. A pass also stops when the lowest Ritz value changed by less
+/// than `e_tol` over its last step (after `min_krylov` steps). Memory:
+/// `max_krylov + 2` vectors of `start`'s size at once.
 ///
 /// Each step costs one application of `op`, one `inner`, one `norm` (the
 /// two round trips to the root) and two or three element-wise operations.
 ///
+/// When `start` has at most `dense_max` unknowns and `op` forms its matrix
+/// ([`LinearOperator::matrix`]), the matrix is diagonalised on the root
+/// instead: the result is its lowest eigenpair (within a degenerate lowest
+/// eigenspace, the normalised projection of `start` onto it, as the Krylov
+/// space of `start` would find), with `applications == 0` and `dense`
+/// set. A dense `start` keeps its block tiling, a symmetric one its layout.
+///
 /// # Errors
 /// [`TnError::InvalidOption`] for bad options or a start vector of zero or
-/// non-finite norm; [`TnError::Krylov`] if the tridiagonal eigenproblem
-/// fails (non-finite coefficients: a non-finite operator); the errors of
+/// non-finite norm; [`TnError::Krylov`] if the tridiagonal (or the dense)
+/// eigenproblem fails (non-finite coefficients: a non-finite operator; a
+/// dense matrix that is not Hermitian to `1e-10` relative); the errors of
 /// the distributed operations (a failed command is
 /// [`uni20_dist::DistError::Job`]).
 pub fn lanczos_lowest(
@@ -131,6 +228,9 @@ pub fn lanczos_lowest(
             value: n0.to_string(),
             expected: "a finite number > 0",
         });
+    }
+    if let Some(r) = dense_lowest(ctl, op, start, opts)? {
+        return Ok(r);
     }
     let mut x = scale(ctl, 1.0 / n0, start)?;
     let mut applications = 0;
@@ -157,6 +257,7 @@ fn one_pass(
     let eigh_backends = EighBackendList::default_cpu(1);
     let mut basis: Vec<DistTensor> = vec![v0.clone()];
     let (mut alphas, mut betas): (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
+    let mut previous = f64::NAN;
     let (value, y, residual, converged) = loop {
         let j = basis.len() - 1;
         let mut w = op.apply(ctl, &basis[j])?;
@@ -170,9 +271,12 @@ fn one_pass(
         let (theta, y) = lowest_of_tridiagonal(&alphas, &betas, &eigh_backends)?;
         let residual = b * y[j].abs();
         let invariant = b <= 1e-14 * theta.abs().max(a.abs()).max(1e-300);
-        if residual <= opts.tol || invariant {
+        // NaN before the second step: no change to compare yet.
+        let settled = alphas.len() >= opts.min_krylov && (previous - theta).abs() < opts.e_tol;
+        if residual <= opts.tol || invariant || settled {
             break (theta, y, residual, true);
         }
+        previous = theta;
         if basis.len() == opts.max_krylov {
             break (theta, y, residual, false);
         }
@@ -193,7 +297,148 @@ fn one_pass(
         residual,
         applications,
         converged,
+        dense: false,
     })
+}
+
+/// The positions of `x` that may be non-zero, as row-major linear indices
+/// into its dense shape: all of them for a dense tensor, those of the
+/// charge-allowed blocks for a symmetric one (in block order).
+fn allowed_positions(x: &DistTensor) -> Vec<usize> {
+    let shape = x.shape().to_vec();
+    let Some(layout) = x.layout() else {
+        return (0..x.len()).collect();
+    };
+    let rank = shape.len();
+    let mut strides = vec![1usize; rank];
+    for k in (0..rank.saturating_sub(1)).rev() {
+        strides[k] = strides[k + 1] * shape[k + 1];
+    }
+    let mut out = Vec::with_capacity(layout.stored_elements());
+    for b in 0..layout.blocks().len() {
+        let (off, ext) = (layout.block_offsets(b), layout.block_extents(b));
+        if ext.contains(&0) {
+            continue;
+        }
+        let mut idx = vec![0usize; rank];
+        'block: loop {
+            out.push((0..rank).map(|k| (off[k] + idx[k]) * strides[k]).sum());
+            // Odometer over the block's extents, last mode fastest.
+            let mut k = rank;
+            loop {
+                if k == 0 {
+                    break 'block;
+                }
+                k -= 1;
+                idx[k] += 1;
+                if idx[k] < ext[k] {
+                    break;
+                }
+                idx[k] = 0;
+            }
+        }
+    }
+    out
+}
+
+/// The dense solve of [`lanczos_lowest`] (`None` when it does not apply).
+fn dense_lowest(
+    ctl: &Controller<'_>,
+    op: &dyn LinearOperator,
+    start: &DistTensor,
+    opts: &LanczosOptions,
+) -> Result<Option<LanczosResult>, TnError> {
+    let unknowns = start.layout().map_or(start.len(), |l| l.stored_elements());
+    if opts.dense_max == 0 || unknowns > opts.dense_max || unknowns == 0 {
+        return Ok(None);
+    }
+    let rows = allowed_positions(start);
+    let Some(m) = op.matrix(ctl, start, &rows)? else {
+        return Ok(None);
+    };
+    let n = rows.len();
+    if m.len() != n * n {
+        return Err(TnError::Internal(
+            "LinearOperator::matrix returned a matrix of the wrong size",
+        ));
+    }
+    let real = m.iter().all(|z| z.im == 0.0);
+    let local = if real {
+        LocalTensor::from_f64(&[n, n], m.iter().map(|z| z.re).collect())?
+    } else {
+        LocalTensor::from_c64(&[n, n], m.clone())?
+    };
+    let e = eigh(
+        &local,
+        &EighOptions {
+            hermitian_rtol: Some(1e-10),
+        },
+        &EighBackendList::default_cpu(1),
+    )?;
+    let v = e.vectors.to_c64_vec();
+    let lowest = e.values[0];
+    // The lowest eigenspace (to rounding): project the start vector onto
+    // it, so that a degenerate ground state keeps the start's member.
+    let scale_of = e.values.iter().fold(0.0f64, |s, l| s.max(l.abs())).max(1e-300);
+    let deg = e.values.iter().take_while(|&&l| l - lowest <= 1e-11 * scale_of).count();
+    let mut y: Vec<C64> = (0..n).map(|i| v[i * n]).collect();
+    if deg > 1 {
+        let x0 = start.to_dense(ctl)?.to_c64_vec();
+        let mut p = vec![C64::new(0.0, 0.0); n];
+        for j in 0..deg {
+            let c: C64 = (0..n).map(|i| v[i * n + j].conj() * x0[rows[i]]).sum();
+            for (i, pi) in p.iter_mut().enumerate() {
+                *pi += c * v[i * n + j];
+            }
+        }
+        let np = p.iter().map(|z| z.norm_sqr()).sum::<f64>().sqrt();
+        if np > 1e-8 {
+            y = p.into_iter().map(|z| z / np).collect();
+        }
+    }
+    // The residual ||M y - lowest y|| and the Rayleigh quotient of y.
+    let my: Vec<C64> = (0..n).map(|i| (0..n).map(|j| m[i * n + j] * y[j]).sum()).collect();
+    let value: f64 = (0..n).map(|i| (y[i].conj() * my[i]).re).sum();
+    let residual = (0..n).map(|i| (my[i] - y[i] * value).norm_sqr()).sum::<f64>().sqrt();
+    let shape = start.shape().to_vec();
+    let total: usize = shape.iter().product();
+    let vector = if real && start.dtype() == DType::F64 {
+        let mut d = vec![0.0; total];
+        for (i, &r) in rows.iter().enumerate() {
+            d[r] = y[i].re;
+        }
+        LocalTensor::from_f64(&shape, d)?
+    } else {
+        let mut d = vec![C64::new(0.0, 0.0); total];
+        for (i, &r) in rows.iter().enumerate() {
+            d[r] = y[i];
+        }
+        LocalTensor::from_c64(&shape, d)?
+    };
+    let vector = match start.layout() {
+        Some(layout) => DistTensor::from_dense(ctl, &vector, Arc::new(layout.clone()), 0.0)?,
+        None => {
+            let block = start
+                .blocking()
+                .extents()
+                .iter()
+                .flatten()
+                .copied()
+                .max()
+                .unwrap_or(1)
+                .max(1);
+            let t = DistTensor::from_local(ctl, &vector, block)?;
+            reblock(ctl, &t, start.blocking())?
+        }
+    };
+    Ok(Some(LanczosResult {
+        value,
+        vector,
+        residual,
+        applications: 0,
+        converged: true,
+        dense: true,
+    }))
 }
 
 /// The result of [`krylov_exp`].

@@ -41,14 +41,17 @@ pub use conserve::{bond_sectors, check_layouts, left_environment, right_environm
 pub use dmrg::{checkpoint_truncation, Dmrg, DmrgOptions, CHECKPOINT_LABEL};
 pub use env::{grow_left, grow_right, Matvec, TwoSiteHamiltonian};
 pub use error::TnError;
-pub use lanczos::{krylov_exp, lanczos_lowest, KrylovExp, LanczosOptions, LanczosResult, LinearOperator};
+pub use lanczos::{
+    krylov_exp, lanczos_lowest, KrylovExp, LanczosOptions, LanczosResult, LinearOperator, DEFAULT_DENSE_MAX,
+};
 pub use mpo::{heisenberg_left, heisenberg_right, heisenberg_tensor, Mpo, HEISENBERG_BOND, MAX_SITES, SPIN_HALF};
 pub use mps::{site_name, Mps};
 pub use opsum::{LocalMpo, MpoOptions, OpSum, OpTerm};
 pub use sites::{Conserve, Site, SiteOp};
 pub use sweep::{
     CentreUpdate, Control, EnergyConvergence, LocalProblem, LocalSolution, LocalStep, Observer, OneSiteHamiltonian,
-    StepInfo, SweepEngine, SweepParams, SweepSchedule, SweepStats, MAX_ADAPTIVE_TOL,
+    StepInfo, SweepEngine, SweepParams, SweepSchedule, SweepStats, DEFAULT_E_TOL_TO_TRUNCATION, MAX_ADAPTIVE_E_TOL,
+    MAX_ADAPTIVE_TOL,
 };
 pub use tdvp::{Tdvp, TdvpOptions, TdvpStep};
 pub use tebd::{Tebd, TebdOptions, TebdStep};

@@ -58,6 +58,14 @@ use crate::split::split_two_site;
 /// discarded weights are large): `1e-4`.
 pub const MAX_ADAPTIVE_TOL: f64 = 1e-4;
 
+/// Largest energy-change tolerance the rule of
+/// [`SweepParams::e_tol_to_truncation`] gives: `1e-6`.
+pub const MAX_ADAPTIVE_E_TOL: f64 = 1e-6;
+
+/// The default [`SweepParams::e_tol_to_truncation`] (and
+/// [`crate::DmrgOptions::e_tol_to_truncation`]).
+pub const DEFAULT_E_TOL_TO_TRUNCATION: f64 = 1.0;
+
 /// What one sweep uses: truncation, eigensolver tolerance and mixer.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SweepParams {
@@ -76,6 +84,14 @@ pub struct SweepParams {
     /// previous split (see [`crate::DmrgOptions::tol_to_truncation`]).
     /// `0` keeps `lanczos.tol`. Finite, `>= 0`.
     pub tol_to_truncation: f64,
+    /// Energy-change stop following the truncation: a step also stops its
+    /// Lanczos when the lowest Ritz value changed by less than
+    /// `max(lanczos.e_tol, e_tol_to_truncation * w)`, at most
+    /// [`MAX_ADAPTIVE_E_TOL`], where `w` is the largest discarded weight of
+    /// the previous sweep (of the run's previous split during the first
+    /// sweep) — see [`crate::DmrgOptions::e_tol_to_truncation`]. `0` keeps
+    /// `lanczos.e_tol`. Finite, `>= 0`.
+    pub e_tol_to_truncation: f64,
     /// Mixer strength `alpha` of the density-matrix perturbation (module
     /// docs); `0` (the default) splits by the plain truncated SVD. Finite,
     /// `>= 0`.
@@ -89,6 +105,7 @@ impl Default for SweepParams {
             cutoff: 1e-10,
             lanczos: LanczosOptions::default(),
             tol_to_truncation: 0.1,
+            e_tol_to_truncation: DEFAULT_E_TOL_TO_TRUNCATION,
             mixer: 0.0,
         }
     }
@@ -121,17 +138,23 @@ impl SweepParams {
         }
         non_negative("cutoff", self.cutoff)?;
         non_negative("tol_to_truncation", self.tol_to_truncation)?;
+        non_negative("e_tol_to_truncation", self.e_tol_to_truncation)?;
         non_negative("mixer", self.mixer)?;
         self.lanczos.validate()
     }
 
     /// The Lanczos options of a step whose previous split discarded the
-    /// relative weight `w` (`None` before the run's first split): see
-    /// `tol_to_truncation`.
-    pub fn step_lanczos(&self, w: Option<f64>) -> LanczosOptions {
+    /// relative weight `w` (`None` before the run's first split), in a
+    /// sweep whose previous sweep's largest discarded weight was `w_sweep`
+    /// (`None` in a run's first sweep: `w` stands in): the residual
+    /// tolerance from `w` (`tol_to_truncation`), the energy-change
+    /// tolerance from `w_sweep` (`e_tol_to_truncation`).
+    pub fn step_lanczos(&self, w: Option<f64>, w_sweep: Option<f64>) -> LanczosOptions {
         let adaptive = w.map_or(0.0, |w| self.tol_to_truncation * w.max(0.0).sqrt());
+        let e_adaptive = w_sweep.or(w).map_or(0.0, |w| self.e_tol_to_truncation * w.max(0.0));
         LanczosOptions {
             tol: self.lanczos.tol.max(adaptive.min(MAX_ADAPTIVE_TOL)),
+            e_tol: self.lanczos.e_tol.max(e_adaptive.min(MAX_ADAPTIVE_E_TOL)),
             ..self.lanczos
         }
     }
@@ -218,8 +241,12 @@ pub struct SweepStats {
     pub total_truncation: f64,
     /// Largest bond dimension after the sweep.
     pub max_bond: usize,
-    /// Operator applications of all Krylov runs of the sweep.
+    /// Operator applications of all Krylov runs of the sweep (a dense
+    /// solve counts none).
     pub lanczos_applications: usize,
+    /// Steps solved densely on the root instead of by iterating
+    /// ([`crate::LanczosOptions::dense_max`]).
+    pub dense_steps: usize,
     /// Largest Krylov residual (error) estimate of the sweep.
     pub max_residual: f64,
     /// Steps whose Krylov solver stopped at `max_krylov` (and its restarts)
@@ -264,6 +291,9 @@ pub struct LocalSolution {
     pub residual: f64,
     /// Whether the solver reached its tolerance.
     pub converged: bool,
+    /// Whether the problem was solved densely on the root (no operator
+    /// applications; counted in [`SweepStats::dense_steps`]).
+    pub dense: bool,
 }
 
 /// The one-site effective Hamiltonian of site `i`:
@@ -408,6 +438,8 @@ pub struct SweepEngine {
     sweeps: u64,
     energy: Option<f64>,
     last_discarded: Option<f64>,
+    /// The largest discarded weight of the last completed sweep.
+    sweep_discarded: Option<f64>,
 }
 
 /// Per-sweep accumulators.
@@ -417,6 +449,7 @@ struct Acc {
     max_truncation: f64,
     total_truncation: f64,
     applications: usize,
+    dense_steps: usize,
     max_residual: f64,
     unconverged: usize,
     lanczos_seconds: f64,
@@ -494,6 +527,7 @@ impl SweepEngine {
             sweeps: 0,
             energy: None,
             last_discarded: None,
+            sweep_discarded: None,
         })
     }
 
@@ -523,12 +557,26 @@ impl SweepEngine {
         self.last_discarded
     }
 
+    /// The largest discarded weight of the last completed sweep (sets the
+    /// energy-change tolerance of the next sweep's steps).
+    pub fn sweep_discarded(&self) -> Option<f64> {
+        self.sweep_discarded
+    }
+
     /// Continues the counts of an earlier run (a resumed checkpoint): the
-    /// sweeps completed, its energy and its last discarded weight.
-    pub fn set_history(&mut self, sweeps: u64, energy: Option<f64>, last_discarded: Option<f64>) {
+    /// sweeps completed, its energy, its last discarded weight and the
+    /// largest discarded weight of its last sweep.
+    pub fn set_history(
+        &mut self,
+        sweeps: u64,
+        energy: Option<f64>,
+        last_discarded: Option<f64>,
+        sweep_discarded: Option<f64>,
+    ) {
         self.sweeps = sweeps;
         self.energy = energy;
         self.last_discarded = last_discarded;
+        self.sweep_discarded = sweep_discarded;
     }
 
     /// One full sweep (right, then left) solving `problem` at every bond
@@ -570,6 +618,7 @@ impl SweepEngine {
         let energy = acc.energy;
         let energy_change = self.energy.map_or(f64::NAN, |e| energy - e);
         self.energy = Some(energy);
+        self.sweep_discarded = Some(acc.max_truncation);
         Ok(SweepStats {
             sweep: self.sweeps,
             energy,
@@ -578,6 +627,7 @@ impl SweepEngine {
             total_truncation: acc.total_truncation,
             max_bond: self.mps.max_bond(),
             lanczos_applications: acc.applications,
+            dense_steps: acc.dense_steps,
             max_residual: acc.max_residual,
             unconverged_steps: acc.unconverged,
             seconds: start.elapsed().as_secs_f64(),
@@ -642,13 +692,14 @@ impl SweepEngine {
                 to_right,
                 hamiltonian: &h,
                 theta: &theta,
-                lanczos: params.step_lanczos(self.last_discarded),
+                lanczos: params.step_lanczos(self.last_discarded, self.sweep_discarded),
             },
         )?;
         acc.lanczos_seconds += t0.elapsed().as_secs_f64();
         drop((h, theta));
         acc.energy = sol.energy;
         acc.applications += sol.applications;
+        acc.dense_steps += usize::from(sol.dense);
         acc.max_residual = acc.max_residual.max(sol.residual);
         acc.unconverged += usize::from(!sol.converged);
         let t1 = Instant::now();

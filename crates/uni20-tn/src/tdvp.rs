@@ -65,6 +65,7 @@ impl Default for TdvpOptions {
                 max_krylov: 30,
                 max_restarts: 0,
                 tol: 1e-12,
+                ..LanczosOptions::default()
             },
             block: 64,
             matvec: Matvec::default(),
@@ -94,6 +95,7 @@ impl TdvpOptions {
             cutoff: self.cutoff,
             lanczos: self.krylov,
             tol_to_truncation: 0.0,
+            e_tol_to_truncation: 0.0,
             mixer: 0.0,
         }
     }
@@ -151,6 +153,7 @@ impl LocalProblem for Evolve {
             applications: r.applications,
             residual: r.error,
             converged: r.converged,
+            dense: false,
         })
     }
 

@@ -82,6 +82,7 @@ fn dmrg_options(
             tol: lanczos_tol,
             max_krylov: lanczos_krylov,
             max_restarts: lanczos_restarts,
+            ..LanczosOptions::default()
         },
         tol_to_truncation,
         block,

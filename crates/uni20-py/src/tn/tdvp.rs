@@ -109,6 +109,7 @@ impl Tdvp {
                     tol: krylov_tol,
                     max_krylov: krylov_max,
                     max_restarts: 0,
+                    ..LanczosOptions::default()
                 },
                 block,
                 ..TdvpOptions::default()
