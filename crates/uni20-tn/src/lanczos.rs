@@ -523,11 +523,21 @@ pub fn krylov_exp(
     };
     let first = coeffs[0] * beta0;
     let mut x = if coeffs.iter().any(|c| c.im != 0.0) && v.dtype() == DType::F64 {
-        // A complex multiple of a real vector: a contraction with a complex
-        // scalar makes the result complex.
-        let c = DistTensor::from_local(ctl, &LocalTensor::from_c64(&[], vec![first])?, 1)?;
-        let spec = labels.split_once("->").map_or(String::new(), |(l, _)| l.to_string());
-        uni20_dist::contract(ctl, format!(",{spec}->{spec}"), &c, &basis[0])?
+        // A complex multiple of a real vector.
+        match basis[0].meta().symmetric.clone() {
+            // Symmetric: added to a complex zero of the same layout (the
+            // promotion of axpby), block by block.
+            Some(layout) => {
+                let zero = uni20_dist::sym_zeros(ctl, layout, DType::C64)?;
+                axpby(ctl, 1.0, &zero, first, &basis[0], &labels)?
+            }
+            // Dense: a contraction with a complex scalar makes it complex.
+            None => {
+                let c = DistTensor::from_local(ctl, &LocalTensor::from_c64(&[], vec![first])?, 1)?;
+                let spec = labels.split_once("->").map_or(String::new(), |(l, _)| l.to_string());
+                uni20_dist::contract(ctl, format!(",{spec}->{spec}"), &c, &basis[0])?
+            }
+        }
     } else {
         scale(ctl, first, &basis[0])?
     };
