@@ -122,7 +122,16 @@ pub(crate) fn worker_loop(
         // (large) command frame, and neither may wait for the other.
         let outcome = outcome.map(ByteBuf::from);
         let busy_ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        if let Err(e) = t.post(0, TAG_REPLY, encode(&Reply { op_id, outcome, busy_ns }).into()) {
+        if let Err(e) = t.post(
+            0,
+            TAG_REPLY,
+            encode(&Reply {
+                op_id,
+                outcome,
+                busy_ns,
+            })
+            .into(),
+        ) {
             return WorkerExit::Aborted(e.to_string());
         }
     }
