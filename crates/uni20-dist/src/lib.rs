@@ -79,7 +79,7 @@ pub use ops::replicate::replicate;
 pub use ops::create::{identity, random, sym_identity, sym_random, sym_zeros, zeros};
 
 // Reductions to one number.
-pub use ops::reduce::{inner, max_abs, norm, reduce, Reduced, Reduction};
+pub use ops::reduce::{inner, max_abs, norm, reduce, reduce_many, Reduced, Reduction};
 
 // Decompositions (their options and outputs are in [`decomp`]).
 pub use ops::decomp::{eigh, lq, qr, svd};
