@@ -57,6 +57,18 @@ pub struct PlanCacheStats {
     pub evictions: u64,
 }
 
+impl PlanCacheStats {
+    /// Hits over lookups, in `[0, 1]` (0 with no lookups).
+    pub fn hit_rate(&self) -> f64 {
+        let n = self.hits + self.misses;
+        if n == 0 {
+            0.0
+        } else {
+            self.hits as f64 / n as f64
+        }
+    }
+}
+
 struct Entry {
     plan: Box<dyn Any>,
     slots: Vec<(u32, u32)>,
@@ -208,9 +220,18 @@ where
         (complete && slots.next().is_none()).then_some(p)
     });
     ctl.note_plan_lookup(hit.is_some());
-    if let Some(p) = hit {
-        ctl.with_root_state(|c: &mut PlanCache| c.stats.hits += 1);
-        tracing::debug!(family, "plan cache hit");
+    if let Some(mut p) = hit {
+        p.summary.cached = true;
+        ctl.with_root_state(|c: &mut PlanCache| {
+            c.stats.hits += 1;
+            tracing::debug!(
+                family,
+                hits = c.stats.hits,
+                misses = c.stats.misses,
+                "plan cache hit (hit rate {:.1} %)",
+                c.stats.hit_rate() * 100.0
+            );
+        });
         return p;
     }
     let mut p = plan();
@@ -247,7 +268,8 @@ where
             entries = c.entries.len(),
             hits = c.stats.hits,
             misses = c.stats.misses,
-            "plan cache miss"
+            "plan cache miss (hit rate {:.1} %)",
+            c.stats.hit_rate() * 100.0
         );
     });
     p
