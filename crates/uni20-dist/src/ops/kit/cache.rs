@@ -32,8 +32,12 @@ use uni20_worker::Controller;
 use super::items::ItemPlan;
 use crate::tensor::Manifest;
 
-/// Entries the plan cache holds unless `UNI20_PLAN_CACHE` says otherwise.
-pub const DEFAULT_PLAN_CACHE_ENTRIES: usize = 64;
+/// Entries the plan cache holds unless `UNI20_PLAN_CACHE` says otherwise:
+/// enough for every structure of a converged DMRG sweep to come back in
+/// the next one (a symmetric L = 20 sweep plans about 400 distinct
+/// contractions; most recur from sweep to sweep once the bonds' sectors
+/// settle), where 64 only covers the matvecs within one step.
+pub const DEFAULT_PLAN_CACHE_ENTRIES: usize = 2048;
 
 /// A descriptor whose object ids can be re-bound: visits every object id
 /// it names, always in the same order for descriptors of equal structure.
