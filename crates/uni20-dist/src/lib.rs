@@ -192,6 +192,7 @@ mod tests {
             ("uni20.regroup.v1", 1, "regroup"),
             ("uni20.reblock.v1", 1, "reblock"),
             ("uni20.reduce.v1", 1, "reduce"),
+            ("uni20.reduce_many.v1", 1, "reduce_many"),
             ("uni20.create.v1", 1, "create"),
             ("uni20.noop.v1", 1, "noop"),
             ("uni20.flush.v1", 1, "flush"),
