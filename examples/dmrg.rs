@@ -424,6 +424,14 @@ fn run(ctl: &Controller<'_>, args: &Args) -> anyhow::Result<()> {
                 peak_rss().map_or("unknown".to_string(), |kb| format!("{:.1} MB", kb as f64 / 1024.0))
             );
             print_runtime_profile(&ctl.profile().since(&before), s.seconds);
+            let c = uni20::dist::plan_cache_stats(ctl);
+            println!(
+                "  plan cache: {} plans, about {:.1} MB (budget {:.0} MB), {} evictions so far",
+                c.entries,
+                c.bytes as f64 / 1e6,
+                c.budget_bytes as f64 / 1e6,
+                c.evictions
+            );
         }
         last_unconverged = (s.unconverged_steps, s.max_residual);
         history.push(s.clone());

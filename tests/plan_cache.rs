@@ -8,7 +8,9 @@
 use proptest::prelude::*;
 use uni20::dispatch::{einsum as local_einsum, BackendList, ContractOptions as LocalOptions};
 use uni20::dist::symmetry::{Direction, Leg, Sector, SymmetricLayout, Symmetry};
-use uni20::dist::{plan_cache_stats, set_plan_cache_capacity, sym_random, ContractOptions, PlanSummary};
+use uni20::dist::{
+    plan_cache_stats, set_plan_cache_budget, set_plan_cache_capacity, sym_random, ContractOptions, PlanSummary,
+};
 use uni20::prelude::*;
 use uni20::C64;
 
@@ -408,6 +410,44 @@ fn the_cache_is_bounded_and_evicts_the_least_recently_used() {
             assert_eq!((s.entries, s.hits, s.misses, s.evictions), (2, 2, 4, 2));
             let p = ctl.profile();
             assert_eq!((p.plan_cache_hits, p.plan_cache_misses), (2, 4));
+        })
+        .unwrap();
+}
+
+/// The byte budget bounds what the cache holds: a budget below one plan
+/// caches nothing; one that fits a single plan keeps only the latest.
+#[test]
+fn the_byte_budget_bounds_the_cache() {
+    uni20::universe()
+        .ranks(2)
+        .run(|ctl| {
+            let op = |k: usize| {
+                let a = DistTensor::from_local(ctl, &local(&[3, k], false, k as u64), 2).unwrap();
+                let b = DistTensor::from_local(ctl, &local(&[2, k], false, 9), 2).unwrap();
+                uni20::dist::contract(ctl, "ij,kj->ik", &a, &b)
+                    .unwrap()
+                    .wait(ctl)
+                    .unwrap();
+            };
+            set_plan_cache_capacity(ctl, 64);
+            op(4);
+            let one = plan_cache_stats(ctl).bytes;
+            assert!(one > 0 && plan_cache_stats(ctl).entries == 1);
+            // Room for one plan of this size, not two.
+            set_plan_cache_budget(ctl, one + one / 2);
+            op(5);
+            let s = plan_cache_stats(ctl);
+            assert_eq!(s.entries, 1, "{s:?}");
+            assert!(s.bytes <= s.budget_bytes, "{s:?}");
+            assert_eq!(s.evictions, 1);
+            op(5);
+            assert_eq!(plan_cache_stats(ctl).hits, 1, "the latest plan is kept");
+            // Below one plan: nothing is cached, every lookup plans.
+            set_plan_cache_budget(ctl, 16);
+            op(5);
+            let s = plan_cache_stats(ctl);
+            assert_eq!((s.entries, s.bytes), (0, 0), "{s:?}");
+            assert_eq!(s.hits, 1);
         })
         .unwrap();
 }

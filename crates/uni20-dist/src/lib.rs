@@ -68,7 +68,10 @@ pub use tensor::{Block, BlockRef, DistTensor, Manifest, TensorMeta};
 pub use ops::contract::{contract, contract_with, einsum, ContractOptions};
 
 // The root's plan cache.
-pub use ops::kit::{plan_cache_stats, set_plan_cache_capacity, PlanCacheStats, DEFAULT_PLAN_CACHE_ENTRIES};
+pub use ops::kit::{
+    plan_cache_stats, set_plan_cache_budget, set_plan_cache_capacity, PlanCacheStats, DEFAULT_PLAN_CACHE_BYTES,
+    DEFAULT_PLAN_CACHE_ENTRIES,
+};
 
 // Element-wise operations, redistribution and replication.
 pub use ops::elementwise::{axpby, conj, fuse_legs, permute, reshape, scale, split_leg};

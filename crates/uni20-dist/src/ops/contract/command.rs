@@ -78,6 +78,23 @@ impl crate::ops::kit::Rebind for ContractDescriptorV1 {
             f(&mut t.id);
         }
     }
+    fn approx_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let vec = size_of::<Vec<u8>>();
+        let items: usize = self
+            .items
+            .iter()
+            .map(|it| {
+                size_of::<WorkItem>()
+                    + it.out_shape.len() * size_of::<usize>()
+                    + it.terms
+                        .iter()
+                        .map(|t| vec + t.len() * size_of::<BlockRef>())
+                        .sum::<usize>()
+            })
+            .sum();
+        size_of::<Self>() + items + self.transfers.len() * size_of::<Transfer>() + self.spec.output().len() * 64
+    }
 }
 
 fn kernel_error(e: ContractError) -> HandlerError {

@@ -18,7 +18,10 @@
 //!   the case for the families cached today) makes the plan uncacheable.
 //! - **Bound**: least recently used entries are evicted beyond the capacity
 //!   (`UNI20_PLAN_CACHE` entries, default [`DEFAULT_PLAN_CACHE_ENTRIES`];
-//!   0 disables the cache), shared by all families of one universe.
+//!   0 disables the cache) or beyond the byte budget (`UNI20_PLAN_CACHE_BYTES`,
+//!   default [`DEFAULT_PLAN_CACHE_BYTES`]: the estimated memory of the keys,
+//!   templates and slots; a plan larger than the budget is not cached),
+//!   shared by all families of one universe.
 //!   Lookups are counted in the controller's
 //!   [`RootProfile`](uni20_worker::RootProfile) and logged at debug level.
 
@@ -39,11 +42,18 @@ use crate::tensor::Manifest;
 /// settle), where 64 only covers the matvecs within one step.
 pub const DEFAULT_PLAN_CACHE_ENTRIES: usize = 2048;
 
+/// Estimated bytes the plan cache may hold unless `UNI20_PLAN_CACHE_BYTES`
+/// says otherwise (32 MiB).
+pub const DEFAULT_PLAN_CACHE_BYTES: usize = 32 << 20;
+
 /// A descriptor whose object ids can be re-bound: visits every object id
 /// it names, always in the same order for descriptors of equal structure.
 pub(crate) trait Rebind {
     /// Calls `f` on every object id of the descriptor, in a fixed order.
     fn ids_mut(&mut self, f: &mut dyn FnMut(&mut ObjectId));
+    /// Estimated heap and inline bytes of the descriptor (for the cache's
+    /// byte budget; computed from its lengths, not by encoding it).
+    fn approx_bytes(&self) -> usize;
 }
 
 /// Numbers of one universe's plan cache ([`plan_cache_stats`]).
@@ -57,8 +67,12 @@ pub struct PlanCacheStats {
     pub hits: u64,
     /// Lookups that planned (and cached the plan when it could).
     pub misses: u64,
-    /// Plans dropped to stay within the capacity.
+    /// Plans dropped to stay within the capacity or the byte budget.
     pub evictions: u64,
+    /// Estimated bytes held now (keys, templates, slots).
+    pub bytes: usize,
+    /// The byte budget.
+    pub budget_bytes: usize,
 }
 
 impl PlanCacheStats {
@@ -77,6 +91,7 @@ struct Entry {
     plan: Box<dyn Any>,
     slots: Vec<(u32, u32)>,
     last_used: u64,
+    bytes: usize,
 }
 
 /// The cache itself, one per universe (kept in the controller's root
@@ -84,6 +99,8 @@ struct Entry {
 pub(crate) struct PlanCache {
     entries: HashMap<Vec<u8>, Entry>,
     capacity: usize,
+    budget: usize,
+    bytes: usize,
     tick: u64,
     stats: PlanCacheStats,
 }
@@ -94,9 +111,15 @@ impl Default for PlanCache {
             .ok()
             .and_then(|v| v.trim().parse().ok())
             .unwrap_or(DEFAULT_PLAN_CACHE_ENTRIES);
+        let budget = std::env::var("UNI20_PLAN_CACHE_BYTES")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(DEFAULT_PLAN_CACHE_BYTES);
         PlanCache {
             entries: HashMap::new(),
             capacity,
+            budget,
+            bytes: 0,
             tick: 0,
             stats: PlanCacheStats::default(),
         }
@@ -104,8 +127,10 @@ impl Default for PlanCache {
 }
 
 impl PlanCache {
+    /// Evicts least recently used entries until at most `n` entries and at
+    /// most the byte budget are held.
     fn evict_to(&mut self, n: usize) {
-        while self.entries.len() > n {
+        while self.entries.len() > n || (self.bytes > self.budget && !self.entries.is_empty()) {
             let Some(oldest) = self
                 .entries
                 .iter()
@@ -114,7 +139,9 @@ impl PlanCache {
             else {
                 return;
             };
-            self.entries.remove(&oldest);
+            if let Some(e) = self.entries.remove(&oldest) {
+                self.bytes = self.bytes.saturating_sub(e.bytes);
+            }
             self.stats.evictions += 1;
         }
     }
@@ -127,6 +154,8 @@ pub fn plan_cache_stats(ctl: &Controller<'_>) -> PlanCacheStats {
     ctl.with_root_state(|c: &mut PlanCache| PlanCacheStats {
         entries: c.entries.len(),
         capacity: c.capacity,
+        bytes: c.bytes,
+        budget_bytes: c.budget,
         ..c.stats
     })
 }
@@ -140,6 +169,17 @@ pub fn set_plan_cache_capacity(ctl: &Controller<'_>, capacity: usize) {
         c.capacity = capacity;
         c.evict_to(capacity);
         c.stats = PlanCacheStats::default();
+    });
+}
+
+/// Sets the estimated bytes `ctl`'s plan cache may hold, evicting the least
+/// recently used plans beyond it (the counters are kept). The initial
+/// budget is `UNI20_PLAN_CACHE_BYTES` (default [`DEFAULT_PLAN_CACHE_BYTES`]).
+pub fn set_plan_cache_budget(ctl: &Controller<'_>, bytes: usize) {
+    ctl.with_root_state(|c: &mut PlanCache| {
+        c.budget = bytes;
+        let n = c.capacity;
+        c.evict_to(n);
     });
 }
 
@@ -251,25 +291,36 @@ where
         Some(&s) => slots.push(s),
         None => known = false,
     });
-    let template = p.clone();
     ctl.with_root_state(|c: &mut PlanCache| {
         c.stats.misses += 1;
-        if known {
+        let bytes = key.len()
+            + slots.len() * std::mem::size_of::<(u32, u32)>()
+            + p.descriptor.approx_bytes()
+            + p.out_blocks.len() * std::mem::size_of::<usize>()
+            + std::mem::size_of::<ItemPlan<D>>()
+            + 256;
+        if known && bytes <= c.budget {
             let last_used = c.tick;
-            c.entries.insert(
+            let old = c.entries.insert(
                 key,
                 Entry {
-                    plan: Box::new(template),
+                    plan: Box::new(p.clone()),
                     slots,
                     last_used,
+                    bytes,
                 },
             );
+            c.bytes += bytes;
+            if let Some(old) = old {
+                c.bytes = c.bytes.saturating_sub(old.bytes);
+            }
             let cap = c.capacity;
             c.evict_to(cap);
         }
         tracing::debug!(
             family,
             entries = c.entries.len(),
+            bytes = c.bytes,
             hits = c.stats.hits,
             misses = c.stats.misses,
             "plan cache miss (hit rate {:.1} %)",

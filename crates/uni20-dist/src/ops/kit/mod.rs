@@ -30,7 +30,10 @@ pub(crate) mod worker;
 
 pub use assign::{Assigner, CostAssigner};
 pub(crate) use cache::{cached_items, Rebind};
-pub use cache::{plan_cache_stats, set_plan_cache_capacity, PlanCacheStats, DEFAULT_PLAN_CACHE_ENTRIES};
+pub use cache::{
+    plan_cache_stats, set_plan_cache_budget, set_plan_cache_capacity, PlanCacheStats, DEFAULT_PLAN_CACHE_BYTES,
+    DEFAULT_PLAN_CACHE_ENTRIES,
+};
 pub(crate) use items::submit_items;
 pub use items::{defer_items, participants_of, ItemPlan};
 pub(crate) use source::{place_reading, rebuilt_bytes, BoxSource};
