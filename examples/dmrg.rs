@@ -421,6 +421,7 @@ fn run(ctl: &Controller<'_>, args: &Args) -> anyhow::Result<()> {
             b.set_message((dmrg.sweeps() + 1).to_string());
             b.reset();
         }
+        let before = ctl.profile();
         let s = dmrg.sweep(ctl, &mut |step| {
             if let Some(b) = &bar {
                 b.set_position(step.done as u64);
@@ -446,6 +447,15 @@ fn run(ctl: &Controller<'_>, args: &Args) -> anyhow::Result<()> {
                 s.svd_seconds,
                 s.seconds - s.lanczos_seconds - s.svd_seconds,
                 peak_rss().map_or("unknown".to_string(), |kb| format!("{:.1} MB", kb as f64 / 1024.0))
+            );
+            print_runtime_profile(&ctl.profile().since(&before), s.seconds);
+            let c = uni20::dist::plan_cache_stats(ctl);
+            println!(
+                "  plan cache: {} plans, about {:.1} MB (budget {:.0} MB), {} evictions so far",
+                c.entries,
+                c.bytes as f64 / 1e6,
+                c.budget_bytes as f64 / 1e6,
+                c.evictions
             );
         }
         last_unconverged = (s.unconverged_steps, s.max_residual);
@@ -730,4 +740,36 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The `--profile` line on where one sweep's wall time went: the workers'
+/// busy time (kernels and block transfers; the busiest rank and the mean)
+/// against the root's planning, submission and waiting, and the rest of
+/// the root's time (the sweep engine itself), with the plan-cache hit rate.
+fn print_runtime_profile(p: &uni20::RootProfile, wall: f64) {
+    let pct = |x: f64| if wall > 0.0 { 100.0 * x / wall } else { 0.0 };
+    let busy = p.worker_busy_max();
+    let rest = wall - p.plan_seconds - p.submit_seconds - p.wait_seconds;
+    println!(
+        "  runtime: {} operations; workers busy {:.2} s ({:.0} %, busiest rank; mean {:.2} s), outside them {:.2} s \
+         ({:.0} %); root: plan {:.3} s ({:.0} %), submit {:.3} s ({:.0} %), wait {:.2} s ({:.0} %), other {:.2} s \
+         ({:.0} %); plan cache {} hits / {} lookups ({:.1} %)",
+        p.operations,
+        busy,
+        pct(busy),
+        p.worker_busy_mean(),
+        wall - busy,
+        pct(wall - busy),
+        p.plan_seconds,
+        pct(p.plan_seconds),
+        p.submit_seconds,
+        pct(p.submit_seconds),
+        p.wait_seconds,
+        pct(p.wait_seconds),
+        rest,
+        pct(rest),
+        p.plan_cache_hits,
+        p.plan_cache_hits + p.plan_cache_misses,
+        100.0 * p.plan_cache_hit_rate()
+    );
 }

@@ -68,6 +68,12 @@ pub use tensor::{Block, BlockRef, DistTensor, Manifest, TensorMeta};
 // Contraction.
 pub use ops::contract::{contract, contract_with, einsum, ContractOptions};
 
+// The root's plan cache.
+pub use ops::kit::{
+    plan_cache_stats, set_plan_cache_budget, set_plan_cache_capacity, PlanCacheStats, DEFAULT_PLAN_CACHE_BYTES,
+    DEFAULT_PLAN_CACHE_ENTRIES,
+};
+
 // Element-wise operations, redistribution and replication.
 pub use ops::elementwise::{axpby, conj, fuse_legs, permute, reshape, scale, split_leg};
 pub use ops::reblock::reblock;
@@ -77,7 +83,7 @@ pub use ops::replicate::replicate;
 pub use ops::create::{identity, random, sym_identity, sym_random, sym_zeros, zeros};
 
 // Reductions to one number.
-pub use ops::reduce::{inner, max_abs, norm, reduce, Reduced, Reduction};
+pub use ops::reduce::{inner, max_abs, norm, reduce, reduce_many, Reduced, Reduction};
 
 // Decompositions (their options and outputs are in [`decomp`]).
 pub use ops::decomp::{eigh, lq, qr, svd};
@@ -191,6 +197,7 @@ mod tests {
             ("uni20.regroup.v1", 1, "regroup"),
             ("uni20.reblock.v1", 1, "reblock"),
             ("uni20.reduce.v1", 1, "reduce"),
+            ("uni20.reduce_many.v1", 1, "reduce_many"),
             ("uni20.create.v1", 1, "create"),
             ("uni20.noop.v1", 1, "noop"),
             ("uni20.flush.v1", 1, "flush"),

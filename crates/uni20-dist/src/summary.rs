@@ -51,6 +51,9 @@ pub struct PlanSummary {
     pub per_rank: BTreeMap<usize, RankShare>,
     /// Extra facts worth showing (for example an operand that was reblocked).
     pub notes: Vec<String>,
+    /// The plan was reused from the root's plan cache (re-bound to this
+    /// operation's object ids) instead of planned again.
+    pub cached: bool,
 }
 
 impl PlanSummary {
@@ -89,6 +92,7 @@ impl PlanSummary {
             participants: participants.to_vec(),
             per_rank,
             notes: Vec::new(),
+            cached: false,
         }
     }
 
@@ -109,7 +113,8 @@ impl PlanSummary {
 impl fmt::Display for PlanSummary {
     /// One line: `contract: 4 work items, 8 block products, 6 transfers,
     /// 1536 bytes moved, 0 bytes through the root`, then `, N multiply-adds`
-    /// when the family counts them, then `; note` per note.
+    /// when the family counts them, then `; note` per note, then `; plan
+    /// reused from the cache` when it was.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
@@ -126,6 +131,9 @@ impl fmt::Display for PlanSummary {
         }
         for n in &self.notes {
             write!(f, "; {n}")?;
+        }
+        if self.cached {
+            write!(f, "; plan reused from the cache")?;
         }
         Ok(())
     }

@@ -84,7 +84,7 @@ pub use universe::{launched_by_mpi, RankExit, RunResult, SpmdOutcomes, Transport
 pub use worker::WorkerExit;
 
 // The root's handle: submitting commands, collecting replies, deferred jobs.
-pub use controller::{CollectReport, Controller, DeferredJob, OnDone, PendingOp, RawReplies};
+pub use controller::{CollectReport, Controller, DeferredJob, OnDone, PendingOp, RawReplies, RootProfile};
 
 // Writing a command: its spec, its handler's context, and the errors a job reports.
 pub use context::{run_typed, CommandSpec, TypedHandler, WorkerContext};

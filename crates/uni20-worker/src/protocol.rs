@@ -96,4 +96,9 @@ pub(crate) struct Reply {
     pub(crate) op_id: u64,
     /// The handler's encoded reply, or where and why it failed.
     pub(crate) outcome: Result<ByteBuf, Box<Diagnostic>>,
+    /// Nanoseconds the participant spent executing the command (its
+    /// handler: kernels, block transfers, store access), on its own clock;
+    /// the root adds them up per rank for
+    /// [`RootProfile`](crate::controller::RootProfile).
+    pub(crate) busy_ns: u64,
 }

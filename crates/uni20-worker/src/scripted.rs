@@ -72,9 +72,15 @@ impl Scripted {
 
     /// Queues `src`'s successful reply to `op_id` with the encoded `reply`.
     pub(crate) fn reply<T: serde::Serialize>(&self, src: usize, op_id: u64, reply: &T) {
+        self.reply_busy(src, op_id, reply, 0);
+    }
+
+    /// As [`Scripted::reply`], reporting `busy_ns` nanoseconds of handler time.
+    pub(crate) fn reply_busy<T: serde::Serialize>(&self, src: usize, op_id: u64, reply: &T, busy_ns: u64) {
         let r = Reply {
             op_id,
             outcome: Ok(encode(reply).into()),
+            busy_ns,
         };
         self.deliver(src, crate::transport::TAG_REPLY, encode(&r));
     }
@@ -94,6 +100,7 @@ impl Scripted {
         let r = Reply {
             op_id,
             outcome: Err(Box::new(d)),
+            busy_ns: 0,
         };
         self.deliver(src, crate::transport::TAG_REPLY, encode(&r));
     }

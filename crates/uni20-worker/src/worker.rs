@@ -61,6 +61,7 @@ pub(crate) fn worker_loop(
             Ok(f) => f,
             Err(e) => return WorkerExit::Aborted(e.to_string()),
         };
+        let started = std::time::Instant::now();
         let (op_id, outcome) = match decode_exact::<Control>(&frame, "control frame") {
             Ok(Control::Shutdown) => return WorkerExit::Shutdown,
             Ok(Control::Run { envelope, releases }) => {
@@ -120,7 +121,17 @@ pub(crate) fn worker_loop(
         // Posted, not sent: the root may be busy sending this rank the next
         // (large) command frame, and neither may wait for the other.
         let outcome = outcome.map(ByteBuf::from);
-        if let Err(e) = t.post(0, TAG_REPLY, encode(&Reply { op_id, outcome }).into()) {
+        let busy_ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        if let Err(e) = t.post(
+            0,
+            TAG_REPLY,
+            encode(&Reply {
+                op_id,
+                outcome,
+                busy_ns,
+            })
+            .into(),
+        ) {
             return WorkerExit::Aborted(e.to_string());
         }
     }

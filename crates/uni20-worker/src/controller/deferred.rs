@@ -143,7 +143,7 @@ impl<'a> Controller<'a> {
             match job {
                 Some(j) => match self.stopped() {
                     Some(e) => j.abandon(e),
-                    None => j.run(self),
+                    None => self.run_job_timed(j),
                 },
                 None => break,
             }

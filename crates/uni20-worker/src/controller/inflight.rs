@@ -39,7 +39,10 @@ impl<'a> Controller<'a> {
         if let Some(e) = self.stopped() {
             return Err(e);
         }
-        let (src, bytes) = self.transport.recv_any(TAG_REPLY).map_err(|e| self.fail_transport(e))?;
+        let t = std::time::Instant::now();
+        let received = self.transport.recv_any(TAG_REPLY);
+        super::profile::add(&self.counters.wait_ns, super::profile::elapsed_ns(t));
+        let (src, bytes) = received.map_err(|e| self.fail_transport(e))?;
         self.handle_reply_bytes(src, &bytes)
     }
     pub(super) fn pump_replies(&self) -> Result<(), JobError> {
@@ -82,6 +85,7 @@ impl<'a> Controller<'a> {
     /// Records one participant's reply; completes the operation when it was
     /// the last one.
     pub(super) fn accept_reply(&self, src: usize, reply: Reply) {
+        self.note_busy(src, reply.busy_ns);
         let bytes = match reply.outcome {
             Ok(b) => b.into_vec(),
             Err(d) => {

@@ -25,17 +25,21 @@
 mod data;
 mod deferred;
 mod inflight;
+mod profile;
 mod releases;
 #[cfg(test)]
 mod tests;
 
 pub use deferred::DeferredJob;
+pub use profile::RootProfile;
 pub use releases::CollectReport;
 
+use std::any::{Any, TypeId};
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::marker::PhantomData;
 use std::sync::Arc;
+use std::time::Instant;
 
 use serde_bytes::ByteBuf;
 use uni20_dispatch::BackendList;
@@ -86,6 +90,8 @@ pub struct Controller<'a> {
     inflight: RefCell<BTreeMap<u64, InFlight<'a>>>,
     deferred: RefCell<VecDeque<Box<dyn DeferredJob<'a> + 'a>>>,
     running_jobs: Cell<bool>,
+    counters: profile::Counters,
+    root_state: RefCell<HashMap<TypeId, Box<dyn Any>>>,
 }
 
 /// A submitted command whose replies have not been collected yet.
@@ -135,6 +141,8 @@ impl<'a> Controller<'a> {
             inflight: RefCell::new(BTreeMap::new()),
             deferred: RefCell::new(VecDeque::new()),
             running_jobs: Cell::new(false),
+            counters: profile::Counters::default(),
+            root_state: RefCell::new(HashMap::new()),
         }
     }
 
@@ -211,6 +219,19 @@ impl<'a> Controller<'a> {
     pub fn in_flight(&self) -> usize {
         self.inflight.borrow().len()
     }
+    /// Runs `f` on this universe's root-side state of type `T` (created
+    /// with `T::default()` on first use, kept until the controller is
+    /// dropped): for example a plan cache of a family of operations. A call
+    /// made from inside `f` for the same `T` sees a fresh default value
+    /// (the outer call's state is taken out while `f` runs), and what it
+    /// stores is replaced by the outer call's.
+    pub fn with_root_state<T: Default + 'static, R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        let taken = self.root_state.borrow_mut().remove(&TypeId::of::<T>());
+        let mut state: Box<T> = taken.and_then(|b| b.downcast::<T>().ok()).unwrap_or_default();
+        let r = f(&mut state);
+        self.root_state.borrow_mut().insert(TypeId::of::<T>(), state);
+        r
+    }
     /// Number of deferred jobs not yet run.
     pub fn deferred(&self) -> usize {
         self.deferred.borrow().len()
@@ -273,6 +294,22 @@ impl<'a> Controller<'a> {
         participants: &[usize],
         on_done: Option<OnDone<'a>>,
     ) -> Result<u64, JobError> {
+        let started = Instant::now();
+        let handler_before = self.counters.root_handler_ns.get();
+        let r = self.send_op_untimed::<C>(desc, participants, on_done);
+        let handler = self.counters.root_handler_ns.get().saturating_sub(handler_before);
+        profile::add(
+            &self.counters.submit_ns,
+            profile::elapsed_ns(started).saturating_sub(handler),
+        );
+        r
+    }
+    fn send_op_untimed<C: CommandSpec>(
+        &self,
+        desc: &C::Descriptor,
+        participants: &[usize],
+        on_done: Option<OnDone<'a>>,
+    ) -> Result<u64, JobError> {
         if let Some(e) = self.stopped() {
             return Err(e);
         }
@@ -282,6 +319,7 @@ impl<'a> Controller<'a> {
         self.flush_full_release_queues()?;
         let op_id = self.next_op.get();
         self.next_op.set(op_id + 1);
+        profile::add(&self.counters.operations, 1);
         let mut env = Envelope {
             op_id,
             command_id: command_id(C::WIRE_NAME),
@@ -352,12 +390,16 @@ impl<'a> Controller<'a> {
                 threads: self.threads,
                 op_id,
             };
+            let t = Instant::now();
             let outcome = run_handler(&self.registry, &mut ctx, &env, None);
+            let busy_ns = profile::elapsed_ns(t);
+            profile::add(&self.counters.root_handler_ns, busy_ns);
             self.accept_reply(
                 0,
                 Reply {
                     op_id,
                     outcome: outcome.map(ByteBuf::from),
+                    busy_ns,
                 },
             );
         }

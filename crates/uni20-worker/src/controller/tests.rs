@@ -249,3 +249,55 @@ fn a_transport_failure_while_waiting_stops_the_job() {
     assert!(ctl.has_failed());
     assert!(matches!(ctl.begin::<Flush>(&(), &[1]), Err(JobError::Stopped(_))));
 }
+
+#[test]
+fn profile_adds_up_reported_busy_time_per_rank_and_differences_snapshots() {
+    let t = Scripted::new(3);
+    let ctl = controller(&t);
+    let start = ctl.profile();
+    assert_eq!(start.operations, 0);
+    assert!(start.worker_busy_seconds.is_empty());
+    let a = ctl.begin::<Flush>(&(), &[1, 2]).unwrap();
+    t.reply_busy(1, a.op_id, &1u64, 1_500_000);
+    t.reply_busy(2, a.op_id, &2u64, 250_000);
+    ctl.finish(a).unwrap();
+    let mid = ctl.profile();
+    let b = ctl.begin::<Flush>(&(), &[1]).unwrap();
+    t.reply_busy(1, b.op_id, &1u64, 2_500_000);
+    ctl.finish(b).unwrap();
+    ctl.note_plan_lookup(true);
+    ctl.note_plan_lookup(true);
+    ctl.note_plan_lookup(false);
+    let end = ctl.profile();
+    assert_eq!(end.operations, 2);
+    let busy = |p: &RootProfile, r: usize| p.worker_busy_seconds.get(&r).copied().unwrap_or(-1.0);
+    assert!((busy(&end, 1) - 4.0e-3).abs() < 1e-12, "{:?}", end.worker_busy_seconds);
+    assert!((busy(&end, 2) - 0.25e-3).abs() < 1e-12);
+    assert!(!end.worker_busy_seconds.contains_key(&0), "the root ran nothing itself");
+    let d = end.since(&mid);
+    assert_eq!(d.operations, 1);
+    assert!((busy(&d, 1) - 2.5e-3).abs() < 1e-12);
+    assert!(busy(&d, 2).abs() < 1e-12);
+    assert!((d.worker_busy_max() - 2.5e-3).abs() < 1e-12);
+    assert!((d.worker_busy_mean() - 1.25e-3).abs() < 1e-12);
+    assert_eq!((d.plan_cache_hits, d.plan_cache_misses), (2, 1));
+    assert!((d.plan_cache_hit_rate() - 2.0 / 3.0).abs() < 1e-12);
+    assert!(d.submit_seconds >= 0.0 && d.wait_seconds >= 0.0 && d.plan_seconds >= 0.0);
+}
+
+#[test]
+fn root_state_persists_per_type() {
+    let t = Scripted::new(3);
+    let ctl = controller(&t);
+    ctl.with_root_state(|n: &mut u32| *n += 5);
+    ctl.with_root_state(|s: &mut String| s.push('x'));
+    assert_eq!(ctl.with_root_state(|n: &mut u32| *n), 5);
+    assert_eq!(ctl.with_root_state(|s: &mut String| s.clone()), "x");
+    // A nested call for the same type sees a fresh value.
+    let inner = ctl.with_root_state(|n: &mut u32| {
+        *n += 1;
+        ctl.with_root_state(|m: &mut u32| *m)
+    });
+    assert_eq!(inner, 0);
+    assert_eq!(ctl.with_root_state(|n: &mut u32| *n), 6);
+}

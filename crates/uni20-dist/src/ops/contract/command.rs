@@ -66,6 +66,37 @@ command!(
     pub(crate) ContractV1 = "uni20.contract.v1", schema 3, ContractDescriptorV1 => Vec<(usize, ObjectId)>, handle_items::<ContractDescriptorV1>
 );
 
+impl crate::ops::kit::Rebind for ContractDescriptorV1 {
+    /// Items in order (each item's terms, then its C_in), then transfers.
+    fn ids_mut(&mut self, f: &mut dyn FnMut(&mut ObjectId)) {
+        for it in &mut self.items {
+            for r in it.terms.iter_mut().flatten().chain(it.c_in.iter_mut()) {
+                f(&mut r.id);
+            }
+        }
+        for t in &mut self.transfers {
+            f(&mut t.id);
+        }
+    }
+    fn approx_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let vec = size_of::<Vec<u8>>();
+        let items: usize = self
+            .items
+            .iter()
+            .map(|it| {
+                size_of::<WorkItem>()
+                    + it.out_shape.len() * size_of::<usize>()
+                    + it.terms
+                        .iter()
+                        .map(|t| vec + t.len() * size_of::<BlockRef>())
+                        .sum::<usize>()
+            })
+            .sum();
+        size_of::<Self>() + items + self.transfers.len() * size_of::<Transfer>() + self.spec.output().len() * 64
+    }
+}
+
 fn kernel_error(e: ContractError) -> HandlerError {
     let attempts = match &e {
         ContractError::Dispatch(d) => d

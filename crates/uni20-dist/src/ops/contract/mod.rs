@@ -16,7 +16,8 @@ use uni20_dispatch::ResolveSpec;
 use uni20_worker::Controller;
 
 use crate::error::DistError;
-use crate::ops::kit::defer_items;
+use crate::ops::kit::cached_items;
+use crate::ops::kit::items::defer_items_with;
 use crate::ops::reblock::submit_reblock;
 use crate::tensor::{DistTensor, Manifest, TensorMeta};
 use plan::{plan, Validated};
@@ -206,14 +207,17 @@ fn einsum_symmetric(
     }
     let mut inputs: Vec<&DistTensor> = operands.to_vec();
     inputs.extend(opts.c.filter(|_| v.use_c));
-    Ok(defer_items::<ContractV1>(
+    Ok(defer_items_with::<ContractV1>(
         ctl,
         v.out.clone(),
         &inputs,
-        move |workers, manifests, _| {
+        move |ctl, workers, manifests, _| {
             let refs: Vec<&Manifest> = manifests.iter().take(2).collect();
             let n_out = v.n_out();
-            plan_symmetric(&v, workers, &refs, manifests.get(2)).into_items(n_out)
+            let read: Vec<&Manifest> = manifests.iter().collect();
+            cached_items(ctl, "contract.symmetric", &v.cache_params(), workers, &read, || {
+                plan_symmetric(&v, workers, &refs, manifests.get(2)).into_items(n_out)
+            })
         },
     ))
 }
@@ -232,10 +236,13 @@ fn submit_contraction(
     let n_inputs = operands.len();
     let mut inputs = operands.to_vec();
     inputs.extend(c.filter(|_| v.use_c));
-    defer_items::<ContractV1>(ctl, v.out.clone(), &inputs, move |workers, manifests, keep| {
+    defer_items_with::<ContractV1>(ctl, v.out.clone(), &inputs, move |ctl, workers, manifests, keep| {
         let refs: Vec<&Manifest> = manifests.iter().take(n_inputs).collect();
         let n_out = v.out.blocking.num_blocks();
-        let mut p = plan(&v, workers, &refs, manifests.get(n_inputs)).into_items(n_out);
+        let read: Vec<&Manifest> = manifests.iter().collect();
+        let mut p = cached_items(ctl, "contract", &v.cache_params(), workers, &read, || {
+            plan(&v, workers, &refs, manifests.get(n_inputs)).into_items(n_out)
+        });
         for (i, note) in notes {
             let moved = keep.get(i).and_then(|t| t.plan_summary()).map_or(0, |s| s.bytes_moved);
             p.summary.notes.push(format!("{note} ({moved} bytes moved)"));

@@ -104,6 +104,24 @@ pub(crate) struct Validated {
     empty_product: bool,
 }
 
+impl Validated {
+    /// Everything of the validated contraction its plan depends on besides
+    /// the manifests, for the plan cache's key.
+    pub(crate) fn cache_params(&self) -> impl serde::Serialize + '_ {
+        (
+            &self.spec,
+            &self.out,
+            &self.reduce,
+            &self.reduce_blocking,
+            self.alpha,
+            self.beta,
+            self.conj,
+            self.use_c,
+            self.empty_product,
+        )
+    }
+}
+
 fn label_extents(labels: &[char], blocking: &Blocking, map: &mut BTreeMap<char, Vec<usize>>) -> Result<(), DistError> {
     for (l, e) in labels.iter().zip(blocking.extents()) {
         match map.get(l) {

@@ -50,6 +50,14 @@ impl SymValidated {
     pub(crate) fn n_out(&self) -> usize {
         self.pairs.output.blocks().len()
     }
+
+    /// Everything of the validated contraction its plan depends on besides
+    /// the manifests, for the plan cache's key (the block pairs follow from
+    /// the spec, the conjugation and the operands' layouts, which the key
+    /// holds).
+    pub(crate) fn cache_params(&self) -> impl serde::Serialize + '_ {
+        (&self.spec, &self.out, self.alpha, self.beta, self.conj, self.use_c)
+    }
 }
 
 /// The layout of `conj(T)`: every leg dualized (direction flipped, same

@@ -19,6 +19,7 @@ use crate::transfer::record::Transfer;
 /// A planned item-per-block command: what is sent, to whom, the summary,
 /// and the output block of each item. Built with [`ItemPlan::new`];
 /// submitted by [`defer_items`].
+#[derive(Clone, Debug)]
 pub struct ItemPlan<D> {
     pub(crate) descriptor: D,
     pub(crate) participants: Vec<usize>,
@@ -128,6 +129,22 @@ pub fn defer_items<'c, C>(
 where
     C: CommandSpec<Reply = Vec<(usize, ObjectId)>> + 'c,
 {
+    defer_items_with::<C>(ctl, out, inputs, move |_, workers, manifests, keep| {
+        plan(workers, manifests, keep)
+    })
+}
+
+/// As [`defer_items`], with the controller passed to `plan` (for the plan
+/// cache).
+pub(crate) fn defer_items_with<'c, C>(
+    ctl: &Controller<'c>,
+    out: TensorMeta,
+    inputs: &[&DistTensor],
+    plan: impl FnOnce(&Controller<'c>, &[usize], &[Manifest], &[DistTensor]) -> ItemPlan<C::Descriptor> + 'c,
+) -> DistTensor
+where
+    C: CommandSpec<Reply = Vec<(usize, ObjectId)>> + 'c,
+{
     let (tensor, write) = DistTensor::pending(ctl, out);
     let output = Output {
         tensor: tensor.clone(),
@@ -137,7 +154,7 @@ where
         inputs.iter().map(|t| Input::of(t)).collect(),
         vec![output],
         Box::new(move |ctl, manifests: Vec<Manifest>, outputs, keep| {
-            let p = plan(&ctl.compute_ranks(), &manifests, &keep);
+            let p = plan(ctl, &ctl.compute_ranks(), &manifests, &keep);
             submit_items::<C>(ctl, p, outputs, keep);
             Ok::<(), DistError>(())
         }),

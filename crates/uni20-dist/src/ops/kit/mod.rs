@@ -6,6 +6,7 @@
 //! | `assign` | [`Assigner`]: the rank of each work item (most local bytes under a load cap); [`CostAssigner`]: the same under a cap on each rank's summed flops |
 //! | `source` | [`BoxSource`], `Piece`: a box of a tensor and the blocks that overlap it (plan and worker side); [`place_reading`]: an item's rank and input transfers |
 //! | `tiling` | [`Tiling`] (how a caller names a tiling), [`check_block_bytes`], [`MAX_BLOCK_BYTES`] |
+//! | `cache` | the plan cache: structural keys, plans re-bound to new object ids, LRU bound ([`plan_cache_stats`]) |
 //! | `items` | the root side of an item-per-block command: [`ItemPlan`], [`participants_of`], [`submit_items`], [`defer_items`] |
 //! | `worker` | the worker side: the [`ItemWork`] trait and its one generic handler [`handle_items`] |
 //! | `deferred` | waiting for inputs in program order, submitting without blocking, filling or poisoning outputs |
@@ -20,6 +21,7 @@
 //! they need.
 
 pub(crate) mod assign;
+pub(crate) mod cache;
 pub(crate) mod deferred;
 pub(crate) mod items;
 pub(crate) mod source;
@@ -27,6 +29,11 @@ pub(crate) mod tiling;
 pub(crate) mod worker;
 
 pub use assign::{Assigner, CostAssigner};
+pub(crate) use cache::{cached_items, Rebind};
+pub use cache::{
+    plan_cache_stats, set_plan_cache_budget, set_plan_cache_capacity, PlanCacheStats, DEFAULT_PLAN_CACHE_BYTES,
+    DEFAULT_PLAN_CACHE_ENTRIES,
+};
 pub(crate) use items::submit_items;
 pub use items::{defer_items, participants_of, ItemPlan};
 pub(crate) use source::{place_reading, rebuilt_bytes, BoxSource};

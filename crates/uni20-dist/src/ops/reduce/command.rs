@@ -21,7 +21,7 @@ use crate::transfer::exchange_blocks;
 use crate::transfer::record::Transfer;
 
 /// Tag of the partial results sent to the leader (above every transfer tag).
-const TAG_PARTIAL: Tag = TAG_DATA_BASE + 30_000;
+pub(crate) const TAG_PARTIAL: Tag = TAG_DATA_BASE + 30_000;
 
 /// The reduction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -84,21 +84,21 @@ fn neumaier(acc: &mut (f64, f64), x: f64) {
 
 /// Combines values of one reduction: compensated sums, or the maximum
 /// (NaN wins).
-struct Combine {
+pub(crate) struct Combine {
     op: ReduceOp,
     sum: Sum,
     max: f64,
 }
 
 impl Combine {
-    fn new(op: ReduceOp) -> Combine {
+    pub(crate) fn new(op: ReduceOp) -> Combine {
         Combine {
             op,
             sum: Sum::default(),
             max: 0.0,
         }
     }
-    fn add(&mut self, v: C64) {
+    pub(crate) fn add(&mut self, v: C64) {
         match self.op {
             ReduceOp::MaxAbs => {
                 self.max = if v.re.is_nan() || self.max.is_nan() {
@@ -113,7 +113,7 @@ impl Combine {
             }
         }
     }
-    fn total(&self) -> C64 {
+    pub(crate) fn total(&self) -> C64 {
         match self.op {
             ReduceOp::MaxAbs => C64::new(self.max, 0.0),
             _ => C64::new(self.sum.re.0 + self.sum.re.1, self.sum.im.0 + self.sum.im.1),
@@ -121,14 +121,14 @@ impl Combine {
     }
 }
 
-fn encode(v: C64) -> [u8; 16] {
+pub(crate) fn encode(v: C64) -> [u8; 16] {
     let mut b = [0u8; 16];
     b[..8].copy_from_slice(&v.re.to_le_bytes());
     b[8..].copy_from_slice(&v.im.to_le_bytes());
     b
 }
 
-fn decode(b: &[u8], from: usize) -> Result<C64, HandlerError> {
+pub(crate) fn decode(b: &[u8], from: usize) -> Result<C64, HandlerError> {
     let arr: [u8; 16] = b
         .try_into()
         .map_err(|_| HandlerError::msg(format!("partial result from rank {from} has {} bytes, not 16", b.len())))?;
@@ -136,12 +136,15 @@ fn decode(b: &[u8], from: usize) -> Result<C64, HandlerError> {
     Ok(C64::new(f(&arr[..8]), f(&arr[8..])))
 }
 
-fn handle_reduce(ctx: &mut WorkerContext<'_>, d: ReduceDescV1) -> Result<Option<C64>, HandlerError> {
-    let me = ctx.rank();
-    let store = ctx.store();
-    let threads = ctx.threads().max(1);
-    let replicas = exchange_blocks(ctx, &d.transfers)?;
-    let items: Vec<(usize, &ReduceItem)> = d.items.iter().enumerate().filter(|(_, i)| i.rank == me).collect();
+/// The combined value of this rank's items of one reduction (`items`:
+/// `(item index, item)` of the items it reduces, in item order), with the
+/// rank's thread budget `threads`.
+pub(crate) fn rank_partial(
+    store: &uni20_persist::Store,
+    op: ReduceOp,
+    items: &[(usize, &ReduceItem)],
+    threads: usize,
+) -> Result<C64, HandlerError> {
     // One item's partial with `kernel_threads` threads; the kernels give the same bits for
     // any thread count, so the partials (combined below in item order) do not depend on
     // whether the items ran in parallel.
@@ -150,7 +153,7 @@ fn handle_reduce(ctx: &mut WorkerContext<'_>, d: ReduceDescV1) -> Result<Option<
         let a = store
             .load_wait(PersistentPtr::<Block>::from_id(item.a.id))
             .map_err(|e| in_item(HandlerError::from(e).with_object(item.a.id)))?;
-        Ok(match (d.op, &item.b) {
+        Ok(match (op, &item.b) {
             (ReduceOp::NormSqr, _) => C64::new(norm_sqr(&a.0, kernel_threads), 0.0),
             (ReduceOp::MaxAbs, _) => C64::new(max_abs(&a.0, kernel_threads), 0.0),
             (ReduceOp::Inner, Some(src)) => {
@@ -172,18 +175,28 @@ fn handle_reduce(ctx: &mut WorkerContext<'_>, d: ReduceDescV1) -> Result<Option<
     } else {
         items.iter().map(|it| partial(it, threads)).collect::<Result<_, _>>()?
     };
-    let count = partials.len();
-    let mut mine = Combine::new(d.op);
+    let mut mine = Combine::new(op);
     for v in partials {
         mine.add(v);
     }
+    Ok(mine.total())
+}
+
+fn handle_reduce(ctx: &mut WorkerContext<'_>, d: ReduceDescV1) -> Result<Option<C64>, HandlerError> {
+    let me = ctx.rank();
+    let store = ctx.store();
+    let threads = ctx.threads().max(1);
+    let replicas = exchange_blocks(ctx, &d.transfers)?;
+    let items: Vec<(usize, &ReduceItem)> = d.items.iter().enumerate().filter(|(_, i)| i.rank == me).collect();
+    let count = items.len();
+    let mine = rank_partial(store, d.op, &items, threads)?;
     store
         .release_many(&replicas)
         .map_err(|e| HandlerError::from(e).context("dropping the replicas of this command"))?;
     let leader = d.participants.first().copied().unwrap_or(me);
     tracing::debug!(rank = me, items = count, leader, "reduce: partial computed");
     if me != leader {
-        let bytes = encode(mine.total());
+        let bytes = encode(mine);
         ctx.transport().exchange(&[(leader, TAG_PARTIAL, &bytes[..])], &[])?;
         return Ok(None);
     }
@@ -195,7 +208,7 @@ fn handle_reduce(ctx: &mut WorkerContext<'_>, d: ReduceDescV1) -> Result<Option<
         .collect();
     let received = ctx.transport().exchange(&[], &others)?;
     let mut total = Combine::new(d.op);
-    total.add(mine.total());
+    total.add(mine);
     for ((r, _), b) in others.iter().zip(&received) {
         total.add(decode(b, *r)?);
     }

@@ -2,11 +2,13 @@
 //! [`inner`] (`sum conj(a) * b`, as `numpy.vdot`) and [`max_abs`], all
 //! through [`reduce`]. Synchronous: each waits for its operands, plans one
 //! item per block of the first operand on the rank holding most of its
-//! bytes, and submits `uni20.reduce.v1`. Partial results are combined on
+//! bytes, and submits `uni20.reduce.v1`; [`reduce_many`] runs several in
+//! one command (`uni20.reduce_many.v1`, in `fused`). Partial results are combined on
 //! the workers (compensated sums; see `command`) and only the final scalar
 //! reaches the root; no block payload does. The planner is in `plan`.
 
 mod command;
+mod fused;
 mod plan;
 
 use uni20_dispatch::C64;
@@ -16,6 +18,7 @@ use crate::error::DistError;
 use crate::summary::PlanSummary;
 use crate::tensor::DistTensor;
 use command::{ReduceOp, ReduceV1};
+use fused::{ReduceManyDescV1, ReduceManyV1};
 use plan::plan;
 
 /// A reduction and its operands.
@@ -66,7 +69,86 @@ pub struct Reduced {
 /// failure of the reduction on a worker ([`DistError::Job`], fail-stop);
 /// [`DistError::Protocol`] if not exactly one rank replies with a value.
 pub fn reduce(ctl: &Controller<'_>, r: Reduction<'_>) -> Result<Reduced, DistError> {
-    let (op, a, b) = match r {
+    let (op, a, b) = operands(r)?;
+    let ma = a.manifest(ctl)?;
+    let mb = b.map(|b| b.manifest(ctl)).transpose()?;
+    let (desc, summary) = plan(op, &ctl.compute_ranks(), &ma, mb.as_ref());
+    tracing::debug!("{summary}");
+    let replies = ctl.submit::<ReduceV1>(&desc, &desc.participants)?;
+    let values: Vec<C64> = replies.into_iter().filter_map(|(_, v)| v).collect();
+    let [value] = values.as_slice() else {
+        return Err(DistError::Protocol(format!(
+            "{} ranks replied with a value to a reduction (expected 1)",
+            values.len()
+        )));
+    };
+    Ok(Reduced {
+        value: finish_value(op, *value),
+        summary,
+    })
+}
+
+/// Several reductions in one command: one round trip between the root and
+/// the ranks instead of one per reduction (a Lanczos step's `inner` and
+/// `norm`, or a list of inner products). Returns the values in the order
+/// of `rs`, each equal, bit for bit, to what [`reduce`] gives for it alone
+/// (see [`reduce`] for how each is computed: the items of each reduction
+/// are placed as when it runs alone; a block that two reductions need on
+/// one rank moves once). Waits for every operand's producing operation,
+/// then for the result. An empty list submits nothing.
+///
+/// # Errors
+/// As [`reduce`], for the first reduction of `rs` whose operands are
+/// invalid (checked before anything is waited for or submitted);
+/// [`DistError::Protocol`] if not exactly one rank replies with the values.
+pub fn reduce_many(ctl: &Controller<'_>, rs: &[Reduction<'_>]) -> Result<Vec<C64>, DistError> {
+    let checked = rs.iter().map(|&r| operands(r)).collect::<Result<Vec<_>, _>>()?;
+    if checked.is_empty() {
+        return Ok(Vec::new());
+    }
+    let workers = ctl.compute_ranks();
+    let mut plans = Vec::with_capacity(checked.len());
+    let mut ops = Vec::with_capacity(checked.len());
+    for &(op, a, b) in &checked {
+        let ma = a.manifest(ctl)?;
+        let mb = b.map(|b| b.manifest(ctl)).transpose()?;
+        let (desc, summary) = plan(op, &workers, &ma, mb.as_ref());
+        tracing::debug!("fused {summary}");
+        plans.push(desc);
+        ops.push(op);
+    }
+    let desc = ReduceManyDescV1::fuse(plans);
+    let replies = ctl.submit::<ReduceManyV1>(&desc, &desc.participants)?;
+    let mut values: Vec<Vec<C64>> = replies.into_iter().filter_map(|(_, v)| v).collect();
+    let (Some(values), true) = (values.pop(), values.is_empty()) else {
+        return Err(DistError::Protocol(format!(
+            "{} ranks replied with values to a fused reduction (expected 1)",
+            values.len()
+        )));
+    };
+    if values.len() != ops.len() {
+        return Err(DistError::Protocol(format!(
+            "a fused reduction of {} returned {} values",
+            ops.len(),
+            values.len()
+        )));
+    }
+    Ok(ops.iter().zip(values).map(|(&op, v)| finish_value(op, v)).collect())
+}
+
+/// The value a reduction returns from its combined value (the square root
+/// for a norm).
+fn finish_value(op: ReduceOp, v: C64) -> C64 {
+    match op {
+        ReduceOp::NormSqr => C64::new(v.re.sqrt(), 0.0),
+        _ => v,
+    }
+}
+
+/// The reduction, its first operand and its second (inner products),
+/// checked: an inner product's operands have one layout and one shape.
+fn operands(r: Reduction<'_>) -> Result<(ReduceOp, &DistTensor, Option<&DistTensor>), DistError> {
+    Ok(match r {
         Reduction::Norm(t) => (ReduceOp::NormSqr, t, None),
         Reduction::Inner(a, b) => {
             crate::tensor::check_layouts("inner", &[a, b])?;
@@ -80,24 +162,7 @@ pub fn reduce(ctl: &Controller<'_>, r: Reduction<'_>) -> Result<Reduced, DistErr
             (ReduceOp::Inner, a, Some(b))
         }
         Reduction::MaxAbs(t) => (ReduceOp::MaxAbs, t, None),
-    };
-    let ma = a.manifest(ctl)?;
-    let mb = b.map(|b| b.manifest(ctl)).transpose()?;
-    let (desc, summary) = plan(op, &ctl.compute_ranks(), &ma, mb.as_ref());
-    tracing::debug!("{summary}");
-    let replies = ctl.submit::<ReduceV1>(&desc, &desc.participants)?;
-    let values: Vec<C64> = replies.into_iter().filter_map(|(_, v)| v).collect();
-    let [value] = values.as_slice() else {
-        return Err(DistError::Protocol(format!(
-            "{} ranks replied with a value to a reduction (expected 1)",
-            values.len()
-        )));
-    };
-    let value = match op {
-        ReduceOp::NormSqr => C64::new(value.re.sqrt(), 0.0),
-        _ => *value,
-    };
-    Ok(Reduced { value, summary })
+    })
 }
 
 /// The Frobenius norm `sqrt(sum |t_i|^2)` of `t` (as `numpy.linalg.norm` of
