@@ -128,7 +128,10 @@ mod tests {
             // drops them, the sector-wise one has no such values. Compare the rest.
             let noise = 1e-10 * dense.s.first().copied().unwrap_or(0.0);
             let dense_s: Vec<f64> = dense.s.iter().copied().filter(|&x| x > noise).collect();
-            prop_assert!(values.iter().flatten().all(|&x| x > noise), "random sectors have full rank");
+            // The comparison tells the embedding's zeros from the sectors' values by size, so
+            // it needs every sector value above the noise floor: a random block can be close
+            // to singular (seed 11226309109624500060 made one), and such a case is skipped.
+            prop_assume!(values.iter().flatten().all(|&x| x > noise), "random sectors have full rank");
             prop_assert_eq!(cut.kept.iter().sum::<usize>(), dense_s.len());
             prop_assert_eq!(cut.degenerate_split, dense.degenerate_split);
             let mut kept: Vec<f64> = values
