@@ -75,7 +75,8 @@ pub use uni20_worker::{HandlerError, JobError};
 
 // The runtime: universes, ranks, SPMD contexts.
 pub use uni20_worker::{
-    CollectiveOp, Controller, RankExit, SpmdContext, TransportChoice, UniverseBuilder, WorkerContext, WorkerExit,
+    CollectiveOp, Controller, KernelContext, RankExit, SpmdContext, TransportChoice, UniverseBuilder, WorkerContext,
+    WorkerExit,
 };
 
 // Writing a command.
