@@ -100,11 +100,14 @@ fn scale(c: &LocalTensor, beta: C64, out: DType, ctx: &KernelContext<'_>) -> Res
     local_contract(&spec, beta, c, &one, C64::new(0.0, 0.0), None, ctx.backends()).map_err(kernel_error)
 }
 
+/// A spec, its conjugation flags and their analysed pair kernel.
+type CachedPairKernel = (ResolvedSpec, [bool; 2], std::sync::Arc<PairContraction>);
+
 thread_local! {
     /// The last pair kernel analysed on this thread, with its spec and conjugation flags:
     /// every item of a command (and every matvec of a Lanczos run) has the same spec, so the
     /// analysis runs once per thread and spec rather than once per item.
-    static LAST_PAIR_KERNEL: std::cell::RefCell<Option<(ResolvedSpec, [bool; 2], std::sync::Arc<PairContraction>)>> =
+    static LAST_PAIR_KERNEL: std::cell::RefCell<Option<CachedPairKernel>> =
         const { std::cell::RefCell::new(None) };
 }
 
