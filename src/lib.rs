@@ -75,8 +75,8 @@ pub use uni20_worker::{HandlerError, JobError};
 
 // The runtime: universes, ranks, SPMD contexts.
 pub use uni20_worker::{
-    CollectiveOp, Controller, RankExit, RootProfile, SpmdContext, TransportChoice, UniverseBuilder, WorkerContext,
-    WorkerExit,
+    CollectiveOp, Controller, KernelContext, RankExit, RootProfile, SpmdContext, TransportChoice, UniverseBuilder,
+    WorkerContext, WorkerExit,
 };
 
 // Writing a command.

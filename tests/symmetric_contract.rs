@@ -15,11 +15,13 @@ use uni20::dist::symmetry::{Direction, Leg, Sector, SymContractError, SymmetricL
 use uni20::dist::{sym_random, ContractOptions};
 use uni20::prelude::*;
 
-/// Runs one case in its own in-process universe.
+/// Runs one case in its own in-process universe, with 1-3 threads per rank (from the
+/// seed): with more than one, a rank computes its items in parallel (`handle_items`).
 fn run_case(c: &Case) -> bool {
     let mut ran = false;
     uni20::universe()
         .ranks(c.ranks)
+        .threads_per_rank(1 + (c.seed % 3) as usize)
         .run(|ctl| ran = common::run_in(ctl, c))
         .unwrap();
     ran

@@ -17,9 +17,15 @@ use uni20::dist::symmetry::{Direction, Fusion, Leg, Sector, SymmetricLayout, Sym
 use uni20::dist::{fuse_legs, split_leg, sym_random, Blocking};
 use uni20::prelude::*;
 
+/// Runs `f` on 1, 2 and 3 in-process ranks; 1 and 3 ranks with 2 threads per rank, so that
+/// the items of a command also run in parallel on a rank's pool (`handle_items`).
 fn for_ranks(f: impl Fn(&Controller<'_>, usize) + Copy + Send + Sync) {
     for ranks in 1..=3 {
-        uni20::universe().ranks(ranks).run(move |ctl| f(ctl, ranks)).unwrap();
+        uni20::universe()
+            .ranks(ranks)
+            .threads_per_rank(1 + ranks % 2)
+            .run(move |ctl| f(ctl, ranks))
+            .unwrap();
     }
 }
 

@@ -105,11 +105,56 @@ fn gather_slabs<T: Element>(src: &StridedView<'_, T>, order: &[usize], out: &mut
     }
 }
 
+/// Ranks up to this one are copied by [`gather_into`] with index scratch on the stack (no
+/// allocation per copy: a block-sparse contraction packs many tiny blocks).
+const STACK_RANK: usize = 12;
+
+/// The index scratch of one [`gather_into`] call: extents, source and destination strides,
+/// the walked dimensions and the multi-index, `rank` entries each.
+struct Scratch<'s> {
+    dims: &'s mut [usize],
+    strides: &'s mut [isize],
+    dst_strides: &'s mut [usize],
+    outer: &'s mut [usize],
+    idx: &'s mut [usize],
+}
+
 /// The sequential blocked copy behind [`gather`]: writes every element of `out`
 /// (`out.len()` = the element count of `src`).
 fn gather_into<T: Element>(src: &StridedView<'_, T>, order: &[usize], out: &mut [MaybeUninit<T>]) {
-    let dims: Vec<usize> = order.iter().map(|&p| src.shape()[p]).collect();
-    let strides: Vec<isize> = order.iter().map(|&p| src.strides()[p]).collect();
+    let r = order.len();
+    if r <= STACK_RANK {
+        let (mut dims, mut strides, mut dst) = ([0usize; STACK_RANK], [0isize; STACK_RANK], [0usize; STACK_RANK]);
+        let (mut outer, mut idx) = ([0usize; STACK_RANK], [0usize; STACK_RANK]);
+        let scratch = Scratch {
+            dims: &mut dims[..r],
+            strides: &mut strides[..r],
+            dst_strides: &mut dst[..r],
+            outer: &mut outer[..r],
+            idx: &mut idx[..r],
+        };
+        gather_with(src, order, out, scratch);
+    } else {
+        let (mut dims, mut strides, mut dst) = (vec![0usize; r], vec![0isize; r], vec![0usize; r]);
+        let (mut outer, mut idx) = (vec![0usize; r], vec![0usize; r]);
+        let scratch = Scratch {
+            dims: &mut dims,
+            strides: &mut strides,
+            dst_strides: &mut dst,
+            outer: &mut outer,
+            idx: &mut idx,
+        };
+        gather_with(src, order, out, scratch);
+    }
+}
+
+/// [`gather_into`] with its index scratch supplied.
+fn gather_with<T: Element>(src: &StridedView<'_, T>, order: &[usize], out: &mut [MaybeUninit<T>], s: Scratch<'_>) {
+    for (k, &p) in order.iter().enumerate() {
+        s.dims[k] = src.shape()[p];
+        s.strides[k] = src.strides()[p];
+    }
+    let (dims, strides) = (&*s.dims, &*s.strides);
     if out.is_empty() {
         return;
     }
@@ -120,7 +165,9 @@ fn gather_into<T: Element>(src: &StridedView<'_, T>, order: &[usize], out: &mut 
     }
     let conj = src.is_conj();
     let base = src.offset() as isize;
-    let dst_strides = row_major(&dims);
+    row_major_into(dims, s.dst_strides);
+    let dst_strides = &*s.dst_strides;
+    let idx = s.idx;
     // Source dimension with the smallest |stride| among extents > 1.
     let fast = (0..r)
         .filter(|&k| dims[k] > 1)
@@ -130,21 +177,37 @@ fn gather_into<T: Element>(src: &StridedView<'_, T>, order: &[usize], out: &mut 
     let data = src.data();
     if fast == inner || dims[inner] == 1 || strides[inner].unsigned_abs() <= 1 {
         // Plain loop: the destination's inner dimension is (nearly) contiguous in the source.
-        let outer: Vec<usize> = (0..inner).collect();
+        for (k, o) in s.outer.iter_mut().enumerate() {
+            *o = k;
+        }
+        let outer = &s.outer[..inner];
         let (ni, si) = (dims[inner], strides[inner]);
-        for_each_index(&dims, &strides, &dst_strides, &outer, base, |soff, doff| {
-            let dst = &mut out[doff..doff + ni];
-            let mut s = soff;
-            for d in dst.iter_mut() {
-                let v = data[s as usize];
-                d.write(if conj { v.conj() } else { v });
-                s += si;
-            }
-        });
+        for_each_index(
+            dims,
+            strides,
+            dst_strides,
+            outer,
+            &mut idx[..inner],
+            base,
+            |soff, doff| {
+                let dst = &mut out[doff..doff + ni];
+                let mut s = soff;
+                for d in dst.iter_mut() {
+                    let v = data[s as usize];
+                    d.write(if conj { v.conj() } else { v });
+                    s += si;
+                }
+            },
+        );
         return;
     }
     // Blocked transpose of (fast, inner); all other dimensions outermost.
-    let outer: Vec<usize> = (0..r).filter(|&k| k != fast && k != inner).collect();
+    let mut n_outer = 0;
+    for k in (0..r).filter(|&k| k != fast && k != inner) {
+        s.outer[n_outer] = k;
+        n_outer += 1;
+    }
+    let outer = &s.outer[..n_outer];
     let t = Transpose {
         nf: dims[fast],
         sf: strides[fast],
@@ -152,13 +215,21 @@ fn gather_into<T: Element>(src: &StridedView<'_, T>, order: &[usize], out: &mut 
         ni: dims[inner],
         si: strides[inner],
     };
-    for_each_index(&dims, &strides, &dst_strides, &outer, base, |soff, doff| {
-        if conj {
-            t.run::<T, true>(data, soff, out, doff);
-        } else {
-            t.run::<T, false>(data, soff, out, doff);
-        }
-    });
+    for_each_index(
+        dims,
+        strides,
+        dst_strides,
+        outer,
+        &mut idx[..n_outer],
+        base,
+        |soff, doff| {
+            if conj {
+                t.run::<T, true>(data, soff, out, doff);
+            } else {
+                t.run::<T, false>(data, soff, out, doff);
+            }
+        },
+    );
 }
 
 /// Micro-tile edge of the blocked transpose: 8 x 8 elements are read as 8 runs along the
@@ -236,25 +307,26 @@ impl Transpose {
 }
 
 /// Row-major strides of `dims`.
-fn row_major(dims: &[usize]) -> Vec<usize> {
-    let mut s = vec![1usize; dims.len()];
+fn row_major_into(dims: &[usize], s: &mut [usize]) {
+    s.fill(1);
     for k in (0..dims.len().saturating_sub(1)).rev() {
         s[k] = s[k + 1] * dims[k + 1];
     }
-    s
 }
 
 /// Calls `f(src_offset, dst_offset)` for every multi-index over the dimensions `which`
-/// (row-major order among them), the others held at 0.
+/// (row-major order among them), the others held at 0. `idx` (one entry per dimension of
+/// `which`) is the multi-index scratch.
 fn for_each_index(
     dims: &[usize],
     src_strides: &[isize],
     dst_strides: &[usize],
     which: &[usize],
+    idx: &mut [usize],
     base: isize,
     mut f: impl FnMut(isize, usize),
 ) {
-    let mut idx = vec![0usize; which.len()];
+    idx.fill(0);
     let (mut soff, mut doff) = (base, 0usize);
     loop {
         f(soff, doff);
@@ -330,6 +402,26 @@ mod tests {
         }
         let s = StridedView::new(&data, &[], &[], 7, true).unwrap();
         assert_eq!(gather(&s, &[]), vec![C64::new(7.0, 7.0)]);
+    }
+
+    /// Ranks at and above `STACK_RANK` (heap scratch) and below it (stack scratch), with
+    /// transposes and plain copies.
+    #[test]
+    fn gather_of_every_rank_matches_naive() {
+        for r in [STACK_RANK - 1, STACK_RANK, STACK_RANK + 1, STACK_RANK + 3] {
+            let shape: Vec<usize> = (0..r)
+                .map(|k| 1 + (k % 3 == 0) as usize + (k == 1) as usize * 2)
+                .collect();
+            let n: usize = shape.iter().product();
+            let data: Vec<f64> = (0..n).map(|x| x as f64 * 0.5 - 3.0).collect();
+            let v = StridedView::row_major(&data, &shape).unwrap();
+            let reversed: Vec<usize> = (0..r).rev().collect();
+            let rotated: Vec<usize> = (1..r).chain([0]).collect();
+            let identity: Vec<usize> = (0..r).collect();
+            for order in [reversed, rotated, identity] {
+                assert_eq!(gather(&v, &order), naive(&v, &order), "rank {r} {order:?}");
+            }
+        }
     }
 
     #[test]

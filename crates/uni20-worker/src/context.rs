@@ -124,4 +124,54 @@ impl<'a> WorkerContext<'a> {
     pub fn threads(&self) -> usize {
         self.threads
     }
+    /// What a handler's local kernels may use of this rank (store, backends,
+    /// thread budget), without the transport: a [`KernelContext`] is `Sync`,
+    /// so independent work items of one command can run on the rank's
+    /// thread pool at the same time.
+    pub fn kernels(&self) -> KernelContext<'a> {
+        KernelContext {
+            rank: self.transport.rank(),
+            store: self.store,
+            backends: self.backends,
+            threads: self.threads,
+        }
+    }
+}
+
+/// The rank-local resources of a local kernel: the store, the backends and
+/// a thread budget, without the transport (which only the handler's own
+/// thread may use). `Send + Sync`: the work items of one command may be
+/// computed in parallel, each with its own [`KernelContext`] whose budget
+/// is its share of the rank's ([`KernelContext::with_threads`]).
+#[derive(Clone, Copy)]
+pub struct KernelContext<'a> {
+    rank: usize,
+    store: &'a Store,
+    backends: &'a BackendList,
+    threads: usize,
+}
+
+impl<'a> KernelContext<'a> {
+    /// This rank.
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+    /// This rank's persistent object store.
+    pub fn store(&self) -> &'a Store {
+        self.store
+    }
+    /// This rank's local backend list for contractions.
+    pub fn backends(&self) -> &'a BackendList {
+        self.backends
+    }
+    /// Thread budget of this kernel (at least 1 when the rank has threads:
+    /// pass it to kernels that take a thread count).
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+    /// The same context with thread budget `threads` (a work item's share
+    /// of the rank's budget when several items run at once).
+    pub fn with_threads(self, threads: usize) -> KernelContext<'a> {
+        KernelContext { threads, ..self }
+    }
 }

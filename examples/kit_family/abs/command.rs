@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use uni20::dist::kit::{handle_items, ItemWork, Transfer};
 use uni20::dist::{Block, BlockRef};
 use uni20::persist::{ObjectId, PersistentPtr};
-use uni20::{command, DType, HandlerError, LocalTensor, TensorData, WorkerContext};
+use uni20::{command, DType, HandlerError, KernelContext, LocalTensor, TensorData};
 
 /// One output block: `|input|`, computed by `rank`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -41,7 +41,7 @@ impl ItemWork for AbsDescV1 {
         (item.rank, item.out_block)
     }
     /// The per-item function: the modulus of every element of the block.
-    fn compute(&self, ctx: &WorkerContext<'_>, _: usize, item: &AbsItem) -> Result<LocalTensor, HandlerError> {
+    fn compute(&self, ctx: &KernelContext<'_>, _: usize, item: &AbsItem) -> Result<LocalTensor, HandlerError> {
         let block = ctx
             .store()
             .load_wait(PersistentPtr::<Block>::from_id(item.input.id))

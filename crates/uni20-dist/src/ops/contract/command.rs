@@ -11,7 +11,7 @@ use uni20_dispatch::{
     PairContraction, ResolvedSpec, C64,
 };
 use uni20_persist::{ObjectId, PersistentPtr};
-use uni20_worker::{command, HandlerError, WorkerContext};
+use uni20_worker::{command, HandlerError, KernelContext};
 
 use crate::ops::kit::{handle_items, item_work_fields, ItemWork};
 use crate::tensor::{Block, BlockRef};
@@ -110,7 +110,7 @@ fn kernel_error(e: ContractError) -> HandlerError {
 }
 
 /// `beta * c` through the local dispatcher (a product with the scalar 1).
-fn scale(c: &LocalTensor, beta: C64, out: DType, ctx: &WorkerContext<'_>) -> Result<LocalTensor, HandlerError> {
+fn scale(c: &LocalTensor, beta: C64, out: DType, ctx: &KernelContext<'_>) -> Result<LocalTensor, HandlerError> {
     let widened;
     let c = if c.dtype() == out {
         c
@@ -131,18 +131,45 @@ fn scale(c: &LocalTensor, beta: C64, out: DType, ctx: &WorkerContext<'_>) -> Res
     local_contract(&spec, beta, c, &one, C64::new(0.0, 0.0), None, ctx.backends()).map_err(kernel_error)
 }
 
+/// A spec, its conjugation flags and their analysed pair kernel.
+type CachedPairKernel = (ResolvedSpec, [bool; 2], std::sync::Arc<PairContraction>);
+
+thread_local! {
+    /// The last pair kernel analysed on this thread, with its spec and conjugation flags:
+    /// every item of a command (and every matvec of a Lanczos run) has the same spec, so the
+    /// analysis runs once per thread and spec rather than once per item.
+    static LAST_PAIR_KERNEL: std::cell::RefCell<Option<CachedPairKernel>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// The [`PairContraction`] of `spec` and `conj`, from this thread's cache when the last one
+/// analysed has the same spec and flags.
+fn pair_kernel(spec: &ResolvedSpec, conj: [bool; 2]) -> Result<std::sync::Arc<PairContraction>, HandlerError> {
+    LAST_PAIR_KERNEL.with(|last| {
+        let mut last = last.borrow_mut();
+        if let Some((s, c, k)) = last.as_ref() {
+            if s == spec && *c == conj {
+                return Ok(k.clone());
+            }
+        }
+        let k = std::sync::Arc::new(PairContraction::new(spec, conj).map_err(kernel_error)?);
+        *last = Some((spec.clone(), conj, k.clone()));
+        Ok(k)
+    })
+}
+
 impl ContractDescriptorV1 {
     /// A symmetric item: every block pair through one [`PairContraction`]
     /// (the blocks of all pairs are loaded first; the packing buffers and
     /// the accumulator are shared by the pairs).
     fn compute_pairs<V: std::ops::Deref<Target = Block>>(
         &self,
-        ctx: &WorkerContext<'_>,
+        ctx: &KernelContext<'_>,
         item: &WorkItem,
         c_in: Option<&LocalTensor>,
         load: &dyn Fn(&BlockRef) -> Result<V, HandlerError>,
     ) -> Result<LocalTensor, HandlerError> {
-        let kernel = PairContraction::new(&self.spec, self.conj).map_err(kernel_error)?;
+        let kernel = pair_kernel(&self.spec, self.conj)?;
         let mut blocks = Vec::with_capacity(item.terms.len());
         for term in &item.terms {
             let [a, b] = term.as_slice() else {
@@ -159,7 +186,7 @@ impl ContractDescriptorV1 {
                 c_in,
                 self.out_dtype,
                 &item.out_shape,
-                ctx.backends().thread_budget(),
+                ctx.threads(),
             )
             .map_err(kernel_error)
     }
@@ -168,7 +195,7 @@ impl ContractDescriptorV1 {
 impl ItemWork for ContractDescriptorV1 {
     item_work_fields!(WorkItem);
     const OPERATION: &'static str = "contract";
-    fn compute(&self, ctx: &WorkerContext<'_>, _: usize, item: &WorkItem) -> Result<LocalTensor, HandlerError> {
+    fn compute(&self, ctx: &KernelContext<'_>, _: usize, item: &WorkItem) -> Result<LocalTensor, HandlerError> {
         let load = |r: &BlockRef| {
             ctx.store()
                 .load_wait(PersistentPtr::<Block>::from_id(r.id))

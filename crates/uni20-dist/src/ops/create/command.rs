@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 use uni20_dispatch::{identity_block, random_block, zeros_block, DType, LocalTensor};
 use uni20_persist::ObjectId;
-use uni20_worker::{command, HandlerError, WorkerContext};
+use uni20_worker::{command, HandlerError, KernelContext};
 
 use crate::layout::Blocking;
 use crate::ops::kit::{handle_items, ItemWork};
@@ -68,7 +68,7 @@ impl ItemWork for CreateDescV1 {
     fn place(b: usize, owner: &usize) -> (usize, usize) {
         (*owner, b)
     }
-    fn compute(&self, _: &WorkerContext<'_>, b: usize, _: &usize) -> Result<LocalTensor, HandlerError> {
+    fn compute(&self, _: &KernelContext<'_>, b: usize, _: &usize) -> Result<LocalTensor, HandlerError> {
         let multi = match self.tiles.get(b) {
             Some(t) => t.clone(),
             None => self.blocking.multi(b),

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 use uni20_dispatch::{axpby as local_axpby, reshape as local_reshape, DType, LocalTensor, C64};
 use uni20_persist::{ObjectId, PersistentPtr};
-use uni20_worker::{command, HandlerError, WorkerContext};
+use uni20_worker::{command, HandlerError, KernelContext};
 
 use crate::ops::kit::{handle_items, item_work_fields, BoxSource, ItemWork};
 use crate::tensor::{Block, BlockRef};
@@ -83,7 +83,7 @@ command!(
 impl ItemWork for ElementwiseDescV1 {
     item_work_fields!(ElementwiseItem);
     const OPERATION: &'static str = "element-wise";
-    fn compute(&self, ctx: &WorkerContext<'_>, _: usize, item: &ElementwiseItem) -> Result<LocalTensor, HandlerError> {
+    fn compute(&self, ctx: &KernelContext<'_>, _: usize, item: &ElementwiseItem) -> Result<LocalTensor, HandlerError> {
         let store = ctx.store();
         let a = store
             .load_wait(PersistentPtr::<Block>::from_id(item.a.id))

@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 use uni20_dispatch::{DType, LocalTensor};
 use uni20_persist::{ObjectId, PersistentPtr};
-use uni20_worker::{command, HandlerError, WorkerContext};
+use uni20_worker::{command, HandlerError, KernelContext};
 
 use crate::layout::copy_box;
 use crate::ops::kit::{handle_items, item_work_fields, ItemWork};
@@ -87,7 +87,7 @@ fn fits(base: usize, strides: &[usize], ext: &[usize], len: usize) -> bool {
 impl ItemWork for RegroupDescV1 {
     item_work_fields!(RegroupItem);
     const OPERATION: &'static str = "regroup";
-    fn compute(&self, ctx: &WorkerContext<'_>, _: usize, item: &RegroupItem) -> Result<LocalTensor, HandlerError> {
+    fn compute(&self, ctx: &KernelContext<'_>, _: usize, item: &RegroupItem) -> Result<LocalTensor, HandlerError> {
         let elem = self.dtype.size_bytes();
         let n: usize = item.out_shape.iter().product();
         let mut out = vec![0u8; n * elem];

@@ -1,13 +1,15 @@
 //! The worker side of an item-per-block command: [`ItemWork`] (what a
 //! family supplies: its items, its transfers, one item's output block) and
 //! the one generic handler [`handle_items`], which exchanges the blocks
-//! worker to worker, computes and commits the items of this rank, replies
-//! `(item index, object id)` per committed block and releases the
-//! replicas the command received.
+//! worker to worker, computes the items of this rank (in parallel on the
+//! rank's pool when it has several items and several threads), commits
+//! them in item order, replies `(item index, object id)` per committed
+//! block and releases the replicas the command received.
 
+use rayon::prelude::*;
 use uni20_dispatch::LocalTensor;
 use uni20_persist::ObjectId;
-use uni20_worker::{HandlerError, WorkerContext};
+use uni20_worker::{HandlerError, KernelContext, WorkerContext};
 
 use crate::tensor::Block;
 use crate::transfer::{exchange_blocks, Transfer};
@@ -16,9 +18,9 @@ use crate::transfer::{exchange_blocks, Transfer};
 /// block each. A family implements it on its descriptor and registers
 /// [`handle_items::<Desc>`](handle_items) as the handler:
 /// `command!(pub AbsV1 = "example.abs.v1", schema 1, AbsDescV1 => Vec<(usize, ObjectId)>, handle_items::<AbsDescV1>);`.
-pub trait ItemWork {
+pub trait ItemWork: Sync {
     /// One item (one output block).
-    type Item;
+    type Item: Sync;
     /// The operation, for diagnostics and logs (`"reblock"`).
     const OPERATION: &'static str;
     /// Every item of the command, in item order (the reply's indices),
@@ -28,11 +30,15 @@ pub trait ItemWork {
     /// Rank that computes and owns item `idx`, and its output block number.
     fn place(idx: usize, item: &Self::Item) -> (usize, usize);
     /// Computes the output block of item `idx` on this rank: its inputs are
-    /// in the store (owned, or replicas received by the exchange).
+    /// in the store (owned, or replicas received by the exchange). Items of
+    /// one command may be computed at the same time on the rank's thread
+    /// pool; `ctx.threads()` is this item's share of the rank's budget
+    /// (1 when the items run in parallel), the bound to pass to kernels
+    /// that take a thread count.
     ///
     /// # Errors
     /// A [`HandlerError`] (the handler adds the item and its block).
-    fn compute(&self, ctx: &WorkerContext<'_>, idx: usize, item: &Self::Item) -> Result<LocalTensor, HandlerError>;
+    fn compute(&self, ctx: &KernelContext<'_>, idx: usize, item: &Self::Item) -> Result<LocalTensor, HandlerError>;
 }
 
 /// The `Item` type, `work` and `place` of an [`ItemWork`] impl whose
@@ -52,32 +58,68 @@ macro_rules! item_work_fields {
 }
 pub(crate) use item_work_fields;
 
+/// Items per thread computed at once before their commits, when a
+/// command's items run in parallel.
+const PARALLEL_CHUNK_PER_THREAD: usize = 8;
+
 /// The handler of every [`ItemWork`] command: exchanges the blocks of
-/// `d.work()`, computes the items this rank owns in item order,
-/// commits each output block and replies `(item index, object id)` for
-/// each; the replicas received for the command are released before the
-/// reply.
+/// `d.work()`, computes the items this rank owns, commits each output block
+/// in item order and replies `(item index, object id)` for each; the
+/// replicas received for the command are released before the reply.
+///
+/// With a thread budget above 1 and several items on this rank, the items
+/// run in parallel on the rank's pool, each with a budget of one thread
+/// (many small sector blocks: one fork-join per command rather than one
+/// per kernel); a single item gets the whole budget. The object ids and
+/// the reply do not depend on that: the commits follow item order.
 ///
 /// # Errors
-/// The first failing transfer, item or commit, with the item index and
-/// output block in its context.
+/// The first failing transfer, item (in item order) or commit, with the
+/// item index and output block in its context.
 pub fn handle_items<D: ItemWork>(ctx: &mut WorkerContext<'_>, d: D) -> Result<Vec<(usize, ObjectId)>, HandlerError> {
     let me = ctx.rank();
     let store = ctx.store();
     let (items, transfers) = d.work();
     let replicas = exchange_blocks(ctx, transfers)?;
-    let mut out = Vec::new();
-    for (idx, item) in items.iter().enumerate() {
-        let (rank, out_block) = D::place(idx, item);
-        if rank != me {
-            continue;
-        }
-        let in_item = |e: HandlerError| e.context(format!("{} item {idx} (output block {out_block})", D::OPERATION));
-        let t = d.compute(ctx, idx, item).map_err(in_item)?;
-        let p = store
+    let mine: Vec<(usize, usize, &D::Item)> = items
+        .iter()
+        .enumerate()
+        .filter_map(|(idx, item)| {
+            let (rank, out_block) = D::place(idx, item);
+            (rank == me).then_some((idx, out_block, item))
+        })
+        .collect();
+    let kernels = ctx.kernels();
+    let in_item = |idx: usize, out_block: usize| {
+        move |e: HandlerError| e.context(format!("{} item {idx} (output block {out_block})", D::OPERATION))
+    };
+    let commit = |idx: usize, out_block: usize, t: LocalTensor| {
+        store
             .commit(Block(t))
-            .map_err(|e| in_item(HandlerError::from(e).context("committing the output block")))?;
-        out.push((idx, p.id()));
+            .map(|p| (idx, p.id()))
+            .map_err(|e| in_item(idx, out_block)(HandlerError::from(e).context("committing the output block")))
+    };
+    let threads = kernels.threads();
+    let mut out = Vec::with_capacity(mine.len());
+    if threads > 1 && mine.len() > 1 {
+        // A bounded number of items in flight, so that the outputs held
+        // before their commit (which enforces the store's budget) stay a
+        // small part of the command's.
+        let one = kernels.with_threads(1);
+        for chunk in mine.chunks(PARALLEL_CHUNK_PER_THREAD * threads) {
+            let computed: Vec<Result<LocalTensor, HandlerError>> = chunk
+                .par_iter()
+                .map(|&(idx, out_block, item)| d.compute(&one, idx, item).map_err(in_item(idx, out_block)))
+                .collect();
+            for (&(idx, out_block, _), t) in chunk.iter().zip(computed) {
+                out.push(commit(idx, out_block, t?)?);
+            }
+        }
+    } else {
+        for &(idx, out_block, item) in &mine {
+            let t = d.compute(&kernels, idx, item).map_err(in_item(idx, out_block))?;
+            out.push(commit(idx, out_block, t)?);
+        }
     }
     tracing::debug!(
         rank = me,

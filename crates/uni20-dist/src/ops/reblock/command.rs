@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use uni20_dispatch::LocalTensor;
 use uni20_persist::ObjectId;
-use uni20_worker::{command, HandlerError, WorkerContext};
+use uni20_worker::{command, HandlerError, KernelContext};
 
 use crate::ops::kit::{handle_items, item_work_fields, BoxSource, ItemWork};
 use crate::transfer::record::Transfer;
@@ -34,7 +34,7 @@ pub(crate) struct ReblockDescV1 {
 impl ItemWork for ReblockDescV1 {
     item_work_fields!(ReblockItem);
     const OPERATION: &'static str = "reblock";
-    fn compute(&self, ctx: &WorkerContext<'_>, _: usize, item: &ReblockItem) -> Result<LocalTensor, HandlerError> {
+    fn compute(&self, ctx: &KernelContext<'_>, _: usize, item: &ReblockItem) -> Result<LocalTensor, HandlerError> {
         Ok(item.source.assemble(ctx.store())?.into_tensor())
     }
 }
