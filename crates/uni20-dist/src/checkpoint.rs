@@ -264,7 +264,7 @@ pub struct Restored {
 /// answer (an I/O error reading a block's file, for example).
 pub fn restore_redistributed(ctl: &Controller<'_>, id: ObjectId) -> Result<Restored, DistError> {
     let mut v = load_checkpoint(ctl, id)?;
-    let redistribution = redistribute(ctl, &mut v)?;
+    let redistribution = redistribute(ctl, &mut v.tensors)?;
     check_blocks_exist(ctl, id, &v)?;
     ctl.ledger().keep(&v.references());
     Ok(Restored {

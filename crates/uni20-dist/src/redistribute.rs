@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 use uni20_persist::ObjectId;
 use uni20_worker::{command, Controller, HandlerError, WorkerContext};
 
-use crate::checkpoint::Checkpoint;
 use crate::error::DistError;
+use crate::tensor::Manifest;
 
 command!(
     /// `uni20.adopt.v1`: the participant copies each listed block out of
@@ -97,13 +97,14 @@ impl fmt::Display for Redistribution {
     }
 }
 
-/// Re-places the blocks of `cp` that this universe cannot serve where they
+/// Re-places the blocks of a checkpoint's named tensors (`Checkpoint::tensors`)
+/// that this universe cannot serve where they
 /// are: a block whose owner is not a rank here (the checkpoint was written
 /// by more ranks), or is the root while this universe has compute ranks
 /// (it was written by a lone root). Such blocks go round-robin to the
 /// compute ranks ([`Controller::compute_ranks`]); each new owner copies its
 /// blocks from the old owner's directory under the store root, which must
-/// therefore be the same directory, visible from every rank. `cp`'s
+/// therefore be the same directory, visible from every rank. The
 /// manifests are rewritten with the new owners. Blocks on ranks that exist
 /// here stay where they are (a checkpoint of fewer ranks restored on more
 /// keeps its placement; new tensors use every rank). The checkpoint object
@@ -120,7 +121,10 @@ impl fmt::Display for Redistribution {
 /// file when a copy fails (no file there: a node-local store root, or the
 /// block was removed; a damaged file; an in-memory store);
 /// [`DistError::Store`] for the same failures when the root is alone.
-pub fn redistribute(ctl: &Controller<'_>, cp: &mut Checkpoint) -> Result<Option<Redistribution>, DistError> {
+pub fn redistribute(
+    ctl: &Controller<'_>,
+    tensors: &mut [(String, Manifest)],
+) -> Result<Option<Redistribution>, DistError> {
     let size = ctl.size();
     let compute = ctl.compute_ranks();
     let misplaced = |owner: usize| owner >= size || (owner == 0 && size > 1);
@@ -128,7 +132,7 @@ pub fn redistribute(ctl: &Controller<'_>, cp: &mut Checkpoint) -> Result<Option<
     let (mut from, mut blocks) = (std::collections::BTreeSet::new(), 0usize);
     let mut next = 0usize;
     let mut kept = std::collections::BTreeSet::new();
-    for (_, m) in &mut cp.tensors {
+    for (_, m) in tensors.iter_mut() {
         for b in &mut m.blocks {
             if !misplaced(b.owner) {
                 kept.insert(b.owner);
