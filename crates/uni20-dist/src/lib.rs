@@ -206,6 +206,7 @@ mod tests {
             ("uni20.release.v1", 1, "release"),
             ("uni20.store_stats.v1", 1, "store_stats"),
             ("uni20.gc.v1", 1, "gc"),
+            ("uni20.adopt.v1", 1, "adopt"),
         ];
         for (wire, schema, debug) in expected {
             let e = registry
