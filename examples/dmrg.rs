@@ -85,6 +85,11 @@ struct Args {
     /// most 1e-6, after --lanczos-min-krylov steps; 0 (with --lanczos-e-tol 0) turns it off.
     #[arg(long, default_value_t = uni20::tn::DEFAULT_E_TOL_TO_TRUNCATION)]
     e_tol_to_truncation: f64,
+    /// Energy-change stop from the sweeps' convergence: a step also stops its Lanczos when the
+    /// lowest Ritz value changed by less than this * |dE| / (2 (L - 1)), dE the energy change of
+    /// the previous sweep (at most 1e-6; 1e-6 after the first sweep); 0 turns it off.
+    #[arg(long, default_value_t = uni20::tn::DEFAULT_E_TOL_TO_ENERGY_CHANGE)]
+    e_tol_to_energy_change: f64,
     /// Smallest energy-change tolerance of the Lanczos of each step (0: none).
     #[arg(long, default_value_t = 0.0)]
     lanczos_e_tol: f64,
@@ -282,6 +287,7 @@ fn run(ctl: &Controller<'_>, args: &Args) -> anyhow::Result<()> {
         },
         tol_to_truncation: args.tol_to_truncation,
         e_tol_to_truncation: args.e_tol_to_truncation,
+        e_tol_to_energy_change: args.e_tol_to_energy_change,
         ..DmrgOptions::default()
     };
     opts.validate()?;

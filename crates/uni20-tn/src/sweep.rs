@@ -66,6 +66,10 @@ pub const MAX_ADAPTIVE_E_TOL: f64 = 1e-6;
 /// [`crate::DmrgOptions::e_tol_to_truncation`]).
 pub const DEFAULT_E_TOL_TO_TRUNCATION: f64 = 1.0;
 
+/// The default [`SweepParams::e_tol_to_energy_change`] (and
+/// [`crate::DmrgOptions::e_tol_to_energy_change`]).
+pub const DEFAULT_E_TOL_TO_ENERGY_CHANGE: f64 = 1e-2;
+
 /// What one sweep uses: truncation, eigensolver tolerance and mixer.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SweepParams {
@@ -92,6 +96,19 @@ pub struct SweepParams {
     /// sweep) — see [`crate::DmrgOptions::e_tol_to_truncation`]. `0` keeps
     /// `lanczos.e_tol`. Finite, `>= 0`.
     pub e_tol_to_truncation: f64,
+    /// Energy-change stop following the sweeps' convergence: a step also
+    /// stops its Lanczos when the lowest Ritz value changed by less than
+    /// `e_tol_to_energy_change * |dE| / (2 (L - 1))`, at most
+    /// [`MAX_ADAPTIVE_E_TOL`], where `dE` is the energy change of the
+    /// previous sweep, shared among its `2 (L - 1)` steps (after a run's
+    /// first sweep, whose change is unknown: [`MAX_ADAPTIVE_E_TOL`]; no
+    /// such term in a run's first sweep). While the environments are far
+    /// from converged, solving a step much below the next sweep's energy
+    /// change buys nothing; once the sweeps settle the term falls below the
+    /// truncation's and changes nothing (see
+    /// [`crate::DmrgOptions::e_tol_to_energy_change`]). `0` turns it off.
+    /// Finite, `>= 0`.
+    pub e_tol_to_energy_change: f64,
     /// Mixer strength `alpha` of the density-matrix perturbation (module
     /// docs); `0` (the default) splits by the plain truncated SVD. Finite,
     /// `>= 0`.
@@ -106,6 +123,7 @@ impl Default for SweepParams {
             lanczos: LanczosOptions::default(),
             tol_to_truncation: 0.1,
             e_tol_to_truncation: DEFAULT_E_TOL_TO_TRUNCATION,
+            e_tol_to_energy_change: DEFAULT_E_TOL_TO_ENERGY_CHANGE,
             mixer: 0.0,
         }
     }
@@ -139,6 +157,7 @@ impl SweepParams {
         non_negative("cutoff", self.cutoff)?;
         non_negative("tol_to_truncation", self.tol_to_truncation)?;
         non_negative("e_tol_to_truncation", self.e_tol_to_truncation)?;
+        non_negative("e_tol_to_energy_change", self.e_tol_to_energy_change)?;
         non_negative("mixer", self.mixer)?;
         self.lanczos.validate()
     }
@@ -150,11 +169,30 @@ impl SweepParams {
     /// tolerance from `w` (`tol_to_truncation`), the energy-change
     /// tolerance from `w_sweep` (`e_tol_to_truncation`).
     pub fn step_lanczos(&self, w: Option<f64>, w_sweep: Option<f64>) -> LanczosOptions {
+        self.step_lanczos_after(w, w_sweep, None)
+    }
+
+    /// As [`SweepParams::step_lanczos`], in a sweep after one whose energy
+    /// changed by `de_step` per step (its `|dE|` over its `2 (L - 1)`
+    /// steps; `None`: no such information, the rule of
+    /// `e_tol_to_energy_change` adds nothing; `Some(f64::INFINITY)`: the
+    /// change is unknown, after a run's first sweep): the energy-change
+    /// tolerance is the largest of `lanczos.e_tol` and the two rules, each
+    /// rule at most [`MAX_ADAPTIVE_E_TOL`].
+    pub fn step_lanczos_after(&self, w: Option<f64>, w_sweep: Option<f64>, de_step: Option<f64>) -> LanczosOptions {
         let adaptive = w.map_or(0.0, |w| self.tol_to_truncation * w.max(0.0).sqrt());
         let e_adaptive = w_sweep.or(w).map_or(0.0, |w| self.e_tol_to_truncation * w.max(0.0));
+        let e_sweeps = match de_step {
+            Some(de) if self.e_tol_to_energy_change > 0.0 && !de.is_nan() => self.e_tol_to_energy_change * de.abs(),
+            _ => 0.0,
+        };
         LanczosOptions {
             tol: self.lanczos.tol.max(adaptive.min(MAX_ADAPTIVE_TOL)),
-            e_tol: self.lanczos.e_tol.max(e_adaptive.min(MAX_ADAPTIVE_E_TOL)),
+            e_tol: self
+                .lanczos
+                .e_tol
+                .max(e_adaptive.min(MAX_ADAPTIVE_E_TOL))
+                .max(e_sweeps.min(MAX_ADAPTIVE_E_TOL)),
             ..self.lanczos
         }
     }
@@ -440,6 +478,9 @@ pub struct SweepEngine {
     last_discarded: Option<f64>,
     /// The largest discarded weight of the last completed sweep.
     sweep_discarded: Option<f64>,
+    /// `|dE|` of the last completed sweep (`INFINITY` after a run's first
+    /// sweep, whose change is unknown; `None` before any sweep).
+    sweep_energy_change: Option<f64>,
 }
 
 /// Per-sweep accumulators.
@@ -528,6 +569,7 @@ impl SweepEngine {
             energy: None,
             last_discarded: None,
             sweep_discarded: None,
+            sweep_energy_change: None,
         })
     }
 
@@ -563,20 +605,31 @@ impl SweepEngine {
         self.sweep_discarded
     }
 
+    /// `|dE|` of the last completed sweep (sets the energy-change tolerance
+    /// of the next sweep's steps with
+    /// [`SweepParams::e_tol_to_energy_change`]): `INFINITY` after a run's
+    /// first sweep, `None` before any.
+    pub fn sweep_energy_change(&self) -> Option<f64> {
+        self.sweep_energy_change
+    }
+
     /// Continues the counts of an earlier run (a resumed checkpoint): the
-    /// sweeps completed, its energy, its last discarded weight and the
-    /// largest discarded weight of its last sweep.
+    /// sweeps completed, its energy, its last discarded weight, the
+    /// largest discarded weight of its last sweep and `|dE|` of its last
+    /// sweep (as [`SweepEngine::sweep_energy_change`] returned it).
     pub fn set_history(
         &mut self,
         sweeps: u64,
         energy: Option<f64>,
         last_discarded: Option<f64>,
         sweep_discarded: Option<f64>,
+        sweep_energy_change: Option<f64>,
     ) {
         self.sweeps = sweeps;
         self.energy = energy;
         self.last_discarded = last_discarded;
         self.sweep_discarded = sweep_discarded;
+        self.sweep_energy_change = sweep_energy_change;
     }
 
     /// One full sweep (right, then left) solving `problem` at every bond
@@ -619,6 +672,11 @@ impl SweepEngine {
         let energy_change = self.energy.map_or(f64::NAN, |e| energy - e);
         self.energy = Some(energy);
         self.sweep_discarded = Some(acc.max_truncation);
+        self.sweep_energy_change = Some(if energy_change.is_nan() {
+            f64::INFINITY
+        } else {
+            energy_change.abs()
+        });
         Ok(SweepStats {
             sweep: self.sweeps,
             energy,
@@ -692,7 +750,11 @@ impl SweepEngine {
                 to_right,
                 hamiltonian: &h,
                 theta: &theta,
-                lanczos: params.step_lanczos(self.last_discarded, self.sweep_discarded),
+                lanczos: params.step_lanczos_after(
+                    self.last_discarded,
+                    self.sweep_discarded,
+                    self.sweep_energy_change.map(|de| de / (2 * (n - 1)) as f64),
+                ),
             },
         )?;
         acc.lanczos_seconds += t0.elapsed().as_secs_f64();

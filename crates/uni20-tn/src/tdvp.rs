@@ -96,6 +96,7 @@ impl TdvpOptions {
             lanczos: self.krylov,
             tol_to_truncation: 0.0,
             e_tol_to_truncation: 0.0,
+            e_tol_to_energy_change: 0.0,
             mixer: 0.0,
         }
     }
