@@ -24,6 +24,12 @@
 //! largest bond dimension, the sweep's wall time). A progress bar runs
 //! within a sweep when stderr is a terminal.
 
+/// mimalloc instead of glibc's malloc: the symmetric sweeps allocate and free many small blocks
+/// (sector blocks, plans, descriptors), where glibc's allocator took about a quarter of the
+/// samples of a profile (`docs/performance.md`). A program embedding uni20 chooses its own.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -387,3 +387,69 @@ fn bad_symmetric_contractions_are_typed_errors() {
         })
         .unwrap();
 }
+
+/// The root memoizes the block pairs of a structure (spec, conjugation, layouts): the
+/// same contraction again, then one whose operand differs only in its flux, and then
+/// one with a conjugated operand (a different key with equal legs), each matches the
+/// dense contraction of the embeddings — a memo keyed too coarsely would reuse the
+/// first structure's pairs and output layout.
+#[test]
+fn memoized_block_pairs_never_serve_another_structure() {
+    use uni20::dispatch::{einsum as local_einsum, BackendList, ContractOptions as LocalOptions};
+    let g = Symmetry::u1();
+    let sectors = |dims: &[(i64, usize)]| {
+        dims.iter()
+            .map(|&(q, dim)| Sector {
+                charge: g.charge(&[q]).unwrap(),
+                dim,
+            })
+            .collect::<Vec<_>>()
+    };
+    let i = Leg::tiled(g.clone(), Direction::In, sectors(&[(-1, 2), (0, 3), (1, 2)]), 2).unwrap();
+    let j = Leg::tiled(g.clone(), Direction::Out, sectors(&[(-1, 1), (0, 2), (1, 3)]), 2).unwrap();
+    let k = Leg::tiled(g.clone(), Direction::Out, sectors(&[(-1, 2), (0, 1), (1, 2)]), 2).unwrap();
+    let layout = |legs: Vec<Leg>, q: i64| SymmetricLayout::new(g.clone(), legs, g.charge(&[q]).unwrap()).unwrap();
+    uni20::universe()
+        .ranks(2)
+        .run(|ctl| {
+            let b = sym_random(ctl, layout(vec![j.dual(), k.clone()], 0), DType::F64, 7).unwrap();
+            let bd = b.to_dense(ctl).unwrap();
+            let mut blocks = Vec::new();
+            for (flux, conj, seed) in [
+                (0, false, 1),
+                (0, false, 2),
+                (1, false, 3),
+                (-1, false, 4),
+                (0, true, 5),
+            ] {
+                // With conj, A's legs enter dualized: give it the dual legs so that j still meets B's.
+                let a_legs = if conj {
+                    vec![i.dual(), j.dual()]
+                } else {
+                    vec![i.clone(), j.clone()]
+                };
+                let a = sym_random(ctl, layout(a_legs, flux), DType::F64, seed).unwrap();
+                let opts = ContractOptions {
+                    conj: [conj, false],
+                    ..ContractOptions::default()
+                };
+                let r = contract_with(ctl, "ij,jk->ik", &a, &b, &opts).unwrap();
+                let lopts = LocalOptions {
+                    conj: [conj, false],
+                    ..LocalOptions::default()
+                };
+                let ad = a.to_dense(ctl).unwrap();
+                let (want, _) = local_einsum("ij,jk->ik", &[&ad, &bd], &lopts, &BackendList::reference_only()).unwrap();
+                common::assert_close(
+                    &r.to_dense(ctl).unwrap(),
+                    &want,
+                    1e-12,
+                    &format!("flux {flux} conj {conj}"),
+                );
+                blocks.push(r.layout().unwrap().blocks().len());
+            }
+            // The fluxes give different outputs (not one memoized layout for all).
+            assert_ne!(blocks[0], blocks[2], "{blocks:?}");
+        })
+        .unwrap();
+}

@@ -18,9 +18,16 @@
 //!   its multiply-adds plus its output elements; items are placed largest
 //!   first on the rank holding most of their input bytes, under a cap on
 //!   each rank's summed cost.
+//! - **Memo**: the block pairs and the output layout depend only on the
+//!   spec, the conjugation, the operands' layouts and dtypes, so the root
+//!   keeps the last [`PAIR_MEMO_ENTRIES`] of them (`PairMemo`): every
+//!   Lanczos matvec of a DMRG step contracts operands of one structure, and
+//!   without the memo the root spent about a tenth of a symmetric sweep
+//!   enumerating the same pairs again (`docs/performance.md`).
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use uni20_dispatch::backends::check_scalars;
 use uni20_dispatch::{ResolveSpec, ResolvedSpec, C64};
@@ -38,7 +45,7 @@ use crate::transfer::TransferSet;
 pub(crate) struct SymValidated {
     pub(crate) spec: ResolvedSpec,
     pub(crate) out: TensorMeta,
-    pairs: PairPlan,
+    pairs: Arc<PairPlan>,
     alpha: C64,
     beta: C64,
     conj: [bool; 2],
@@ -122,21 +129,39 @@ pub(crate) fn validate_symmetric(
     if inputs.len() != 2 {
         return Err(SymContractError::OperandCount { got: inputs.len() }.into());
     }
-    let mut layouts = Vec::with_capacity(2);
+    let mut arcs = Vec::with_capacity(2);
     for (i, m) in inputs.iter().enumerate() {
-        let l = m.layout().ok_or(LayoutError::SymmetricOnly {
+        arcs.push(m.symmetric.clone().ok_or(LayoutError::SymmetricOnly {
             operation: "symmetric einsum",
             operand: i,
-        })?;
-        layouts.push(if conj[i] { dual_layout(l)? } else { l.clone() });
+        })?);
     }
-    let pairs = plan_pairs(
-        &layouts[0],
-        &spec.inputs()[0],
-        &layouts[1],
-        &spec.inputs()[1],
-        spec.output(),
-    )?;
+    let key = MemoKey {
+        labels: [
+            spec.inputs()[0].clone(),
+            spec.inputs()[1].clone(),
+            spec.output().to_vec(),
+        ],
+        conj,
+        layouts: [arcs[0].clone(), arcs[1].clone()],
+    };
+    let (pairs, out_layout) = match PAIR_MEMO.get(&key) {
+        Some(v) => v,
+        None => {
+            let mut layouts = Vec::with_capacity(2);
+            for (i, l) in arcs.iter().enumerate() {
+                layouts.push(if conj[i] { dual_layout(l)? } else { (**l).clone() });
+            }
+            let p = Arc::new(plan_pairs(
+                &layouts[0],
+                &spec.inputs()[0],
+                &layouts[1],
+                &spec.inputs()[1],
+                spec.output(),
+            )?);
+            PAIR_MEMO.insert(key, p)
+        }
+    };
     let mut out_dtype = inputs[0].dtype.promote(inputs[1].dtype);
     if let Some(c) = c {
         out_dtype = out_dtype.promote(c.dtype);
@@ -177,7 +202,7 @@ pub(crate) fn validate_symmetric(
         MAX_BLOCK_BYTES,
         "use smaller tiles",
     )?;
-    let out = TensorMeta::symmetric(Arc::new(pairs.output.clone()), out_dtype)?;
+    let out = TensorMeta::symmetric(out_layout, out_dtype)?;
     Ok(SymValidated {
         spec: spec.clone(),
         out,
@@ -187,6 +212,107 @@ pub(crate) fn validate_symmetric(
         conj,
         use_c: c.is_some() && beta != C64::new(0.0, 0.0),
     })
+}
+
+/// Entries the root's [`PairMemo`] keeps (least recently used dropped
+/// beyond): a symmetric DMRG step uses a handful of structures, a sweep a
+/// few hundred.
+pub(crate) const PAIR_MEMO_ENTRIES: usize = 1024;
+
+/// What the block pairs of a symmetric contraction depend on: the labels
+/// (A, B, output), the conjugation and the operands' layouts (compared by
+/// value: symmetry, legs and flux determine the allowed blocks).
+struct MemoKey {
+    labels: [Vec<char>; 3],
+    conj: [bool; 2],
+    layouts: [Arc<SymmetricLayout>; 2],
+}
+
+fn same_layout(a: &Arc<SymmetricLayout>, b: &Arc<SymmetricLayout>) -> bool {
+    Arc::ptr_eq(a, b) || (a.flux() == b.flux() && a.symmetry() == b.symmetry() && a.legs() == b.legs())
+}
+
+impl PartialEq for MemoKey {
+    fn eq(&self, o: &MemoKey) -> bool {
+        self.labels == o.labels
+            && self.conj == o.conj
+            && same_layout(&self.layouts[0], &o.layouts[0])
+            && same_layout(&self.layouts[1], &o.layouts[1])
+    }
+}
+
+impl Eq for MemoKey {}
+
+impl Hash for MemoKey {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        self.labels.hash(h);
+        self.conj.hash(h);
+        for l in &self.layouts {
+            l.symmetry().hash(h);
+            l.legs().hash(h);
+            l.flux().hash(h);
+        }
+    }
+}
+
+/// The root's memo of block pairs ([`plan_pairs`] results, each with its
+/// output layout as one shared `Arc`, so that outputs of one structure
+/// share it and later keys compare by pointer), bounded by
+/// [`PAIR_MEMO_ENTRIES`]. Process-wide: the pairs are a pure function of
+/// the key, so sharing between universes of one process is safe.
+struct PairMemo {
+    inner: Mutex<MemoInner>,
+}
+
+type Memoized = (Arc<PairPlan>, Arc<SymmetricLayout>);
+
+#[derive(Default)]
+struct MemoInner {
+    map: HashMap<MemoKey, (Memoized, u64)>,
+    tick: u64,
+}
+
+static PAIR_MEMO: LazyLock<PairMemo> = LazyLock::new(|| PairMemo {
+    inner: Mutex::new(MemoInner::default()),
+});
+
+impl PairMemo {
+    fn lock(&self) -> std::sync::MutexGuard<'_, MemoInner> {
+        // A panic while holding the lock leaves the map consistent (every
+        // update is one insert or remove).
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn get(&self, key: &MemoKey) -> Option<Memoized> {
+        let mut m = self.lock();
+        m.tick += 1;
+        let tick = m.tick;
+        m.map.get_mut(key).map(|(v, t)| {
+            *t = tick;
+            v.clone()
+        })
+    }
+
+    fn insert(&self, key: MemoKey, pairs: Arc<PairPlan>) -> Memoized {
+        let out = Arc::new(pairs.output.clone());
+        let mut m = self.lock();
+        if m.map.len() >= PAIR_MEMO_ENTRIES {
+            // O(entries), on a miss only (a miss runs plan_pairs, far dearer).
+            let oldest = m.map.iter().min_by_key(|(_, (_, t))| *t).map(|(k, _)| MemoKey {
+                labels: k.labels.clone(),
+                conj: k.conj,
+                layouts: k.layouts.clone(),
+            });
+            if let Some(k) = oldest {
+                m.map.remove(&k);
+            }
+        }
+        m.tick += 1;
+        let tick = m.tick;
+        let v = (pairs, out);
+        m.map.insert(key, (v.clone(), tick));
+        v
+    }
 }
 
 /// Builds the plan of a validated symmetric contraction from the operands'
