@@ -109,6 +109,12 @@ struct Args {
     /// Block extent of every mode of the distributed tensors.
     #[arg(long, default_value_t = 64)]
     block: usize,
+    /// How the effective Hamiltonian is applied: `sequential` (four contractions per product,
+    /// the fewest multiply-adds), `fused` (L W and W R formed once per step, two contractions
+    /// per product) or `auto` (fused for --conserve, sequential for dense runs: the faster of
+    /// the two for each).
+    #[arg(long, value_enum, default_value_t = MatvecArg::Auto)]
+    matvec: MatvecArg,
     /// Directory of the ranks' persistent stores: with it, a checkpoint is written after
     /// every sweep and its id printed (`checkpoint: r0:N@<store nonce> (after sweep k)`).
     #[arg(long)]
@@ -195,6 +201,14 @@ fn parse_conserve(s: &str) -> Result<Conserve, String> {
 }
 
 /// The models of `--model`.
+/// `--matvec`: [`uni20::tn::Matvec`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum MatvecArg {
+    Auto,
+    Sequential,
+    Fused,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 enum ModelName {
     /// Spin-S Heisenberg chain (S from --two-s).
@@ -294,6 +308,11 @@ fn run(ctl: &Controller<'_>, args: &Args) -> anyhow::Result<()> {
         tol_to_truncation: args.tol_to_truncation,
         e_tol_to_truncation: args.e_tol_to_truncation,
         e_tol_to_energy_change: args.e_tol_to_energy_change,
+        matvec: match args.matvec {
+            MatvecArg::Auto => uni20::tn::Matvec::Auto,
+            MatvecArg::Sequential => uni20::tn::Matvec::Sequential,
+            MatvecArg::Fused => uni20::tn::Matvec::Fused,
+        },
         ..DmrgOptions::default()
     };
     opts.validate()?;
