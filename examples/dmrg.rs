@@ -313,7 +313,6 @@ fn run(ctl: &Controller<'_>, args: &Args) -> anyhow::Result<()> {
             MatvecArg::Sequential => uni20::tn::Matvec::Sequential,
             MatvecArg::Fused => uni20::tn::Matvec::Fused,
         },
-        ..DmrgOptions::default()
     };
     opts.validate()?;
     if args.excited > 0 && args.checkpoint.is_some() {
