@@ -348,7 +348,7 @@ fn adaptive_tolerance_saves_applications_at_the_same_energy() {
 /// The energy-change stop (`e_tol_to_truncation`) and the dense solves of
 /// the small steps near the chain ends (`dense_max`), the defaults, against
 /// the residual rule alone: far fewer applications per converged sweep, the
-/// energy unchanged to a fraction of the discarded weight. L = 20, chi 16:
+/// energy no higher by more than a fraction of the discarded weight. L = 20, chi 16:
 /// the two-site spaces of the bonds (0,1), (1,2), (2,3) and their mirror
 /// images have 16, 64 and 256 unknowns (at most the default 256), so a
 /// converged sweep solves those 12 of its 38 steps densely.
@@ -383,8 +383,11 @@ fn energy_change_stop_and_dense_ends_save_applications() {
     let (o, n) = (old.last().unwrap(), new.last().unwrap());
     assert!(o.max_truncation > 1e-10, "the case must truncate: {o:?}");
     assert!(n.unconverged_steps == 0 && o.unconverged_steps == 0, "{o:?} {n:?}");
+    // Not worse than the residual rule by a fraction of the discarded weight (lower is
+    // better: DMRG is variational; with the default e_tol_to_truncation = 10 the stop
+    // lands 6.8e-8 lower here), and not absurdly lower (no broken solve).
     assert!(
-        (o.energy - n.energy).abs() < 0.1 * o.max_truncation,
+        n.energy < o.energy + 0.1 * o.max_truncation && n.energy > o.energy - 10.0 * o.max_truncation,
         "residual rule {} vs energy-change stop {} (discarded weight {:e})",
         o.energy,
         n.energy,

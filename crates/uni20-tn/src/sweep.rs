@@ -64,7 +64,7 @@ pub const MAX_ADAPTIVE_E_TOL: f64 = 1e-6;
 
 /// The default [`SweepParams::e_tol_to_truncation`] (and
 /// [`crate::DmrgOptions::e_tol_to_truncation`]).
-pub const DEFAULT_E_TOL_TO_TRUNCATION: f64 = 1.0;
+pub const DEFAULT_E_TOL_TO_TRUNCATION: f64 = 10.0;
 
 /// The default [`SweepParams::e_tol_to_energy_change`] (and
 /// [`crate::DmrgOptions::e_tol_to_energy_change`]).
