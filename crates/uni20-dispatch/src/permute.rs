@@ -191,6 +191,17 @@ fn gather_with<T: Element>(src: &StridedView<'_, T>, order: &[usize], out: &mut 
             base,
             |soff, doff| {
                 let dst = &mut out[doff..doff + ni];
+                if si == 1 && !conj {
+                    // A contiguous run: one copy (memcpy) instead of element by element.
+                    let src = &data[soff as usize..soff as usize + ni];
+                    // SAFETY: `T: Copy`; `MaybeUninit<T>` has the layout of `T`; `src` and
+                    // `dst` have `ni` elements each and do not overlap (`out` is a separate
+                    // buffer from `data`).
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(src.as_ptr(), dst.as_mut_ptr().cast::<T>(), ni);
+                    }
+                    return;
+                }
                 let mut s = soff;
                 for d in dst.iter_mut() {
                     let v = data[s as usize];
