@@ -285,7 +285,7 @@ impl Universe {
     /// MPI, only rank 0 returns.
     ///
     /// Raises ``StartupError`` if the universe cannot start (a bad
-    /// ``UNI20_*`` variable, 0 ranks, a build without MPI under
+    /// ``UNI20_*`` variable, 0 ranks, ``threads_per_rank=0``, a build without MPI under
     /// ``mpirun`` with several processes, a second universe in one MPI
     /// process), ``UniverseClosedError``-free otherwise.
     fn start(this: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
@@ -297,6 +297,13 @@ impl Universe {
         let mut builder = uni20::universe();
         if let Some(n) = slf.ranks {
             builder = builder.ranks(n);
+        }
+        if slf.threads_per_rank == Some(0) {
+            // The builder would round 0 up to 1 silently.
+            return py_result(
+                py,
+                Err(Failure::new(Kind::Startup, "threads_per_rank = 0: a rank needs at least 1 kernel thread")),
+            );
         }
         if let Some(n) = slf.threads_per_rank {
             builder = builder.threads_per_rank(n);

@@ -83,6 +83,8 @@ def test_file_errors(u, tmp_path):
 def test_startup_and_closed_errors():
     with pytest.raises(uni20.StartupError):
         uni20.Universe(ranks=0).start()
+    with pytest.raises(uni20.StartupError, match="threads_per_rank"):
+        uni20.Universe(ranks=1, threads_per_rank=0).start()
     with uni20.Universe(ranks=2, threads_per_rank=1) as v:
         t = v.tensor(np.ones(3), block=2)
     assert not v.running

@@ -118,6 +118,11 @@ def test_symmetric_real_time_tdvp_matches_exact_evolution(u):
     assert abs(exact[basis_index(NEEL)]) < 0.95, "the state moved"
     assert np.linalg.norm(dense) == pytest.approx(1.0, abs=1e-10)
     assert 1.0 - abs(np.vdot(exact, dense)) < 1e-7
+    # Entanglement of a symmetric state (the README: these measurements take one).
+    np.testing.assert_allclose(psi.entanglement_entropy(block=16), entropies(exact), atol=1e-6)
+    spectra = psi.schmidt_spectra(block=16)
+    assert len(spectra) == L - 1
+    assert all(abs(float(np.sum(np.asarray(s) ** 2)) - 1.0) < 1e-8 for s in spectra)
 
 
 def test_tdvp_errors(u):
