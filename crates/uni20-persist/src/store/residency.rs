@@ -8,7 +8,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::state::{verify, OnDisk, Settled};
+use super::state::{for_each_parallel, verify, OnDisk, Settled};
 use super::Store;
 use crate::{ObjectId, PersistError};
 
@@ -250,8 +250,10 @@ impl Store {
         };
         let mut removed = 0;
         let mut first_err = Ok(());
-        for &id in ids {
-            match disk.remove_object(id) {
+        // Concurrent unlinks, as flushes fsync concurrently (see `for_each_parallel`).
+        let results = for_each_parallel(ids, |&id| disk.remove_object(id));
+        for (&id, res) in ids.iter().zip(results) {
+            match res {
                 Ok(()) => removed += 1,
                 Err(e) => {
                     tracing::error!(object = %id, error = %e, "cannot delete the file of a released object");
