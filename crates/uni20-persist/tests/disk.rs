@@ -579,3 +579,59 @@ fn a_failed_spill_does_not_poison_the_store() {
     assert_eq!(&*s.encoded(r.id()).unwrap().1, &*bytes);
     assert_eq!(&*s.load_wait(c).unwrap(), &[4u8; 300]);
 }
+
+/// A disk store writes commits behind: nothing is on disk until a flush,
+/// and `flush_reachable` writes exactly the named objects and what they
+/// reference, durably (a reopened store serves them and only them).
+#[test]
+fn commits_are_written_behind_and_flush_reachable_writes_only_what_is_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (set, a, b, other) = {
+        let s = open(tmp.path(), 0);
+        let a = s.commit(vec![1u8; 100]).unwrap();
+        let b = s.commit(vec![2u8; 200]).unwrap();
+        let other = s.commit(vec![3u8; 300]).unwrap();
+        let set = s.commit(ObjectSet::new().with(a).with(b)).unwrap();
+        for id in [a.id(), b.id(), other.id(), set.id()] {
+            assert!(!s.object_path(id).unwrap().exists(), "{id} written at commit");
+        }
+        assert_eq!(s.stats().disk_writes, 0);
+        assert_eq!(s.flush_reachable(&[set.id()]).unwrap(), 3);
+        assert_eq!(s.stats().disk_writes, 3);
+        assert!(!s.object_path(other.id()).unwrap().exists());
+        assert_eq!(s.unflushed(), vec![other.id()]);
+        // Durable already: a second call writes nothing.
+        assert_eq!(s.flush_reachable(&[set.id()]).unwrap(), 3);
+        assert_eq!(s.stats().disk_writes, 3);
+        // An object this store does not hold is refused, naming it.
+        let missing = ObjectId::new(0, 1 << 40);
+        assert!(matches!(
+            s.flush_reachable(&[a.id(), missing]),
+            Err(PersistError::NotFound(id)) if id == missing
+        ));
+        (set, a, b, other)
+    };
+    let s = open(tmp.path(), 0);
+    assert_eq!(s.load_wait(set).unwrap().objects, vec![a.id(), b.id()]);
+    assert_eq!(&*s.load_wait(a).unwrap(), &[1u8; 100]);
+    assert_eq!(&*s.load_wait(b).unwrap(), &[2u8; 200]);
+    assert!(!s.contains(other.id()), "never flushed: not kept");
+}
+
+/// `evict` of an object this store committed and never wrote spills it
+/// first (it stays servable from its file); a failed spill keeps it
+/// resident and reports the error.
+#[test]
+fn evict_spills_an_unwritten_commit_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = open(tmp.path(), 0);
+    let p = s.commit(vec![9u8; 64]).unwrap();
+    s.inject_spill_failures(1);
+    assert!(!s.evict(p.id()), "the spill failed: nothing dropped");
+    assert!(s.is_resident(p.id()) && !s.object_path(p.id()).unwrap().exists());
+    assert!(matches!(s.take_background_error(), Some(PersistError::Io { .. })));
+    assert!(s.evict(p.id()));
+    assert!(!s.is_resident(p.id()) && s.object_path(p.id()).unwrap().exists());
+    assert_eq!(s.stats().spills, 1);
+    assert_eq!(&*s.load_wait(p).unwrap(), &[9u8; 64]);
+}
