@@ -43,8 +43,8 @@ use uni20::persist::ObjectId;
 use uni20::tn::measure::{energy_variance, entanglement_entropy, local_expectations, schmidt_spectra, site_operator};
 use uni20::tn::models::{self, Model};
 use uni20::tn::{
-    checkpoint_truncation, Conserve, Dmrg, DmrgOptions, LanczosOptions, Mpo, MpoOptions, Mps, Site, SweepStats,
-    SPIN_HALF,
+    checkpoint_truncation, total_charge, Conserve, Dmrg, DmrgOptions, LanczosOptions, Mpo, MpoOptions, Mps, Site,
+    SweepStats, SPIN_HALF,
 };
 use uni20::Controller;
 
@@ -292,6 +292,41 @@ impl Args {
     }
 }
 
+/// Refuses to resume checkpoint `id`, whose state is `stored`, in a run that asks
+/// for another sector: a symmetric state in another sector than `--sector` (or its
+/// default), a symmetric state under `--conserve none`, or a dense state under
+/// `--conserve`. A symmetric state whose total charge cannot be read (a physical
+/// leg that is not In) is not checked.
+fn check_resume_sector(args: &Args, model: Option<&Model>, stored: &Mps, id: ObjectId) -> anyhow::Result<()> {
+    let symmetric = stored.site(0).layout().is_some();
+    let asked = match model {
+        Some(m) if args.conserve != Conserve::None => Some(args.sector(&m.sites)?),
+        _ => None,
+    };
+    match (symmetric, total_charge(stored), asked) {
+        (false, _, None) => Ok(()),
+        (true, Some(held), Some(asked)) if held == asked => Ok(()),
+        (true, None, Some(_)) => Ok(()),
+        (true, Some(held), Some(asked)) => {
+            bail!(
+            "cannot resume {id}: its state is in sector {held}, this run asks for sector {asked} (--conserve {:?}{}); \
+             resume with the checkpoint's sector, or start a new run for another one",
+            args.conserve,
+            args.sector.as_ref().map_or(String::from(", the default sector"), |s| format!(" --sector {s}"))
+        )
+        }
+        (true, held, None) => bail!(
+            "cannot resume {id}: its state is symmetric{}, this run asks for --conserve none",
+            held.map_or(String::new(), |q| format!(" (sector {q})"))
+        ),
+        (false, _, Some(asked)) => bail!(
+            "cannot resume {id}: its state is dense (written without --conserve), this run asks for --conserve {:?} \
+             sector {asked}",
+            args.conserve
+        ),
+    }
+}
+
 fn run(ctl: &Controller<'_>, args: &Args) -> anyhow::Result<()> {
     let opts = DmrgOptions {
         chi_max: args.chi_max,
@@ -387,6 +422,12 @@ fn run(ctl: &Controller<'_>, args: &Args) -> anyhow::Result<()> {
                 println!("resume: {d}");
             }
             let cp = restored.checkpoint;
+            // The checkpoint holds the state, and the state its sector: refuse a run
+            // that asks for another one (it would silently continue in the stored one).
+            let stored =
+                Mps::from_checkpoint(ctl, &cp, args.sites).with_context(|| format!("resuming from checkpoint {id}"))?;
+            check_resume_sector(args, model.as_ref(), &stored, id)?;
+            drop(stored);
             println!("resumed from checkpoint {id} ({}) after sweep {}", cp.label, cp.step);
             // A resumed run may change the truncation; say so, once. Checkpoints
             // written before the options were recorded resume silently.

@@ -4,9 +4,11 @@
 //! structural sharing": checkpoints
 //! become small manifests of object IDs).
 //!
-//! [`checkpoint`] makes every rank's store durable ([`flush_all`]), then
-//! commits the manifest in the root's store, flushes it and names it as the
-//! gc root `checkpoint`. [`restore`] loads it back after a restart (same
+//! [`checkpoint`] makes the blocks the checkpoint names durable on their
+//! owners ([`flush_checkpoint`]: nothing else of the stores is written, the
+//! intermediates of the computation stay written behind), then commits the
+//! manifest in the root's store, flushes it and names it as the gc root
+//! `checkpoint`. [`restore`] loads it back after a restart (same
 //! store directory, any number of ranks: blocks of ranks the new universe
 //! lacks are re-placed, see [`crate::redistribute`]), and [`Checkpoint::tensor`]
 //! rebuilds each tensor from its manifest. [`retire`] lets the blocks of
@@ -16,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use uni20_persist::{
     decode_postcard, encode_postcard, ObjectId, Persist, PersistError, PersistentPtr, StorageRequest, StorageResponse,
 };
-use uni20_worker::commands::{Flush, StorageCommand};
+use uni20_worker::commands::{Flush, FlushObjects, StorageCommand};
 use uni20_worker::ledger::HeldBlock;
 use uni20_worker::Controller;
 
@@ -195,16 +197,66 @@ pub fn flush_all(ctl: &Controller<'_>) -> Result<(), DistError> {
     Ok(ctl.store().flush_all()?)
 }
 
-/// Writes a checkpoint: flushes every store, commits `cp` in the root's
-/// store, flushes it and names it as the root `checkpoint`. The returned
-/// pointer's id (printable as `r<origin>:<seq>`) restores it later.
+/// Makes what checkpoint `cp` names durable, and nothing else: each owner
+/// of blocks of `cp` gets one `uni20.flush_objects.v1` listing its blocks
+/// ([`uni20_persist::Store::flush_reachable`]: written if not on disk yet,
+/// fsynced, one directory fsync), every other worker and storage rank an
+/// empty one (so each rank sees one flush per checkpoint), and the root
+/// flushes its own blocks. Returns once all have synced. Objects no
+/// checkpoint names (environments, Lanczos vectors, ...) stay in memory,
+/// written behind ([`uni20_persist::Store::commit`]).
 ///
 /// # Errors
-/// [`DistError::Job`] if a rank cannot flush; a store error on the root.
+/// [`DistError::BadManifest`] ([`crate::error::ManifestError::OwnerOutside`]) if a
+/// block's owner is outside this universe; [`DistError::Job`] if a rank
+/// cannot flush (a block missing from its owner's store included:
+/// fail-stop); a store error on the root.
+pub fn flush_checkpoint(ctl: &Controller<'_>, cp: &Checkpoint) -> Result<(), DistError> {
+    ctl.drain()?;
+    let size = ctl.size();
+    let mut by_owner: std::collections::BTreeMap<usize, Vec<ObjectId>> = std::collections::BTreeMap::new();
+    for (_, m) in &cp.tensors {
+        for b in &m.blocks {
+            if b.owner >= size {
+                return Err(DistError::BadManifest(crate::error::ManifestError::OwnerOutside {
+                    id: b.id,
+                    owner: b.owner,
+                    size,
+                }));
+            }
+            by_owner.entry(b.owner).or_default().push(b.id);
+        }
+    }
+    let mut pending = Vec::new();
+    let ranks = ctl.non_root_ranks();
+    if ranks != [0] {
+        for &r in &ranks {
+            let ids = by_owner.remove(&r).unwrap_or_default();
+            pending.push(ctl.begin::<FlushObjects>(&ids, &[r])?);
+        }
+    }
+    // The root's own blocks (a lone root owns them all) while the workers sync.
+    let root = by_owner.remove(&0).unwrap_or_default();
+    let local = ctl.store().flush_reachable(&root);
+    for op in pending {
+        ctl.finish(op)?;
+    }
+    local?;
+    Ok(())
+}
+
+/// Writes a checkpoint: makes its blocks durable on their owners
+/// ([`flush_checkpoint`]), commits `cp` in the root's store, flushes it and
+/// names it as the root `checkpoint`. The returned pointer's id (printable
+/// as `r<origin>:<seq>`) restores it later. Only what `cp` reaches is
+/// written to disk.
+///
+/// # Errors
+/// As [`flush_checkpoint`]; a store error on the root.
 pub fn checkpoint(ctl: &Controller<'_>, cp: &Checkpoint) -> Result<PersistentPtr<Checkpoint>, DistError> {
     // The checkpoint's blocks are never released by dropping their tensors.
     ctl.ledger().keep(&cp.references());
-    flush_all(ctl)?;
+    flush_checkpoint(ctl, cp)?;
     let p = ctl.store().commit(cp.clone())?;
     ctl.store().flush(p.id())?;
     ctl.store().set_root("checkpoint", p.id())?;

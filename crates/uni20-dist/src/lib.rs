@@ -89,7 +89,9 @@ pub use ops::reduce::{inner, max_abs, norm, reduce, reduce_many, Reduced, Reduct
 pub use ops::decomp::{eigh, lq, qr, svd};
 
 // Files, checkpoints and block lifetimes.
-pub use checkpoint::{checkpoint, flush_all, restore, restore_redistributed, retire, Checkpoint, Restored};
+pub use checkpoint::{
+    checkpoint, flush_all, flush_checkpoint, restore, restore_redistributed, retire, Checkpoint, Restored,
+};
 pub use lifetimes::{gc, GcTotals};
 pub use npy::{read_npy, write_npy};
 pub use redistribute::{redistribute, Redistribution};
@@ -201,6 +203,7 @@ mod tests {
             ("uni20.create.v1", 1, "create"),
             ("uni20.noop.v1", 1, "noop"),
             ("uni20.flush.v1", 1, "flush"),
+            ("uni20.flush_objects.v1", 1, "flush_objects"),
             ("uni20.storage.v1", 1, "storage"),
             ("uni20.sendrecv.v1", 1, "sendrecv"),
             ("uni20.release.v1", 1, "release"),

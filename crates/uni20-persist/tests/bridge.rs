@@ -85,13 +85,14 @@ fn persist_take_moves_the_value_out_and_leaves_the_slot_empty() {
     let v = s.load_wait(p).unwrap();
     assert_eq!(v.len(), 1000);
     assert!(v.iter().all(|&y| y == 5));
-    // Blocking form on a disk store: the file exists.
+    // Blocking form on a disk store: the file is written behind, by the flush.
     let tmp = tempfile::tempdir().unwrap();
     let d = Store::open(tmp.path(), 0, StoreOptions::new()).unwrap();
     let y = Async::new(String::from("taken"));
     let q = d.persist_take_wait(y.write()).unwrap();
-    assert!(d.object_path(q.id()).unwrap().exists());
+    assert!(!d.object_path(q.id()).unwrap().exists());
     d.flush(q).unwrap();
+    assert!(d.object_path(q.id()).unwrap().exists());
     assert_eq!(&*d.load_wait(q).unwrap(), "taken");
     assert!(y.take_wait().is_err(), "slot left empty");
 }

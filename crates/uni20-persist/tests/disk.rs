@@ -97,8 +97,8 @@ fn ids_never_reused_even_without_flush_or_files() {
     let first = {
         let s = open(tmp.path(), 0);
         let p = s.commit(vec![1u8]).unwrap();
-        // Simulate losing the unflushed file in a crash.
-        fs::remove_file(s.object_path(p.id()).unwrap()).unwrap();
+        // Unflushed: written behind, so a crash now leaves no file of it.
+        assert!(!s.object_path(p.id()).unwrap().exists());
         p
     };
     let s = open(tmp.path(), 0);
@@ -450,10 +450,13 @@ fn stats_report_usage_and_io() {
     assert!(st.spilled_objects > 0 && st.evictions > 0);
     assert_eq!(st.releases_pending, 1);
     assert_eq!(st.releases, 0);
-    // 20 commits wrote 20 object files, the release deleted one.
-    assert_eq!(st.disk_writes, 20);
-    assert_eq!(st.disk_deletes, 1);
-    assert_eq!(st.object_io(), st.disk_reads + 21);
+    // Commits are written behind: the only files written are the budget's spills
+    // (one per object that left memory); the released object was still resident,
+    // never written, so its release deleted no file.
+    assert_eq!(st.disk_writes, st.spills);
+    assert!(st.spills >= st.spilled_objects && st.spills < 20, "{st:?}");
+    assert_eq!(st.disk_deletes, 0);
+    assert_eq!(st.object_io(), st.disk_reads + st.spills);
     assert!(st.io_ops >= st.object_io());
 
     // Loading an object only on disk reads exactly one file.
@@ -472,7 +475,8 @@ fn stats_report_usage_and_io() {
     assert_eq!(Store::in_memory(0).stats().io_ops, 0);
 }
 
-/// Commits `x` and `y` to `s` and evicts both: they are then only on disk.
+/// Commits `x` and `y` to `s` and evicts both: they are then only on disk (each
+/// evict spills its object: two file writes).
 fn two_on_disk(s: &Store, x: Vec<u8>, y: Vec<u8>) -> (PersistentPtr<Vec<u8>>, PersistentPtr<Vec<u8>>) {
     let (x, y) = (s.commit(x).unwrap(), s.commit(y).unwrap());
     assert!(s.evict(x.id()) && s.evict(y.id()));
@@ -499,7 +503,7 @@ fn try_load_local_never_does_io() {
     s.pin(d.id()).unwrap();
     let before = s.stats();
     assert_eq!(before.bytes_resident, 500 + 450 + 100);
-    assert_eq!(before.spills, 0);
+    assert_eq!(before.spills, 2, "the two evicts");
 
     let v_q = s.try_load_local(q).expect("resident replica decodes");
     let v_d = s.try_load_local(d).expect("pinned bytes decode");
@@ -519,7 +523,7 @@ fn try_load_local_never_does_io() {
     drop(v_q);
     let v_r = s.load_wait(r).unwrap();
     let later = s.stats();
-    assert_eq!(later.spills, 1, "{later:?}");
+    assert_eq!(later.spills, 3, "{later:?}");
     assert!(later.bytes_resident <= 1000, "{later:?}");
     assert!(!s.is_resident(q.id()) && s.object_path(q.id()).unwrap().exists());
     assert_eq!(v_r[0], 6);
@@ -544,7 +548,7 @@ fn a_failed_spill_does_not_poison_the_store() {
     assert_eq!(&*s.load_wait(b).unwrap(), &[2u8; 200]);
     let st = s.stats();
     assert_eq!(st.spill_failures, 1, "{st:?}");
-    assert_eq!(st.spills, 0);
+    assert_eq!(st.spills, 2, "only the two evicts");
     assert!(s.is_resident(r.id()) && !r_path.exists(), "the replica stays resident");
     assert!(st.bytes_resident <= 1000, "{st:?}");
     // The failure is reported once, naming the object and its file.
@@ -564,7 +568,7 @@ fn a_failed_spill_does_not_poison_the_store() {
     // Space again: the next budget check spills the replica.
     let c = s.commit(vec![4u8; 300]).unwrap();
     let st = s.stats();
-    assert_eq!((st.spills, st.spill_failures), (1, 2), "{st:?}");
+    assert_eq!((st.spills, st.spill_failures), (3, 2), "{st:?}");
     assert!(!s.is_resident(r.id()) && r_path.exists());
     assert!(st.bytes_resident <= 1000, "{st:?}");
     assert!(
@@ -574,4 +578,60 @@ fn a_failed_spill_does_not_poison_the_store() {
     // And it reloads from its file, bit-identical.
     assert_eq!(&*s.encoded(r.id()).unwrap().1, &*bytes);
     assert_eq!(&*s.load_wait(c).unwrap(), &[4u8; 300]);
+}
+
+/// A disk store writes commits behind: nothing is on disk until a flush,
+/// and `flush_reachable` writes exactly the named objects and what they
+/// reference, durably (a reopened store serves them and only them).
+#[test]
+fn commits_are_written_behind_and_flush_reachable_writes_only_what_is_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (set, a, b, other) = {
+        let s = open(tmp.path(), 0);
+        let a = s.commit(vec![1u8; 100]).unwrap();
+        let b = s.commit(vec![2u8; 200]).unwrap();
+        let other = s.commit(vec![3u8; 300]).unwrap();
+        let set = s.commit(ObjectSet::new().with(a).with(b)).unwrap();
+        for id in [a.id(), b.id(), other.id(), set.id()] {
+            assert!(!s.object_path(id).unwrap().exists(), "{id} written at commit");
+        }
+        assert_eq!(s.stats().disk_writes, 0);
+        assert_eq!(s.flush_reachable(&[set.id()]).unwrap(), 3);
+        assert_eq!(s.stats().disk_writes, 3);
+        assert!(!s.object_path(other.id()).unwrap().exists());
+        assert_eq!(s.unflushed(), vec![other.id()]);
+        // Durable already: a second call writes nothing.
+        assert_eq!(s.flush_reachable(&[set.id()]).unwrap(), 3);
+        assert_eq!(s.stats().disk_writes, 3);
+        // An object this store does not hold is refused, naming it.
+        let missing = ObjectId::new(0, 1 << 40);
+        assert!(matches!(
+            s.flush_reachable(&[a.id(), missing]),
+            Err(PersistError::NotFound(id)) if id == missing
+        ));
+        (set, a, b, other)
+    };
+    let s = open(tmp.path(), 0);
+    assert_eq!(s.load_wait(set).unwrap().objects, vec![a.id(), b.id()]);
+    assert_eq!(&*s.load_wait(a).unwrap(), &[1u8; 100]);
+    assert_eq!(&*s.load_wait(b).unwrap(), &[2u8; 200]);
+    assert!(!s.contains(other.id()), "never flushed: not kept");
+}
+
+/// `evict` of an object this store committed and never wrote spills it
+/// first (it stays servable from its file); a failed spill keeps it
+/// resident and reports the error.
+#[test]
+fn evict_spills_an_unwritten_commit_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = open(tmp.path(), 0);
+    let p = s.commit(vec![9u8; 64]).unwrap();
+    s.inject_spill_failures(1);
+    assert!(!s.evict(p.id()), "the spill failed: nothing dropped");
+    assert!(s.is_resident(p.id()) && !s.object_path(p.id()).unwrap().exists());
+    assert!(matches!(s.take_background_error(), Some(PersistError::Io { .. })));
+    assert!(s.evict(p.id()));
+    assert!(!s.is_resident(p.id()) && s.object_path(p.id()).unwrap().exists());
+    assert_eq!(s.stats().spills, 1);
+    assert_eq!(&*s.load_wait(p).unwrap(), &[9u8; 64]);
 }

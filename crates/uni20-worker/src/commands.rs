@@ -1,6 +1,7 @@
 //! The runtime's built-in commands, registered at link time like any
 //! other: `uni20.noop.v1` (round-trip baseline), `uni20.flush.v1` (make the
-//! store durable), `uni20.storage.v1` (one object-server request),
+//! store durable), `uni20.flush_objects.v1` (make what a checkpoint names
+//! durable), `uni20.storage.v1` (one object-server request),
 //! `uni20.sendrecv.v1` (raw transfer baseline), and the block-lifetime
 //! commands `uni20.release.v1` (free objects no root-side handle names),
 //! `uni20.store_stats.v1` (what a rank's store holds) and `uni20.gc.v1`
@@ -36,6 +37,22 @@ fn handle_flush(ctx: &mut WorkerContext<'_>, (): ()) -> Result<u64, HandlerError
         .flush_all()
         .map_err(|e| HandlerError::from(e).context("flushing the store"))?;
     Ok(ctx.store().ids().len() as u64)
+}
+
+command!(
+    /// `uni20.flush_objects.v1`: the participant makes the listed objects, and
+    /// the objects of its store they reach, durable as one batch
+    /// ([`uni20_persist::Store::flush_reachable`]); nothing else of its store is
+    /// written. A checkpoint sends each rank the blocks it owns (possibly none).
+    /// Reply: the number of objects the batch covered.
+    pub FlushObjects = "uni20.flush_objects.v1", schema 1, Vec<ObjectId> => u64, handle_flush_objects
+);
+
+fn handle_flush_objects(ctx: &mut WorkerContext<'_>, ids: Vec<ObjectId>) -> Result<u64, HandlerError> {
+    let n = ctx.store().flush_reachable(&ids).map_err(|e| {
+        HandlerError::from(e).context(format!("making the {} objects of a checkpoint durable", ids.len()))
+    })?;
+    Ok(n as u64)
 }
 
 command!(

@@ -85,8 +85,8 @@ pub(crate) fn execute(
     ))
 }
 
-/// Injected `ckptkill`: when `env` is a `uni20.flush.v1` (a worker's part of
-/// a checkpoint commit), counted in `flushes` (1 for the rank's first), and
+/// Injected `ckptkill`: when `env` is a `uni20.flush.v1` or a
+/// `uni20.flush_objects.v1` (a worker's part of a checkpoint commit), counted in `flushes` (1 for the rank's first), and
 /// the plan kills this rank at this flush, makes about half of the store's
 /// pending objects durable (at least one when there are any) and then ends
 /// the rank as `kill` does: under MPI the process sends itself `SIGKILL`;
@@ -97,7 +97,9 @@ pub(crate) fn checkpoint_kill(
     faults: &FaultPlan,
     flushes: &mut u64,
 ) -> Option<String> {
-    if env.wire_name != <crate::commands::Flush as crate::CommandSpec>::WIRE_NAME {
+    if env.wire_name != <crate::commands::Flush as crate::CommandSpec>::WIRE_NAME
+        && env.wire_name != <crate::commands::FlushObjects as crate::CommandSpec>::WIRE_NAME
+    {
         return None;
     }
     *flushes += 1;

@@ -49,7 +49,8 @@ pub(crate) fn worker_loop(
 ) -> WorkerExit {
     let rank = t.rank();
     let faults = &config.faults;
-    // `uni20.flush.v1` commands handled so far (for an injected `ckptkill`).
+    // `uni20.flush.v1` and `uni20.flush_objects.v1` commands handled so far (for
+    // an injected `ckptkill`).
     let mut flushes = 0u64;
     match worker_handshake(t, registry, config) {
         Ok(()) => {}

@@ -1,6 +1,6 @@
 //! New objects entering the store: [`Store::commit`] (and the bytes form used by
-//! `persist_copy`) allocates a fresh ID, writes the object file of a disk store and
-//! inserts the entry; [`Store::insert_replica`] takes in a verified copy of an object
+//! `persist_copy`) allocates a fresh ID and inserts the resident entry (a disk
+//! store writes the file later: write-behind, see [`Store::commit`]); [`Store::insert_replica`] takes in a verified copy of an object
 //! from another rank. Both hand over to the residency layer's budget check
 //! afterwards. Also the ID counter (`alloc_id`) with its durable reservation.
 
@@ -38,16 +38,22 @@ impl Store {
 
     /// Commits `value` as a new immutable object and returns its handle.
     ///
-    /// The value is encoded once (to compute its size and CRC-32 and, for a disk store,
-    /// to write its file), then kept resident as the decoded value. Types whose
-    /// [`Persist::encode_borrowed`] gives a view are checksummed and written in place,
-    /// with no encoding copy. The handle is
-    /// returned only once the object is servable by this store; in a disk store the
-    /// file exists under its final name but is not yet durable (see [`flush`](Store::flush)).
+    /// The value is encoded once (to compute its size and CRC-32), then kept resident
+    /// as the decoded value. Types whose [`Persist::encode_borrowed`] gives a view are
+    /// checksummed in place, with no encoding copy. The handle is returned only once
+    /// the object is servable by this store.
+    ///
+    /// A disk store writes nothing here (write-behind): the object's file is written
+    /// (temp file + rename) when the object is made durable ([`flush`](Store::flush),
+    /// [`flush_ids`](Store::flush_ids), [`flush_all`](Store::flush_all): what a
+    /// checkpoint reaches) or when it leaves memory (evicted under the
+    /// [memory budget](crate::StoreOptions::memory_budget), or by [`evict`](Store::evict)).
+    /// An object released before either happens never touches the disk. Until
+    /// then a crash loses it, as it would lose a written but unflushed file.
     ///
     /// # Errors
-    /// [`PersistError::Io`] if the object file or the counter file cannot be written
-    /// (fatal: no ID escapes). Work done on the side (the budget check's spills, the
+    /// [`PersistError::Io`] if the counter file (one durable write per 4096 IDs of a
+    /// disk store) cannot be written (fatal: no ID escapes). Work done on the side (the budget check's spills, the
     /// deletion of released objects' files) does not fail the commit; see
     /// [`Store::take_background_error`].
     pub fn commit<T: Persist>(&self, value: T) -> Result<PersistentPtr<T>, PersistError> {
@@ -87,8 +93,7 @@ impl Store {
         Ok(PersistentPtr::from_id(id))
     }
 
-    /// Allocates an ID for `bytes`, writes the object file (disk store), then inserts
-    /// the entry with the resident form made by `resident`. No ID escapes on error.
+    /// Allocates an ID for `bytes`, then inserts the entry (no file yet) with the resident form made by `resident`. No ID escapes on error.
     /// The caller enforces the memory budget afterwards.
     fn commit_parts<T: Persist>(
         &self,
@@ -99,11 +104,10 @@ impl Store {
         let id = self.alloc_id()?;
         self.take_injected_io_failure(id)?;
         let meta = ObjectMeta::of_bytes(id, T::TYPE_NAME, bytes);
-        let mut disk_state = OnDisk::No;
-        if let Some(disk) = &self.inner.disk {
-            disk.write_object(&meta, Some(&refs), bytes)?;
-            disk_state = OnDisk::Written;
-        }
+        // Write-behind: a disk store writes the object's file only when it is
+        // flushed (a checkpoint reaches it) or spilled (the budget evicts it, or
+        // `evict`), never here: most objects of a computation are intermediates
+        // released long before either happens.
         {
             let mut st = self.inner.state.lock();
             if st.entries.contains_key(&id) {
@@ -111,11 +115,8 @@ impl Store {
                 return Err(PersistError::Conflict(id));
             }
             st.refs_fns.entry(T::TYPE_NAME.to_owned()).or_insert(refs_erased::<T>);
-            if disk_state != OnDisk::No {
-                st.stats.disk_writes += 1;
-            }
             let form = resident();
-            st.insert(Entry::new(meta, disk_state, Some(refs)));
+            st.insert(Entry::new(meta, OnDisk::No, Some(refs)));
             st.update(id, |e| match form {
                 Resident::Value(v) => {
                     e.value = Some(v);

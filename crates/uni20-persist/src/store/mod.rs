@@ -178,10 +178,13 @@ struct Inner {
 /// * [`Store::in_memory`]: objects live in memory only, nothing is ever evicted and
 ///   `flush` is a no-op; the store's random nonce keeps its IDs apart from those of
 ///   every other store.
-/// * [`Store::open`]: a directory per rank; commits are written to disk (temp file +
-///   rename), [`flush`](Store::flush) / [`flush_all`](Store::flush_all) make them
-///   durable, a reopened store serves every flushed object, and a memory budget
-///   bounds the cache.
+/// * [`Store::open`]: a directory per rank; commits stay in memory and their files
+///   are written behind (temp file + rename) only when they are flushed or leave
+///   memory: [`flush`](Store::flush) / [`flush_ids`](Store::flush_ids) /
+///   [`flush_all`](Store::flush_all) write and fsync them, a memory budget spills the
+///   least recently used ones, [`evict`](Store::evict) spills one; an object released
+///   before then never touches the disk. A reopened store serves every flushed
+///   object.
 #[derive(Clone)]
 pub struct Store {
     inner: Arc<Inner>,

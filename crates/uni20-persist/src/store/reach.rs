@@ -2,7 +2,8 @@
 //! closure of a set of IDs over the references the store knows, and the resolution of
 //! references it does not know yet (byte-only objects, files without recorded
 //! references), by decoding them with the type registered for their type name. Used
-//! by garbage collection and by release (objects a named root reaches are kept).
+//! by garbage collection, by release (objects a named root reaches are kept) and by
+//! [`Store::flush_reachable`] (what a checkpoint reaches is made durable).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -43,6 +44,43 @@ impl State {
 }
 
 impl Store {
+    /// Makes durable, as one batch ([`flush_ids`](Store::flush_ids): files written
+    /// if not on disk yet, each fsynced, one directory fsync), the objects `ids` and
+    /// every object held here that they reach through
+    /// [`Persist::references`](crate::Persist::references): what a checkpoint naming
+    /// `ids` needs on this rank's disk, and nothing else (objects it does not reach
+    /// stay written behind, see [`commit`](Store::commit)). Referenced objects this
+    /// store does not hold (another rank's) are skipped. Returns how many objects
+    /// the batch covered (durable ones included). A no-op for an in-memory store
+    /// beyond the checks.
+    ///
+    /// # Errors
+    /// [`PersistError::NotFound`] if this store does not hold one of `ids`;
+    /// [`PersistError::GcUnknownType`] if the references of a reached byte-only
+    /// object of an unregistered type are needed; as [`flush_ids`](Store::flush_ids).
+    pub fn flush_reachable(&self, ids: &[ObjectId]) -> Result<usize, PersistError> {
+        if let Some(&id) = ids.iter().find(|&&id| !self.contains(id)) {
+            return Err(PersistError::NotFound(id));
+        }
+        let reach = loop {
+            let r = self.inner.state.lock().reach(ids.to_vec());
+            match r {
+                Ok(r) => break r,
+                Err(unknown) => self.resolve_refs(unknown)?,
+            }
+        };
+        let mut held: Vec<ObjectId> = {
+            let st = self.inner.state.lock();
+            reach
+                .into_iter()
+                .filter(|id| st.entries.get(id).is_some_and(|e| !e.dead()))
+                .collect()
+        };
+        held.sort_unstable();
+        self.flush_ids(&held)?;
+        Ok(held.len())
+    }
+
     /// Finds and records the references of `unknown` objects: decodes their bytes
     /// (resident, re-encoded or read from disk, released objects included) with the
     /// type registered for their type name. Objects with no bytes left (vanished, or

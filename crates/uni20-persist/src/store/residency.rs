@@ -8,7 +8,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::state::{verify, OnDisk, Settled};
+use super::state::{for_each_parallel, verify, OnDisk, Settled};
 use super::Store;
 use crate::{ObjectId, PersistError};
 
@@ -18,10 +18,27 @@ impl Store {
     ///
     /// Live [`PValue`](crate::PValue)s keep their value (they hold their own
     /// reference), and explicit pins ([`pin`](Store::pin)) are dropped with it. If the
-    /// object has a disk file it stays servable from disk; otherwise (an in-memory
-    /// store, an unspilled replica) this store forgets it entirely, as nothing else
-    /// holds its bytes. No I/O. Returns `true` if anything was dropped.
+    /// object has a disk file it stays servable from disk. In a disk store, an
+    /// object this store committed that has no file yet (commits are written
+    /// behind, see [`commit`](Store::commit)) is written first (a spill: one file
+    /// write, not fsynced), so it stays servable from disk; if that write fails the
+    /// object stays resident, the failure goes to
+    /// [`take_background_error`](Store::take_background_error), and `false` is
+    /// returned. Otherwise (an in-memory store, an unspilled replica, which its
+    /// owner can serve again) this store forgets it entirely, as nothing else holds
+    /// its bytes. No other I/O. Returns `true` if anything was dropped.
     pub fn evict(&self, id: ObjectId) -> bool {
+        if self.inner.disk.is_some() && id.origin == self.inner.rank && id.nonce == self.inner.nonce {
+            if let Err(err) = self.write_back(id) {
+                tracing::error!(object = %id, error = %err, "evict: cannot write the object's file; it stays resident");
+                let mut st = self.inner.state.lock();
+                st.stats.spill_failures += 1;
+                if st.background_error.is_none() {
+                    st.background_error = Some(err);
+                }
+                return false;
+            }
+        }
         let mut st = self.inner.state.lock();
         let Some(e) = st.entries.get(&id) else { return false };
         if e.disk != OnDisk::No {
@@ -36,6 +53,48 @@ impl Store {
         } else {
             st.remove(id).is_some()
         }
+    }
+
+    /// Writes the file of resident entry `id` if it has none yet (a spill, counted
+    /// in `spills` and `disk_writes`); a no-op for an entry that has a file, is
+    /// released (no root keeps it: it needs no file), is not resident or is unknown.
+    fn write_back(&self, id: ObjectId) -> Result<(), PersistError> {
+        let Some(disk) = self.inner.disk.as_ref() else {
+            return Ok(());
+        };
+        let (meta, refs, src) = {
+            let st = self.inner.state.lock();
+            let Some(e) = st.entries.get(&id) else { return Ok(()) };
+            if e.disk != OnDisk::No || e.released_unrooted() {
+                return Ok(());
+            }
+            let src = match (&e.bytes, e.decoded(), e.encoder) {
+                (Some(b), _, _) => Ok(b.clone()),
+                (None, Some(v), Some(enc)) => Err((v, enc)),
+                _ => return Ok(()),
+            };
+            (e.meta.clone(), e.refs.clone(), src)
+        };
+        self.take_injected_spill_failure(id)?;
+        let bytes: Arc<Vec<u8>> = match src {
+            Ok(b) => b,
+            Err((v, enc)) => {
+                let b = enc(&*v).ok_or_else(|| PersistError::Decode(format!("object {id}: encoder type mismatch")))?;
+                drop(v);
+                verify(&meta, &b, None)?;
+                b.into()
+            }
+        };
+        disk.write_object(&meta, refs.as_deref(), &bytes)?;
+        let mut st = self.inner.state.lock();
+        st.stats.spills += 1;
+        st.stats.disk_writes += 1;
+        if let Some(e) = st.entries.get_mut(&id) {
+            if e.disk == OnDisk::No {
+                e.disk = OnDisk::Written;
+            }
+        }
+        Ok(())
     }
 
     /// Evicts unpinned entries, least recently used first, until the resident bytes
@@ -191,8 +250,10 @@ impl Store {
         };
         let mut removed = 0;
         let mut first_err = Ok(());
-        for &id in ids {
-            match disk.remove_object(id) {
+        // Concurrent unlinks, as flushes fsync concurrently (see `for_each_parallel`).
+        let results = for_each_parallel(ids, |&id| disk.remove_object(id));
+        for (&id, res) in ids.iter().zip(results) {
+            match res {
                 Ok(()) => removed += 1,
                 Err(e) => {
                     tracing::error!(object = %id, error = %e, "cannot delete the file of a released object");
