@@ -649,13 +649,13 @@ impl SweepEngine {
                     // The next step loads it on demand: resident afterwards.
                     off[k] = false;
                 }
-            } else if !off[k] {
-                offload(ctl, t)?;
-                off[k] = true;
-            } else if dist == 0 {
+            } else {
+                if !off[k] {
+                    offload(ctl, t)?;
+                }
                 // Over budget yet needed next: the step loads it again, so
-                // the next fit offloads it again.
-                off[k] = false;
+                // the next fit must offload it again.
+                off[k] = dist != 0;
             }
         }
         Ok(())
