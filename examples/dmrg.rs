@@ -203,9 +203,13 @@ fn parse_size(s: &str) -> Result<u64, String> {
     Ok((n * mul as f64).round() as u64)
 }
 
-/// Bytes as MB (10^6), for the output.
+/// Bytes as MB (10^6), or kB below 1 MB, for the output.
 fn mb(bytes: u64) -> String {
-    format!("{:.1} MB", bytes as f64 / 1e6)
+    if bytes < 1_000_000 {
+        format!("{:.1} kB", bytes as f64 / 1e3)
+    } else {
+        format!("{:.2} MB", bytes as f64 / 1e6)
+    }
 }
 
 /// `--conserve`: none, Sz, N, N,Sz, parity (any case).

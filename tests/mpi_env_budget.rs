@@ -27,7 +27,13 @@ fn energies(ctl: &Controller<'_>, budget: Option<EnvBudget>) -> (Vec<f64>, uni20
     let e = (0..4).map(|_| d.sweep(ctl, &mut |_| {}).unwrap().energy).collect();
     ctl.drain().unwrap();
     let moved = residency_stats(ctl).since(&before);
-    let on_disk = ctl.store_stats().unwrap().iter().filter(|s| s.rank != 0).map(|s| s.bytes_spilled).sum();
+    let on_disk = ctl
+        .store_stats()
+        .unwrap()
+        .iter()
+        .filter(|s| s.rank != 0)
+        .map(|s| s.bytes_spilled)
+        .sum();
     (e, moved, on_disk)
 }
 

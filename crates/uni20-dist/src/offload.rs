@@ -27,6 +27,9 @@ command!(
     /// owns ([`uni20_persist::Store::offload`]); blocks it no longer holds
     /// (released meanwhile) are skipped.
     ///
+    /// The rank then returns free memory to the operating system
+    /// ([`uni20_worker::trim_freed_memory`]).
+    ///
     /// Reply: `(resident bytes dropped, bytes written to disk)` on the rank.
     pub(crate) OffloadV1 = "uni20.offload.v1", schema 1, ResidencyDesc => (u64, u64), handle_offload
 );
@@ -63,6 +66,11 @@ fn handle_offload(ctx: &mut WorkerContext<'_>, d: ResidencyDesc) -> Result<(u64,
             Err(PersistError::NotFound(_)) => {}
             Err(e) => return Err(HandlerError::from(e).context(format!("offloading block {id} to this rank's disk"))),
         }
+    }
+    if dropped > 0 {
+        // The dropped blocks' memory leaves the rank's resident set now,
+        // not only when the allocator reuses it.
+        uni20_worker::trim_freed_memory();
     }
     Ok((dropped, written))
 }

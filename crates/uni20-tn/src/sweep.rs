@@ -20,10 +20,11 @@
 //! nearest the next bond (distance in sites from the bond the next step
 //! solves), and offloads the others to their owners' disk stores
 //! ([`uni20_dist::offload`]); with `prefetch`, an offloaded environment that
-//! comes back within the budget (the next step's, above all) is loaded again
-//! ([`uni20_dist::prefetch`]) while the current step's deferred work runs.
-//! Without prefetch, the step that needs an offloaded environment loads it
-//! when its first contraction runs. The arithmetic is the same either way:
+//! the next step needs is loaded again ([`uni20_dist::prefetch`]) while the
+//! current step's deferred work runs (the other offloaded ones stay on disk
+//! until a step needs them, so the resident environments are the recent
+//! ones, at most the budget). Without prefetch, the step that needs an
+//! offloaded environment loads it when its first contraction runs. The arithmetic is the same either way:
 //! the energies equal those of an unbudgeted run.
 //!
 //! The local problems of this crate: the ground state (and excited states,
@@ -642,11 +643,14 @@ impl SweepEngine {
             let bytes = tensor_bytes(t);
             if kept + bytes <= budget.bytes {
                 kept += bytes;
-                if off[k] && budget.prefetch {
-                    prefetch(ctl, t)?;
-                    off[k] = false;
-                } else if off[k] && dist == 0 {
-                    // The next step loads it on demand: resident afterwards.
+                // Offloaded environments within the budget come back only
+                // when the next step needs them (fetching the others early
+                // would fill memory with what is not read yet). Without
+                // prefetch the step loads them on demand; resident either way.
+                if off[k] && dist == 0 {
+                    if budget.prefetch {
+                        prefetch(ctl, t)?;
+                    }
                     off[k] = false;
                 }
             } else {
