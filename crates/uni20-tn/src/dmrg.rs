@@ -88,7 +88,7 @@ pub struct DmrgOptions {
     pub matvec: Matvec,
     /// Most bytes of environments kept resident, the others offloaded to
     /// their owners' disk stores and fetched back when needed
-    /// ([`EnvBudget`](crate::EnvBudget), the module docs of [`crate::sweep`]).
+    /// ([`EnvBudget`](crate::EnvBudget), [`SweepEngine::with_env_budget`](crate::SweepEngine::with_env_budget)).
     /// `None` (the default): every environment stays in memory.
     pub env_budget: Option<crate::EnvBudget>,
 }
