@@ -15,6 +15,7 @@
 //! cargo run --release --example dmrg -- --checkpoint /tmp/dmrg --resume r0:N@<nonce>
 //! cargo run --release --example dmrg -- --model spin1 --sites 40 --chi-max 100 --excited 1   # singlet and triplet
 //! cargo run --release --example dmrg -- --conserve Sz       # symmetric tensors, sector 2Sz = 0
+//! cargo run --release --example dmrg -- --sites 100 --chi-max 100 --env-budget 4M --profile   # out-of-core environments
 //! cargo run --release --example dmrg -- --model hubbard --conserve N,Sz --sector 8,0 --sites 8
 //! ```
 //!
@@ -38,13 +39,13 @@ use anyhow::{bail, Context};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use uni20::dist::symmetry::Charge;
-use uni20::dist::{gc, restore_redistributed};
+use uni20::dist::{gc, residency_stats, restore_redistributed};
 use uni20::persist::ObjectId;
 use uni20::tn::measure::{energy_variance, entanglement_entropy, local_expectations, schmidt_spectra, site_operator};
 use uni20::tn::models::{self, Model};
 use uni20::tn::{
-    checkpoint_truncation, total_charge, Conserve, Dmrg, DmrgOptions, LanczosOptions, Mpo, MpoOptions, Mps, Site,
-    SweepStats, SPIN_HALF,
+    checkpoint_truncation, total_charge, Conserve, Dmrg, DmrgOptions, EnvBudget, LanczosOptions, Mpo, MpoOptions, Mps,
+    Site, SweepStats, SPIN_HALF,
 };
 use uni20::Controller;
 
@@ -129,6 +130,17 @@ struct Args {
     /// process's peak resident memory.
     #[arg(long)]
     profile: bool,
+    /// Keep at most SIZE bytes (K, M, G suffixes: 1024-based) of environments resident per
+    /// rank (the engine bounds the sum over ranks by SIZE times the compute ranks); the
+    /// others are offloaded to the ranks' disk stores (the --checkpoint directory, else a
+    /// temporary directory removed at exit) and fetched back ahead of the step that needs
+    /// them. Default: every environment stays in memory.
+    #[arg(long, value_parser = parse_size)]
+    env_budget: Option<u64>,
+    /// With --env-budget: do not prefetch; a step loads its offloaded environments when
+    /// its first contraction needs them.
+    #[arg(long, requires = "env_budget")]
+    no_prefetch: bool,
     /// The model (its parameters below; a resumed run must name the same model).
     #[arg(long, value_enum, default_value_t = ModelName::Heisenberg)]
     model: ModelName,
@@ -184,6 +196,37 @@ struct Args {
     /// directory (created).
     #[arg(long)]
     output: Option<PathBuf>,
+}
+
+/// `--env-budget`: bytes, with an optional K, M or G suffix (1024-based; a trailing
+/// `B` or `iB` is allowed).
+fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let u = t.to_ascii_uppercase();
+    let u = u.strip_suffix("IB").or_else(|| u.strip_suffix('B')).unwrap_or(&u);
+    let (num, mul) = match u.chars().last() {
+        Some('K') => (&u[..u.len() - 1], 1u64 << 10),
+        Some('M') => (&u[..u.len() - 1], 1 << 20),
+        Some('G') => (&u[..u.len() - 1], 1 << 30),
+        _ => (u, 1),
+    };
+    let n: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{t}`: expected bytes, e.g. 4000000, 512K, 40M or 1.5G"))?;
+    if !(n.is_finite() && n >= 0.0) {
+        return Err(format!("`{t}`: expected a size >= 0"));
+    }
+    Ok((n * mul as f64).round() as u64)
+}
+
+/// Bytes as MB (10^6), or kB below 1 MB, for the output.
+fn mb(bytes: u64) -> String {
+    if bytes < 1_000_000 {
+        format!("{:.1} kB", bytes as f64 / 1e3)
+    } else {
+        format!("{:.2} MB", bytes as f64 / 1e6)
+    }
 }
 
 /// `--conserve`: none, Sz, N, N,Sz, parity (any case).
@@ -348,6 +391,10 @@ fn run(ctl: &Controller<'_>, args: &Args) -> anyhow::Result<()> {
             MatvecArg::Sequential => uni20::tn::Matvec::Sequential,
             MatvecArg::Fused => uni20::tn::Matvec::Fused,
         },
+        env_budget: args.env_budget.map(|b| EnvBudget {
+            bytes: b.saturating_mul(ctl.compute_ranks().len().max(1) as u64),
+            prefetch: !args.no_prefetch,
+        }),
     };
     opts.validate()?;
     if args.excited > 0 && args.checkpoint.is_some() {
@@ -376,6 +423,18 @@ fn run(ctl: &Controller<'_>, args: &Args) -> anyhow::Result<()> {
         ctl.transport_kind(),
         ctl.threads_per_rank()
     );
+    if let Some(b) = args.env_budget {
+        println!(
+            "env budget: {} per rank ({} bytes), prefetch {}; offloaded environments go to {}",
+            mb(b),
+            b,
+            if args.no_prefetch { "off" } else { "on" },
+            match &args.checkpoint {
+                Some(d) => format!("the stores in {}", d.display()),
+                None => "a temporary directory per rank (removed at exit)".into(),
+            }
+        );
+    }
     // Refuse an unusable --output now, not after the sweeps.
     if let Some(dir) = &args.output {
         std::fs::create_dir_all(dir).with_context(|| format!("creating the --output directory {}", dir.display()))?;
@@ -493,6 +552,7 @@ fn run(ctl: &Controller<'_>, args: &Args) -> anyhow::Result<()> {
             b.reset();
         }
         let before = ctl.profile();
+        let moved_before = residency_stats(ctl);
         let s = dmrg.sweep(ctl, &mut |step| {
             if let Some(b) = &bar {
                 b.set_position(step.done as u64);
@@ -520,6 +580,14 @@ fn run(ctl: &Controller<'_>, args: &Args) -> anyhow::Result<()> {
                 peak_rss().map_or("unknown".to_string(), |kb| format!("{:.1} MB", kb as f64 / 1024.0))
             );
             print_runtime_profile(&ctl.profile().since(&before), s.seconds);
+            let moved = residency_stats(ctl).since(&moved_before);
+            println!(
+                "  environments: {} in all now; offloaded {} (written {}), prefetched {} this sweep",
+                mb(dmrg.engine().env_bytes()),
+                mb(moved.bytes_offloaded),
+                mb(moved.bytes_written),
+                mb(moved.bytes_fetched)
+            );
             let c = uni20::dist::plan_cache_stats(ctl);
             println!(
                 "  plan cache: {} plans, about {:.1} MB (budget {:.0} MB), {} evictions so far",

@@ -24,6 +24,7 @@
 //! | `ops::create` | `zeros`, `random`, `identity`, their planner and command |
 //! | [`symmetry`] | abelian groups and charges, legs with sectors, the charge rule and allowed blocks, leg fusion, contraction pairs, truncation across sectors |
 //! | [`npy`] | distributed `.npy` reading and writing |
+//! | `offload` | `offload` / `prefetch` of a tensor's blocks on their owners, their commands and the root's byte counts |
 //! | `checkpoint` | checkpoints of named tensors (their blocks are kept) |
 //! | `lifetimes` | `gc` across ranks from live tensors, checkpoints and named roots |
 //! | [`spmd`] | the collective operations of the expert SPMD mode |
@@ -38,7 +39,7 @@
 //! `uni20.contract.v1`, `uni20.svd.v1`, `uni20.qr.v1`, `uni20.eigh.v1`,
 //! `uni20.distribute_factors.v1`, `uni20.sym_factorize.v1`, `uni20.sym_cut.v1`, `uni20.replicate.v1`, `uni20.put_blocks.v1`,
 //! `uni20.get_blocks.v1`, `uni20.npy_read.v1`, `uni20.npy_write.v1`,
-//! `uni20.elementwise.v1`, `uni20.regroup.v1`, `uni20.reblock.v1`, `uni20.reduce.v1`,
+//! `uni20.offload.v1`, `uni20.prefetch.v1`, `uni20.elementwise.v1`, `uni20.regroup.v1`, `uni20.reblock.v1`, `uni20.reduce.v1`,
 //! `uni20.create.v1`.
 
 #![warn(missing_docs)]
@@ -49,6 +50,7 @@ pub mod error;
 pub mod layout;
 mod lifetimes;
 pub mod npy;
+mod offload;
 mod ops;
 mod placement;
 mod redistribute;
@@ -64,6 +66,9 @@ pub use layout::Blocking;
 pub use ops::kit::tiling::Tiling;
 pub use placement::Placement;
 pub use tensor::{Block, BlockRef, DistTensor, Manifest, TensorMeta};
+
+// Offload and prefetch of a tensor's blocks.
+pub use offload::{offload, prefetch, residency_stats, ResidencyStats};
 
 // Contraction.
 pub use ops::contract::{contract, contract_with, einsum, ContractOptions};
@@ -210,6 +215,8 @@ mod tests {
             ("uni20.store_stats.v1", 1, "store_stats"),
             ("uni20.gc.v1", 1, "gc"),
             ("uni20.adopt.v1", 1, "adopt"),
+            ("uni20.offload.v1", 1, "offload"),
+            ("uni20.prefetch.v1", 1, "prefetch"),
         ];
         for (wire, schema, debug) in expected {
             let e = registry

@@ -63,5 +63,5 @@ pub use id::{ObjectId, ObjectMeta, ParseObjectIdError, PersistentPtr};
 pub use object_set::ObjectSet;
 pub use persist::{decode_postcard, encode_postcard, Persist};
 pub use service::{StorageRequest, StorageResponse};
-pub use store::{Damage, GcReport, Integrity, ReleaseReport, RemoteSource, Store, StoreOptions, StoreStats};
+pub use store::{Damage, GcReport, Integrity, Offloaded, ReleaseReport, RemoteSource, Store, StoreOptions, StoreStats};
 pub use value::PValue;

@@ -302,7 +302,10 @@ impl Universe {
             // The builder would round 0 up to 1 silently.
             return py_result(
                 py,
-                Err(Failure::new(Kind::Startup, "threads_per_rank = 0: a rank needs at least 1 kernel thread")),
+                Err(Failure::new(
+                    Kind::Startup,
+                    "threads_per_rank = 0: a rank needs at least 1 kernel thread",
+                )),
             );
         }
         if let Some(n) = slf.threads_per_rank {

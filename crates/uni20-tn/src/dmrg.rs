@@ -106,6 +106,11 @@ pub struct DmrgOptions {
     pub block: usize,
     /// How the effective Hamiltonian is applied.
     pub matvec: Matvec,
+    /// Most bytes of environments kept resident, the others offloaded to
+    /// their owners' disk stores and fetched back when needed
+    /// ([`EnvBudget`](crate::EnvBudget), [`SweepEngine::with_env_budget`](crate::SweepEngine::with_env_budget)).
+    /// `None` (the default): every environment stays in memory.
+    pub env_budget: Option<crate::EnvBudget>,
 }
 
 impl Default for DmrgOptions {
@@ -119,6 +124,7 @@ impl Default for DmrgOptions {
             e_tol_to_energy_change: crate::sweep::DEFAULT_E_TOL_TO_ENERGY_CHANGE,
             block: 64,
             matvec: Matvec::default(),
+            env_budget: None,
         }
     }
 }
@@ -295,7 +301,7 @@ impl Dmrg {
                 expected: "at least 2 for two-site DMRG",
             });
         }
-        let engine = SweepEngine::new(ctl, mpo, mps, opts.block, opts.matvec)?;
+        let engine = SweepEngine::with_env_budget(ctl, mpo, mps, opts.block, opts.matvec, opts.env_budget)?;
         Ok(Dmrg {
             engine,
             opts,

@@ -49,8 +49,8 @@ pub use mps::{site_name, Mps};
 pub use opsum::{LocalMpo, MpoOptions, OpSum, OpTerm};
 pub use sites::{Conserve, Site, SiteOp};
 pub use sweep::{
-    CentreUpdate, Control, EnergyConvergence, LocalProblem, LocalSolution, LocalStep, Observer, OneSiteHamiltonian,
-    StepInfo, SweepEngine, SweepParams, SweepSchedule, SweepStats, DEFAULT_E_TOL_TO_ENERGY_CHANGE,
+    CentreUpdate, Control, EnergyConvergence, EnvBudget, LocalProblem, LocalSolution, LocalStep, Observer,
+    OneSiteHamiltonian, StepInfo, SweepEngine, SweepParams, SweepSchedule, SweepStats, DEFAULT_E_TOL_TO_ENERGY_CHANGE,
     DEFAULT_E_TOL_TO_TRUNCATION, MAX_ADAPTIVE_E_TOL, MAX_ADAPTIVE_TOL,
 };
 pub use tdvp::{Tdvp, TdvpOptions, TdvpStep};

@@ -14,6 +14,19 @@
 //! into is dropped at once, so at most `L + 1` environments live at any
 //! time.
 //!
+//! **Environment budget** ([`EnvBudget`], [`SweepEngine::with_env_budget`]):
+//! after each step (and while the first right environments are built) the
+//! engine keeps resident at most that many bytes of environments, the ones
+//! nearest the next bond (distance in sites from the bond the next step
+//! solves), and offloads the others to their owners' disk stores
+//! ([`uni20_dist::offload`]); with `prefetch`, an offloaded environment that
+//! the next step needs is loaded again ([`uni20_dist::prefetch`]) while the
+//! current step's deferred work runs (the other offloaded ones stay on disk
+//! until a step needs them, so the resident environments are the recent
+//! ones, at most the budget). Without prefetch, the step that needs an
+//! offloaded environment loads it when its first contraction runs. The arithmetic is the same either way:
+//! the energies equal those of an unbudgeted run.
+//!
 //! The local problems of this crate: the ground state (and excited states,
 //! with projectors onto lower states) of [`crate::Dmrg`], and the forward
 //! and backward Krylov exponentials of [`crate::Tdvp`]. A user's own
@@ -43,7 +56,9 @@ use std::time::Instant;
 
 use uni20_dispatch::LocalTensor;
 use uni20_dist::decomp::EighOptions;
-use uni20_dist::{axpby, conj, contract, contract_with, eigh, norm, permute, scale, ContractOptions, DistTensor};
+use uni20_dist::{
+    axpby, conj, contract, contract_with, eigh, norm, offload, permute, prefetch, scale, ContractOptions, DistTensor,
+};
 use uni20_worker::Controller;
 
 use crate::env::{grow_left, grow_right, Matvec, TwoSiteHamiltonian};
@@ -461,6 +476,19 @@ impl<F: FnMut(&SweepStats, &Mps) -> Control> Observer for F {
     }
 }
 
+/// A bound on the environment bytes a [`SweepEngine`] keeps resident (see
+/// the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EnvBudget {
+    /// Most bytes of environment blocks kept resident, summed over the
+    /// owner ranks (the blocks' payload bytes, [`uni20_dist::TensorMeta::block_bytes`]).
+    /// The environments the next step needs are kept only if they fit: a
+    /// budget below them makes every step load them from disk.
+    pub bytes: u64,
+    /// Load offloaded environments back ahead of the step that needs them.
+    pub prefetch: bool,
+}
+
 /// The two-site sweep engine: the MPO, the MPS (right-canonical on sites
 /// `1..L` between sweeps, centre on site 0) and the environments.
 #[derive(Debug)]
@@ -473,6 +501,12 @@ pub struct SweepEngine {
     left: Vec<Option<DistTensor>>,
     /// `right[i]`: sites `i+1..L` contracted (`right[L-1]` the boundary).
     right: Vec<Option<DistTensor>>,
+    /// The environment budget, if any.
+    budget: Option<EnvBudget>,
+    /// `left_off[i]`: `left[i]` was offloaded and not fetched back since.
+    left_off: Vec<bool>,
+    /// `right_off[i]`: the same for `right[i]`.
+    right_off: Vec<bool>,
     sweeps: u64,
     energy: Option<f64>,
     last_discarded: Option<f64>,
@@ -495,6 +529,12 @@ struct Acc {
     unconverged: usize,
     lanczos_seconds: f64,
     svd_seconds: f64,
+}
+
+/// Payload bytes of `t`'s stored blocks.
+fn tensor_bytes(t: &DistTensor) -> u64 {
+    let m = t.meta();
+    (0..m.stored_blocks()).map(|b| m.block_bytes(b)).sum()
 }
 
 fn env_at(envs: &[Option<DistTensor>], i: usize) -> Result<&DistTensor, TnError> {
@@ -525,6 +565,23 @@ impl SweepEngine {
     /// `block == 0`; [`TnError::Shape`] if the MPS and MPO differ in length
     /// or local dimension; the validation errors of the contractions.
     pub fn new(ctl: &Controller<'_>, mpo: Mpo, mps: Mps, block: usize, matvec: Matvec) -> Result<SweepEngine, TnError> {
+        SweepEngine::with_env_budget(ctl, mpo, mps, block, matvec, None)
+    }
+
+    /// As [`SweepEngine::new`], keeping at most `budget` bytes of
+    /// environments resident (module docs), from the first right
+    /// environments it builds on.
+    ///
+    /// # Errors
+    /// As [`SweepEngine::new`].
+    pub fn with_env_budget(
+        ctl: &Controller<'_>,
+        mpo: Mpo,
+        mps: Mps,
+        block: usize,
+        matvec: Matvec,
+        budget: Option<EnvBudget>,
+    ) -> Result<SweepEngine, TnError> {
         let n = mps.len();
         if n < 2 {
             return Err(TnError::InvalidOption {
@@ -549,28 +606,117 @@ impl SweepEngine {
                 got: phys,
             });
         }
-        let mut left = vec![None; n];
-        let mut right = vec![None; n];
-        // Dense or symmetric boundaries, as the MPS and MPO are (checked).
-        left[0] = Some(crate::conserve::left_environment(ctl, &mpo, &mps, block)?);
-        right[n - 1] = Some(crate::conserve::right_environment(ctl, &mpo, &mps, block)?);
-        for i in (1..n - 1).rev() {
-            let env = env_at(&right, i + 1)?;
-            right[i] = Some(grow_right(ctl, env, &mpo.sites()[i + 1], mps.site(i + 1))?);
-        }
-        Ok(SweepEngine {
+        let mut e = SweepEngine {
             mpo,
             mps,
             block,
             matvec,
-            left,
-            right,
+            left: vec![None; n],
+            right: vec![None; n],
+            budget,
+            left_off: vec![false; n],
+            right_off: vec![false; n],
             sweeps: 0,
             energy: None,
             last_discarded: None,
             sweep_discarded: None,
             sweep_energy_change: None,
-        })
+        };
+        // Dense or symmetric boundaries, as the MPS and MPO are (checked).
+        e.left[0] = Some(crate::conserve::left_environment(ctl, &e.mpo, &e.mps, block)?);
+        e.right[n - 1] = Some(crate::conserve::right_environment(ctl, &e.mpo, &e.mps, block)?);
+        for i in (1..n - 1).rev() {
+            let env = env_at(&e.right, i + 1)?;
+            e.right[i] = Some(grow_right(ctl, env, &e.mpo.sites()[i + 1], e.mps.site(i + 1))?);
+            // The newest environment is the nearest to bond 0, where the
+            // first sweep starts: the window ends there.
+            e.fit_envs(ctl, i - 1)?;
+        }
+        e.fit_envs(ctl, 0)?;
+        Ok(e)
+    }
+
+    /// The environment budget, if any.
+    pub fn env_budget(&self) -> Option<EnvBudget> {
+        self.budget
+    }
+
+    /// Every environment the engine holds now: `(left environments,
+    /// right environments)`, by site (`None` where none is kept).
+    pub fn environments(&self) -> (&[Option<DistTensor>], &[Option<DistTensor>]) {
+        (&self.left, &self.right)
+    }
+
+    /// Payload bytes of all the environments the engine holds now (from
+    /// their metadata; no waiting).
+    pub fn env_bytes(&self) -> u64 {
+        self.left.iter().chain(&self.right).flatten().map(tensor_bytes).sum()
+    }
+
+    /// Applies the budget for a next step at bond `(j, j+1)`: the
+    /// environments nearest it (`left[k]` at distance `|k - j|`, `right[k]`
+    /// at `|k - j - 1|`) stay or come back within the budget, the others
+    /// are offloaded. A no-op without a budget.
+    fn fit_envs(&mut self, ctl: &Controller<'_>, j: usize) -> Result<(), TnError> {
+        let Some(budget) = self.budget else {
+            return Ok(());
+        };
+        // (distance, side, site): left first on ties (either is fine).
+        let mut order: Vec<(usize, bool, usize)> = Vec::new();
+        for (k, e) in self.left.iter().enumerate() {
+            if e.is_some() {
+                order.push((k.abs_diff(j), false, k));
+            }
+        }
+        for (k, e) in self.right.iter().enumerate() {
+            if e.is_some() {
+                order.push((k.abs_diff(j + 1), true, k));
+            }
+        }
+        order.sort_unstable();
+        let mut kept = 0u64;
+        for (dist, is_right, k) in order {
+            let (envs, off) = if is_right {
+                (&self.right, &mut self.right_off)
+            } else {
+                (&self.left, &mut self.left_off)
+            };
+            let Some(t) = envs[k].as_ref() else { continue };
+            let bytes = tensor_bytes(t);
+            if kept + bytes <= budget.bytes {
+                kept += bytes;
+                // Offloaded environments within the budget come back only
+                // when the next step needs them (fetching the others early
+                // would fill memory with what is not read yet). Without
+                // prefetch the step loads them on demand; resident either way.
+                if off[k] && dist == 0 {
+                    if budget.prefetch {
+                        prefetch(ctl, t)?;
+                    }
+                    off[k] = false;
+                }
+            } else {
+                if !off[k] {
+                    offload(ctl, t)?;
+                }
+                // Over budget yet needed next: the step loads it again, so
+                // the next fit must offload it again.
+                off[k] = dist != 0;
+            }
+        }
+        Ok(())
+    }
+
+    /// The bond the step after the one at `i` (moving right if `to_right`)
+    /// solves: the next one in the direction, or at a chain end the first
+    /// of the way back (the next sweep starts at bond 0 again).
+    fn next_bond(&self, i: usize, to_right: bool) -> usize {
+        let n = self.mps.len();
+        if to_right {
+            (i + 1).min(n - 2)
+        } else {
+            i.saturating_sub(1)
+        }
     }
 
     /// The current MPS (between sweeps: centre in site 0).
@@ -791,12 +937,14 @@ impl SweepEngine {
         let (centre_site, mut centre) = if to_right {
             problem.moved(ctl, i, true, &left)?;
             self.left[i + 1] = Some(grow_left(ctl, env_at(&self.left, i)?, &w[i], &left)?);
+            self.left_off[i + 1] = false;
             self.mps.set_site(i, left);
             (i + 1, right)
         } else {
             problem.moved(ctl, i, false, &right)?;
             if i > 0 {
                 self.right[i] = Some(grow_right(ctl, env_at(&self.right, i + 1)?, &w[i + 1], &right)?);
+                self.right_off[i] = false;
             }
             self.mps.set_site(i + 1, right);
             (i, left)
@@ -826,7 +974,8 @@ impl SweepEngine {
         } else if i > 0 {
             self.left[i + 1] = None;
         }
-        Ok(())
+        let next = self.next_bond(i, to_right);
+        self.fit_envs(ctl, next)
     }
 
     /// The density-matrix split with the mixer (module docs).

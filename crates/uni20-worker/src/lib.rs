@@ -114,3 +114,25 @@ pub use uni20_persist::Store as StoreHandle;
 
 #[doc(hidden)]
 pub use linkme;
+
+/// Hands the allocator's free memory back to the operating system
+/// (glibc's `malloc_trim(0)`: every arena, including the free pages inside
+/// the heap), so that memory a rank dropped on purpose, such as the blocks
+/// it just offloaded to disk, leaves its resident set even under the
+/// allocator settings of `uni20::keep_freed_memory` (which keep freed memory
+/// for reuse) and in the arenas of other threads (a prefetch allocates on the
+/// store's load threads). Returns `true` if memory was released. A no-op
+/// returning `false` off Linux/glibc. Costs a walk of the heap and one
+/// `madvise` per free page run; call it after large releases, not per block.
+pub fn trim_freed_memory() -> bool {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: malloc_trim only returns free memory to the kernel; glibc
+        // documents it as callable at any time, from any thread.
+        unsafe { libc::malloc_trim(0) == 1 }
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        false
+    }
+}

@@ -130,6 +130,9 @@ pub(crate) fn standalone<R>(launch: Launch, f: impl FnOnce(&Controller<'_>) -> R
             _ => {}
         }
         drop(t);
+        // Dropped before exit: an in-memory store's temporary offload
+        // directory goes with it.
+        drop(store);
         drop(universe);
         std::process::exit(match outcome {
             WorkerExit::Shutdown => 0,

@@ -122,7 +122,7 @@ impl Store {
             }
             report.kept = st.entries.len() as u64;
             drop(st);
-            if let Some(disk) = &self.inner.disk {
+            if let Some(disk) = self.file_disk() {
                 for &id in &files {
                     disk.remove_object(id)?;
                     report.files_removed += 1;

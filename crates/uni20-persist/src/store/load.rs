@@ -179,7 +179,7 @@ impl Store {
         let bytes: Arc<Vec<u8>> = match src {
             Src::Bytes(b) => b,
             Src::Disk if io => {
-                let disk = self.inner.disk.as_ref().ok_or(PersistError::NotFound(id))?;
+                let disk = self.file_disk().ok_or(PersistError::NotFound(id))?;
                 let (h, payload) = disk.read_object(id)?;
                 let mut st = self.inner.state.lock();
                 st.stats.disk_reads += 1;
@@ -320,7 +320,7 @@ impl Store {
                 b
             }
             Src::Disk => {
-                let disk = self.inner.disk.as_ref().ok_or(PersistError::NotFound(id))?;
+                let disk = self.file_disk().ok_or(PersistError::NotFound(id))?;
                 let (h, b) = disk.read_object(id)?;
                 self.inner.state.lock().stats.disk_reads += 1;
                 if h.meta != meta {

@@ -11,7 +11,7 @@
 //! `encoded`), `residency` (budget, LRU eviction, spill, the cheap sweep of released
 //! objects), `durability` (flush and fsync), `reach` (reachability through
 //! references), `release` (the owner's release), `gc` (named roots and garbage
-//! collection), `verify` (integrity checks by ID), `adopt` (copying an object out of another rank's directory under the same root, for a restore on another rank count) and `faults` (fault injection). Layers only call downwards: `state` <
+//! collection), `verify` (integrity checks by ID), `adopt` (copying an object out of another rank's directory under the same root, for a restore on another rank count), `offload` (offload and prefetch on request, with the spill directory of an in-memory store) and `faults` (fault injection). Layers only call downwards: `state` <
 //! `faults` < `residency` < `commit` < `load` < `durability` < `reach` < `release` <
 //! `gc`, with `adopt` above `durability` and `open` on top.
 
@@ -21,6 +21,7 @@ mod durability;
 mod faults;
 mod gc;
 mod load;
+mod offload;
 mod open;
 mod reach;
 mod release;
@@ -38,6 +39,7 @@ use crate::disk::Disk;
 use crate::id::fresh_nonce;
 use crate::pool::LoadPool;
 use crate::{ObjectId, ObjectMeta, Persist, PersistError};
+pub use offload::Offloaded;
 pub use state::StoreStats;
 use state::{refs_erased, Alloc, Entry, OnDisk, State};
 pub use verify::{Damage, Integrity};
@@ -157,6 +159,9 @@ struct Inner {
     roots_edit: Mutex<()>,
     /// Source consulted on a local miss.
     remote: RwLock<Option<Arc<dyn RemoteSource>>>,
+    /// The directory of an in-memory store's offloaded objects (`Store::offload`),
+    /// set once: given ([`Store::set_offload_dir`]) or a temporary one.
+    spill: std::sync::OnceLock<offload::SpillDir>,
     /// Background threads of `Store::load`.
     pool: LoadPool,
     /// Commits still to fail (fault injection, [`Store::inject_io_failures`]).
@@ -222,6 +227,7 @@ impl Store {
                 alloc: Mutex::new(Alloc { next, reserved: next }),
                 roots_edit: Mutex::new(()),
                 remote: RwLock::new(None),
+                spill: std::sync::OnceLock::new(),
                 pool: LoadPool::new(),
                 io_faults: std::sync::atomic::AtomicU32::new(0),
                 spill_faults: std::sync::atomic::AtomicU32::new(0),
@@ -262,6 +268,15 @@ impl Store {
     /// in-memory store.
     pub fn object_path(&self, id: ObjectId) -> Option<PathBuf> {
         self.inner.disk.as_ref().map(|d| d.object_path(id))
+    }
+
+    /// The disk that holds this store's object files: its rank directory, or for
+    /// an in-memory store the directory of its offloaded objects once it has one.
+    pub(super) fn file_disk(&self) -> Option<&Disk> {
+        self.inner
+            .disk
+            .as_ref()
+            .or_else(|| self.inner.spill.get().map(|s| &s.disk))
     }
 
     /// Installs the source consulted by `load_wait`/`load` on a local miss,

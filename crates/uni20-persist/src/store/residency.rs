@@ -245,7 +245,7 @@ impl Store {
     /// Deletes the files of `ids` (a missing file is fine), counting each in the
     /// stats. Tries them all; returns how many were deleted and the first error.
     pub(super) fn delete_object_files(&self, ids: &[ObjectId]) -> (u64, Result<(), PersistError>) {
-        let Some(disk) = self.inner.disk.as_ref() else {
+        let Some(disk) = self.file_disk() else {
             return (0, Ok(()));
         };
         let mut removed = 0;

@@ -138,6 +138,17 @@ pub struct StoreStats {
     /// Released objects freed (removed from memory and disk), by
     /// [`Store::release`](crate::Store::release) or a later sweep.
     pub releases: u64,
+    /// Objects whose resident forms [`Store::offload`](crate::Store::offload) dropped.
+    pub offloads: u64,
+    /// Bytes of resident forms dropped by those offloads (their charge).
+    pub bytes_offloaded: u64,
+    /// Object files written by offloads (objects that had no file yet).
+    pub offload_writes: u64,
+    /// Loads started by [`Store::prefetch`](crate::Store::prefetch) that made an
+    /// object resident.
+    pub prefetches: u64,
+    /// Encoded bytes made resident by those prefetches.
+    pub bytes_prefetched: u64,
 }
 
 impl StoreStats {
