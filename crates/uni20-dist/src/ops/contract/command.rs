@@ -195,6 +195,10 @@ impl ContractDescriptorV1 {
 impl ItemWork for ContractDescriptorV1 {
     item_work_fields!(WorkItem);
     const OPERATION: &'static str = "contract";
+    fn cost(&self, item: &WorkItem) -> Option<u64> {
+        let out: u64 = item.out_shape.iter().map(|&n| n as u64).product();
+        Some(item.flops.saturating_add(out))
+    }
     fn compute(&self, ctx: &KernelContext<'_>, _: usize, item: &WorkItem) -> Result<LocalTensor, HandlerError> {
         let load = |r: &BlockRef| {
             ctx.store()

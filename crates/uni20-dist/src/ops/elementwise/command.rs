@@ -83,6 +83,10 @@ command!(
 impl ItemWork for ElementwiseDescV1 {
     item_work_fields!(ElementwiseItem);
     const OPERATION: &'static str = "element-wise";
+    fn cost(&self, item: &ElementwiseItem) -> Option<u64> {
+        // A few operations per element written.
+        Some(4 * item.out_shape.iter().map(|&n| n as u64).product::<u64>())
+    }
     fn compute(&self, ctx: &KernelContext<'_>, _: usize, item: &ElementwiseItem) -> Result<LocalTensor, HandlerError> {
         let store = ctx.store();
         let a = store

@@ -39,7 +39,25 @@ pub trait ItemWork: Sync {
     /// # Errors
     /// A [`HandlerError`] (the handler adds the item and its block).
     fn compute(&self, ctx: &KernelContext<'_>, idx: usize, item: &Self::Item) -> Result<LocalTensor, HandlerError>;
+
+    /// Estimated work of `item` (multiply-adds plus elements written), for
+    /// the choice between running this rank's items in parallel and one
+    /// after the other; `None` (the default): unknown, run in parallel when
+    /// there are several items and threads.
+    fn cost(&self, item: &Self::Item) -> Option<u64> {
+        let _ = item;
+        None
+    }
 }
+
+/// Least estimated work ([`ItemWork::cost`], summed over a rank's items of
+/// one command) for which the items run in parallel on the rank's pool:
+/// below it, waking the pool's threads costs more than they save (2^18, as
+/// the threshold of a split GEMM). A symmetric DMRG step is thousands of
+/// commands of a few small sector blocks each: with 2 threads on 2 cores
+/// running those in parallel made an L = 60, chi = 100 run 2.1x slower
+/// than with one thread (`docs/performance.md`).
+pub(crate) const PARALLEL_MIN_COST: u64 = 1 << 18;
 
 /// The `Item` type, `work` and `place` of an [`ItemWork`] impl whose
 /// descriptor holds `items: Vec<$item>` and `transfers: Vec<Transfer>` and
@@ -101,7 +119,11 @@ pub fn handle_items<D: ItemWork>(ctx: &mut WorkerContext<'_>, d: D) -> Result<Ve
     };
     let threads = kernels.threads();
     let mut out = Vec::with_capacity(mine.len());
-    if threads > 1 && mine.len() > 1 {
+    let known: Option<u64> = mine
+        .iter()
+        .map(|&(_, _, item)| d.cost(item))
+        .try_fold(0u64, |acc, c| c.map(|c| acc.saturating_add(c)));
+    if threads > 1 && mine.len() > 1 && known.is_none_or(|c| c >= PARALLEL_MIN_COST) {
         // A bounded number of items in flight, so that the outputs held
         // before their commit (which enforces the store's budget) stay a
         // small part of the command's.
