@@ -531,8 +531,10 @@ mod tests {
         assert_eq!(e_tol(Some(1.0)), crate::MAX_ADAPTIVE_E_TOL);
         assert!((e_tol(Some(1e-9)) - c * 1e-9).abs() < 1e-24);
         // The larger of this rule and the truncation's.
-        let both = p.step_lanczos_after(Some(0.0), Some(1e-6), Some(1e-9)).e_tol;
-        assert!((both - p.e_tol_to_truncation * 1e-6).abs() < 1e-20);
+        // (w_sweep 1e-8: below the cap with the default factor 10.)
+        let both = p.step_lanczos_after(Some(0.0), Some(1e-8), Some(1e-9)).e_tol;
+        assert!(p.e_tol_to_truncation * 1e-8 < crate::MAX_ADAPTIVE_E_TOL);
+        assert!((both - p.e_tol_to_truncation * 1e-8).abs() < 1e-22);
         // Off (0 * INFINITY must not turn into a tolerance).
         let off = SweepParams {
             e_tol_to_energy_change: 0.0,
