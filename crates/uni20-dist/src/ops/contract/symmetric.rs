@@ -222,6 +222,7 @@ pub(crate) const PAIR_MEMO_ENTRIES: usize = 1024;
 /// What the block pairs of a symmetric contraction depend on: the labels
 /// (A, B, output), the conjugation and the operands' layouts (compared by
 /// value: symmetry, legs and flux determine the allowed blocks).
+#[derive(Clone)]
 struct MemoKey {
     labels: [Vec<char>; 3],
     conj: [bool; 2],
@@ -298,11 +299,7 @@ impl PairMemo {
         let mut m = self.lock();
         if m.map.len() >= PAIR_MEMO_ENTRIES {
             // O(entries), on a miss only (a miss runs plan_pairs, far dearer).
-            let oldest = m.map.iter().min_by_key(|(_, (_, t))| *t).map(|(k, _)| MemoKey {
-                labels: k.labels.clone(),
-                conj: k.conj,
-                layouts: k.layouts.clone(),
-            });
+            let oldest = m.map.iter().min_by_key(|(_, (_, t))| *t).map(|(k, _)| k.clone());
             if let Some(k) = oldest {
                 m.map.remove(&k);
             }
