@@ -68,3 +68,79 @@ pub fn contraction_with_inputs_on_storage(ctl: &Controller<'_>) -> u64 {
     assert_eq!(ask(StorageRequest::Has(missing)), StorageResponse::Has(false));
     from_storage
 }
+
+/// A flow's bytes in both directions.
+fn both(f: uni20::worker::transport::Flow) -> u64 {
+    f.bytes_sent + f.bytes_received
+}
+
+/// Workers put blocks onto the storage rank and fetch them back as steps of
+/// plans (`place`, and a contraction reading the placed tensor), and the
+/// root's transport, which counts every message it sends and receives,
+/// carries none of their payload: no block-transfer, root-data or
+/// collective bytes at all, and control traffic (envelopes, replies) a
+/// small fraction of the payload moved. Returns the payload bytes that went
+/// to and from the storage rank.
+pub fn put_and_fetch_through_storage(ctl: &Controller<'_>) -> u64 {
+    let storage = ctl.storage_ranks()[0];
+    let (la, lb) = (ramp(&[48, 40], 1.0), ramp(&[40, 48], 0.25));
+    // Inputs on the workers (the scatter goes through the root, by design: before the count).
+    let a = DistTensor::from_local(ctl, &la, 16).unwrap();
+    let b = DistTensor::from_local(ctl, &lb, 16).unwrap();
+    a.manifest(ctl).unwrap();
+    b.manifest(ctl).unwrap();
+    let before = ctl.transport().traffic();
+
+    // Computed on the workers, put onto the storage rank worker to storage rank.
+    let c = contract(ctl, "ij,jk->ik", &a, &b).unwrap();
+    let stored = uni20::dist::place(ctl, &c, &Placement::Storage).unwrap();
+    let put = stored.plan_summary().unwrap().clone();
+    assert!(stored.manifest(ctl).unwrap().blocks.iter().all(|r| r.owner == storage));
+    let put_bytes = put.per_rank.get(&storage).map_or(0, |s| s.bytes_received);
+    assert!(put_bytes > 0 && put_bytes == put.bytes_moved, "the put moves every block to the storage rank");
+    drop(c);
+    ctl.collect().unwrap();
+
+    // A contraction on the workers fetches the stored blocks from the storage rank.
+    let d = contract(ctl, "ik,kj->ij", &stored, &a).unwrap();
+    d.manifest(ctl).unwrap();
+    let fetch = d.plan_summary().unwrap().clone();
+    let fetched = fetch.per_rank.get(&storage).map_or(0, |s| s.bytes_sent);
+    assert!(fetched > 0, "the contraction fetches from the storage rank");
+    assert!(fetch.per_rank.get(&storage).is_none_or(|s| s.items == 0), "storage rank computed");
+    // And the whole tensor back onto the workers.
+    let back = uni20::dist::place(ctl, &stored, &Placement::Workers).unwrap();
+    assert!(back.manifest(ctl).unwrap().blocks.iter().all(|r| r.owner != storage));
+    let got_back = back.plan_summary().unwrap().per_rank.get(&storage).map_or(0, |s| s.bytes_sent);
+    assert_eq!(got_back, put_bytes, "every block comes back");
+    ctl.collect().unwrap();
+
+    let after = ctl.transport().traffic();
+    let moved = put_bytes + fetched + got_back;
+    let delta = |f: fn(&uni20::worker::transport::Traffic) -> uni20::worker::transport::Flow| {
+        both(f(&after)) - both(f(&before))
+    };
+    assert_eq!(delta(|t| t.block_data), 0, "block payload through the root");
+    assert_eq!(delta(|t| t.root_data), 0, "root data phases during the puts and fetches");
+    assert_eq!(delta(|t| t.collective), 0, "collectives during the puts and fetches");
+    let control = delta(|t| t.control);
+    assert!(
+        control * 4 < moved,
+        "the root's control traffic ({control} bytes) is not small against the {moved} payload bytes moved"
+    );
+
+    // The values, through the root on purpose (after the count).
+    let spec = EinsumSpec::parse("ij,jk->ik").unwrap();
+    let one = C64::new(1.0, 0.0);
+    let zero = C64::new(0.0, 0.0);
+    let backends = BackendList::reference_only();
+    let lc = local_contract(&spec, one, &la, &lb, zero, None, &backends).unwrap();
+    let ld = local_contract(&EinsumSpec::parse("ik,kj->ij").unwrap(), one, &lc, &la, zero, None, &backends).unwrap();
+    assert!(back.to_local(ctl).unwrap().max_abs_diff(&lc).unwrap() < 1e-12);
+    assert!(d.to_local(ctl).unwrap().max_abs_diff(&ld).unwrap() < 1e-10);
+    println!(
+        "storage: {put_bytes} bytes put, {fetched} fetched by a contraction, {got_back} brought back; root: \
+         {control} control bytes, 0 payload bytes"
+    );
+    moved
+}

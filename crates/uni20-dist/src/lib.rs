@@ -17,7 +17,7 @@
 //! | `ops::kit` | what every family shares: item assignment, block sources, item plans and their submission, size limits, the deferred submit/fill/poison machinery, the generic item handler |
 //! | `ops::contract` | `contract`, `einsum`, its pure planner (`plan`), operand alignment (`align`), its command |
 //! | `ops::decomp` | `svd`, `qr`, `lq`, `eigh`: split parser, planner, commands, worker assembly, root flow |
-//! | `ops::replicate` | `replicate`, its planner and command |
+//! | `ops::replicate` | `replicate` and `place`, their planners and command |
 //! | `ops::elementwise` | `axpby`, `scale`, `conj`, `permute`, `reshape`, their label specs, planner and command; on symmetric tensors also `fuse_legs` / `split_leg` (`symmetric`: layouts and copy geometry; `regroup`: their command) |
 //! | `ops::reblock` | `reblock`, its planner and command |
 //! | `ops::reduce` | `norm`, `inner`, `max_abs` (`reduce`), its planner and command |
@@ -82,7 +82,7 @@ pub use ops::kit::{
 // Element-wise operations, redistribution and replication.
 pub use ops::elementwise::{axpby, conj, fuse_legs, permute, reshape, scale, split_leg};
 pub use ops::reblock::reblock;
-pub use ops::replicate::replicate;
+pub use ops::replicate::{place, replicate};
 
 // Creation on the workers (dense, and symmetric: charge-allowed blocks only).
 pub use ops::create::{identity, random, sym_identity, sym_random, sym_zeros, zeros};

@@ -14,7 +14,7 @@ use crate::ObjectId;
 #[derive(thiserror::Error, Debug)]
 #[non_exhaustive]
 pub enum PersistError {
-    /// The object is not present in this store and no configured remote source has it.
+    /// The object is not present in this store.
     #[error("object {0} not found")]
     NotFound(ObjectId),
     /// Payload bytes do not match their metadata (size or CRC-32). `path` names the
@@ -78,12 +78,15 @@ pub enum PersistError {
         #[source]
         source: std::io::Error,
     },
-    /// A remote source (another rank, a storage rank) failed to deliver an object.
+    /// Another rank's copy of an object could not be taken over
+    /// ([`Store::adopt`](crate::Store::adopt): no such file in the old owner's
+    /// directory, or this store has no directory), or a storage rank's answer
+    /// to a get was a failure ([`StorageResponse::into_fetched`](crate::StorageResponse::into_fetched)).
     #[error("remote fetch of object {id} failed: {reason}")]
     Remote {
         /// Object requested.
         id: ObjectId,
-        /// Reason reported by the remote source.
+        /// What went wrong, with the path or the other rank's message.
         reason: String,
     },
     /// [`Store::open`](crate::Store::open) of a rank directory that a live store of this

@@ -33,9 +33,11 @@
 //! assert_eq!(&*other.try_load_local(p).unwrap(), &[1.0, 2.0, 3.0]);
 //! ```
 //!
-//! A storage rank answers [`StorageRequest`]s with [`Store::serve`]; a worker runtime
-//! plugs its transport in as a [`RemoteSource`] so that loads fetch missing objects
-//! from other ranks.
+//! A storage rank answers [`StorageRequest`]s with [`Store::serve`]. A store never
+//! fetches from other ranks by itself: an object of another rank is loaded only after a
+//! plan's explicit transfer inserted it as a replica ([`Store::insert_replica`]), so that
+//! every byte that moves between ranks is a step of a plan (the design's rule that
+//! communication is never an invisible fallback).
 //!
 //! Values computed through `uni20-async` enter the store at an epoch:
 //! [`Store::persist_copy`] commits a copy of a [`ReadBuffer`](uni20_async::ReadBuffer)'s
@@ -63,5 +65,5 @@ pub use id::{ObjectId, ObjectMeta, ParseObjectIdError, PersistentPtr};
 pub use object_set::ObjectSet;
 pub use persist::{decode_postcard, encode_postcard, Persist};
 pub use service::{StorageRequest, StorageResponse};
-pub use store::{Damage, GcReport, Integrity, Offloaded, ReleaseReport, RemoteSource, Store, StoreOptions, StoreStats};
+pub use store::{Damage, GcReport, Integrity, Offloaded, ReleaseReport, Store, StoreOptions, StoreStats};
 pub use value::PValue;

@@ -73,8 +73,8 @@ impl StorageResponse {
         }
     }
 
-    /// Turns a `Get` answer into what [`RemoteSource::fetch`](crate::RemoteSource::fetch)
-    /// returns: `Object` gives `Some`, `NotFound` gives `None`.
+    /// Turns a `Get` answer into the object's metadata and bytes (ready for
+    /// [`Store::insert_replica`]): `Object` gives `Some`, `NotFound` gives `None`.
     ///
     /// # Errors
     /// [`PersistError::Remote`] for `Failed` and for answers that are not to a `Get`.

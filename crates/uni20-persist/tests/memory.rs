@@ -2,7 +2,6 @@
 
 mod common;
 
-use std::sync::Arc;
 use std::task::Poll;
 
 use uni20_persist::*;
@@ -236,46 +235,29 @@ fn async_load_hit_is_immediate() {
     ));
 }
 
-struct Peer(Store);
-impl RemoteSource for Peer {
-    fn fetch(&self, id: ObjectId) -> Result<Option<(ObjectMeta, Vec<u8>)>, PersistError> {
-        match self.0.encoded(id) {
-            Ok((m, b)) => Ok(Some((m, b.to_vec()))),
-            Err(PersistError::NotFound(_)) => Ok(None),
-            Err(e) => Err(e),
-        }
-    }
-}
-
-struct Liar;
-impl RemoteSource for Liar {
-    fn fetch(&self, id: ObjectId) -> Result<Option<(ObjectMeta, Vec<u8>)>, PersistError> {
-        let meta = ObjectMeta::of_bytes(id, "uni20.bytes.v1", b"abc");
-        Ok(Some((meta, b"abd".to_vec())))
-    }
+/// Copies object `id` of `from` into `to` as a replica (what a plan's transfer does).
+fn ship(from: &Store, to: &Store, id: ObjectId) {
+    let (meta, bytes) = from.encoded(id).unwrap();
+    to.insert_replica(meta, bytes.to_vec()).unwrap();
 }
 
 #[test]
-fn remote_source_fetch() {
+fn a_store_never_fetches_another_ranks_object_by_itself() {
     let a = Store::in_memory(0);
     let b = Store::in_memory(1);
-    b.set_remote_source(Arc::new(Peer(a.clone())));
     let p = a.commit(String::from("far away")).unwrap();
-    assert!(b.try_load_local(p).is_none());
+    assert!(matches!(b.load_wait(p), Err(PersistError::NotFound(_))));
+    assert!(matches!(common::block_on(b.load(p)), Err(PersistError::NotFound(_))));
+    ship(&a, &b, p.id());
     assert_eq!(&*b.load_wait(p).unwrap(), "far away");
-    assert_eq!(b.stats().remote_fetches, 1);
     assert!(b.contains(p.id()));
-    // Async miss goes through the pool.
-    let q = a.commit(String::from("async")).unwrap();
-    assert_eq!(&*common::block_on(b.load(q)).unwrap(), "async");
-    let missing = PersistentPtr::<String>::from_id(ObjectId::new(0, 999));
-    assert!(matches!(b.load_wait(missing), Err(PersistError::NotFound(_))));
-
+    // A replica with damaged bytes is refused and not kept.
+    let q = a.commit(vec![7u8, 8, 9]).unwrap();
+    let (meta, mut bytes) = a.encoded(q.id()).map(|(m, b)| (m, b.to_vec())).unwrap();
+    *bytes.last_mut().unwrap() ^= 1;
     let c = Store::in_memory(2);
-    c.set_remote_source(Arc::new(Liar));
-    let r = PersistentPtr::<Vec<u8>>::from_id(ObjectId::new(0, 0));
-    assert!(matches!(c.load_wait(r), Err(PersistError::Checksum { .. })));
-    assert!(!c.contains(r.id()));
+    assert!(matches!(c.insert_replica(meta, bytes), Err(PersistError::Checksum { .. })));
+    assert!(!c.contains(q.id()));
 }
 
 #[test]
@@ -373,7 +355,7 @@ fn panicking_decode_in_async_load_does_not_hang() {
     let a = Store::in_memory(0);
     let p = a.commit(Bomb).unwrap();
     let b = Store::in_memory(1);
-    b.set_remote_source(Arc::new(Peer(a.clone())));
+    ship(&a, &b, p.id());
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| common::block_on(b.load(p))));
     assert!(r.is_err());
     // The store still works afterwards.

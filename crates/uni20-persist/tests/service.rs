@@ -1,6 +1,5 @@
-//! Storage-rank protocol, explicit pins, named roots, stores as remote sources.
+//! Storage-rank protocol, explicit pins, named roots. (Objects of other ranks arrive only as replicas a plan inserts; a store never fetches on a miss.)
 
-use std::sync::Arc;
 
 use uni20_persist::*;
 
@@ -54,15 +53,6 @@ fn serve_get_put_has_pin_unpin() {
     }
     assert!(StorageResponse::Has(true).into_fetched(missing).is_err());
     assert_eq!(StorageResponse::NotFound(missing).into_fetched(missing).unwrap(), None);
-}
-
-#[test]
-fn store_is_a_remote_source() {
-    let a = Store::in_memory(0);
-    let b = Store::in_memory(1);
-    b.set_remote_source(Arc::new(a.clone()));
-    let p = a.commit(vec![42u32]).unwrap();
-    assert_eq!(&*b.load_wait(p).unwrap(), &[42]);
 }
 
 #[test]

@@ -49,11 +49,16 @@ impl Shared {
 pub(crate) struct InProcessTransport {
     rank: usize,
     shared: Arc<Shared>,
+    traffic: crate::transport::TrafficCounter,
 }
 
 impl InProcessTransport {
     pub(crate) fn new(rank: usize, shared: Arc<Shared>) -> InProcessTransport {
-        InProcessTransport { rank, shared }
+        InProcessTransport {
+            rank,
+            shared,
+            traffic: Default::default(),
+        }
     }
 
     /// Marks this rank as gone: it sends nothing more, and peers waiting for
@@ -86,6 +91,9 @@ impl InProcessTransport {
         loop {
             if let Some(pos) = q.iter().position(&matches) {
                 let m = q.remove(pos);
+                if m.src != self.rank {
+                    self.traffic.received(m.tag, m.bytes.len());
+                }
                 return Ok((m.src, m.bytes));
             }
             self.check_abort()?;
@@ -122,6 +130,9 @@ impl Transport for InProcessTransport {
             rank: dest,
             size: self.size(),
         })?;
+        if dest != self.rank {
+            self.traffic.sent(tag, bytes.len());
+        }
         mb.queue.lock().push(Message {
             src: self.rank,
             tag,
@@ -157,6 +168,9 @@ impl Transport for InProcessTransport {
             .position(|m| m.tag == tag && src.is_none_or(|s| s == m.src))
             .map(|pos| {
                 let m = q.remove(pos);
+                if m.src != self.rank {
+                    self.traffic.received(m.tag, m.bytes.len());
+                }
                 (m.src, m.bytes)
             }))
     }
@@ -172,6 +186,9 @@ impl Transport for InProcessTransport {
     }
     fn aborted(&self) -> Option<String> {
         self.shared.aborted.lock().clone()
+    }
+    fn traffic(&self) -> crate::transport::Traffic {
+        self.traffic.snapshot()
     }
     fn abort(&self, reason: &str) {
         {

@@ -48,6 +48,7 @@ pub(crate) struct Scripted {
     sent: RefCell<Vec<Sent>>,
     polls: Cell<usize>,
     aborted: RefCell<Option<String>>,
+    traffic: crate::transport::TrafficCounter,
 }
 
 /// Polls of `try_recv` after which the script declares the root stuck.
@@ -62,6 +63,7 @@ impl Scripted {
             sent: RefCell::new(Vec::new()),
             polls: Cell::new(0),
             aborted: RefCell::new(None),
+            traffic: Default::default(),
         }
     }
 
@@ -132,8 +134,11 @@ impl Scripted {
         let pos = q
             .iter()
             .position(|(s, t, _)| *t == tag && src.is_none_or(|x| x == *s))?;
-        let (s, _, b) = q.remove(pos)?;
+        let (s, t, b) = q.remove(pos)?;
         self.received.set(self.received.get() + 1);
+        if s != 0 {
+            self.traffic.received(t, b.len());
+        }
         Some((s, b))
     }
 
@@ -162,6 +167,9 @@ impl Transport for Scripted {
                 rank: dest,
                 size: self.size,
             });
+        }
+        if dest != 0 {
+            self.traffic.sent(tag, bytes.len());
         }
         self.sent.borrow_mut().push(Sent {
             dest,
@@ -206,6 +214,9 @@ impl Transport for Scripted {
             return Err(TransportError::Aborted("script: the root polls forever".into()));
         }
         Ok(self.take(src, tag))
+    }
+    fn traffic(&self) -> crate::transport::Traffic {
+        self.traffic.snapshot()
     }
     fn abort(&self, reason: &str) {
         let mut a = self.aborted.borrow_mut();

@@ -14,6 +14,7 @@
 //! ([`crate::config::RankConfig::chunk_bytes`]); callers always see whole messages.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -49,6 +50,145 @@ pub const TAG_DATA_BASE: Tag = 1000;
 /// messages between one pair of ranks with one tag never overtake).
 pub fn data_tag(index: usize) -> Tag {
     TAG_DATA_BASE + (index % 30_000) as Tag
+}
+
+/// What a message carries, by its tag: the classes [`Traffic`] counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TrafficClass {
+    /// Start-up, command envelopes, replies, abort and fin frames
+    /// ([`TAG_HELLO`], [`TAG_START`], [`TAG_CMD`], [`TAG_REPLY`],
+    /// [`TAG_ABORT`], [`TAG_FIN`]).
+    Control,
+    /// Payloads of root-involving data phases ([`TAG_ROOT_DATA`]: scatter
+    /// from and gather to the root).
+    RootData,
+    /// SPMD collectives ([`TAG_COLL`]).
+    Collective,
+    /// Rank-to-rank block transfers of plans (tags from [`TAG_DATA_BASE`]).
+    BlockData,
+}
+
+impl TrafficClass {
+    /// Every class, in the order of [`Traffic`]'s fields.
+    pub const ALL: [TrafficClass; 4] = [
+        TrafficClass::Control,
+        TrafficClass::RootData,
+        TrafficClass::Collective,
+        TrafficClass::BlockData,
+    ];
+
+    /// The class of a message with `tag`.
+    pub fn of(tag: Tag) -> TrafficClass {
+        match tag {
+            TAG_ROOT_DATA => TrafficClass::RootData,
+            TAG_COLL => TrafficClass::Collective,
+            t if t >= TAG_DATA_BASE => TrafficClass::BlockData,
+            _ => TrafficClass::Control,
+        }
+    }
+
+    fn index(self) -> usize {
+        match self {
+            TrafficClass::Control => 0,
+            TrafficClass::RootData => 1,
+            TrafficClass::Collective => 2,
+            TrafficClass::BlockData => 3,
+        }
+    }
+}
+
+/// Messages and bytes of one [`TrafficClass`] that one rank sent and received.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Flow {
+    /// Whole messages sent to other ranks.
+    pub messages_sent: u64,
+    /// Payload bytes of those messages.
+    pub bytes_sent: u64,
+    /// Whole messages received from other ranks.
+    pub messages_received: u64,
+    /// Payload bytes of those messages.
+    pub bytes_received: u64,
+}
+
+/// What one rank's transport carried since it was created, counted by the
+/// transport itself as messages leave and arrive (not derived from plans):
+/// [`Transport::traffic`]. Messages a rank sends to itself are not counted
+/// (they cross no wire). A message counts once, whatever number of parts
+/// the chunk size splits it into; bytes are payload bytes (no MPI headers).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Traffic {
+    /// [`TrafficClass::Control`].
+    pub control: Flow,
+    /// [`TrafficClass::RootData`].
+    pub root_data: Flow,
+    /// [`TrafficClass::Collective`].
+    pub collective: Flow,
+    /// [`TrafficClass::BlockData`].
+    pub block_data: Flow,
+}
+
+impl Traffic {
+    /// The flow of one class.
+    pub fn class(&self, c: TrafficClass) -> Flow {
+        match c {
+            TrafficClass::Control => self.control,
+            TrafficClass::RootData => self.root_data,
+            TrafficClass::Collective => self.collective,
+            TrafficClass::BlockData => self.block_data,
+        }
+    }
+
+    /// Payload bytes sent plus received, over every class.
+    pub fn total_bytes(&self) -> u64 {
+        TrafficClass::ALL
+            .iter()
+            .map(|&c| self.class(c).bytes_sent + self.class(c).bytes_received)
+            .sum()
+    }
+}
+
+/// The counters behind [`Traffic`], shared by the transports (relaxed atomics:
+/// a snapshot taken while messages move may mix before and after).
+#[derive(Debug, Default)]
+pub(crate) struct TrafficCounter {
+    /// Per class: messages sent, bytes sent, messages received, bytes received.
+    cells: [[AtomicU64; 4]; 4],
+}
+
+impl TrafficCounter {
+    /// Counts one message of `bytes` bytes with `tag` sent to another rank.
+    pub(crate) fn sent(&self, tag: Tag, bytes: usize) {
+        let c = &self.cells[TrafficClass::of(tag).index()];
+        c[0].fetch_add(1, Ordering::Relaxed);
+        c[1].fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    /// Counts one whole message of `bytes` bytes with `tag` received from another rank.
+    pub(crate) fn received(&self, tag: Tag, bytes: usize) {
+        let c = &self.cells[TrafficClass::of(tag).index()];
+        c[2].fetch_add(1, Ordering::Relaxed);
+        c[3].fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    /// A snapshot.
+    pub(crate) fn snapshot(&self) -> Traffic {
+        let flow = |c: TrafficClass| {
+            let v = &self.cells[c.index()];
+            Flow {
+                messages_sent: v[0].load(Ordering::Relaxed),
+                bytes_sent: v[1].load(Ordering::Relaxed),
+                messages_received: v[2].load(Ordering::Relaxed),
+                bytes_received: v[3].load(Ordering::Relaxed),
+            }
+        };
+        Traffic {
+            control: flow(TrafficClass::Control),
+            root_data: flow(TrafficClass::RootData),
+            collective: flow(TrafficClass::Collective),
+            block_data: flow(TrafficClass::BlockData),
+        }
+    }
 }
 
 /// Communication failure.
@@ -215,4 +355,7 @@ pub trait Transport {
     fn aborted(&self) -> Option<String> {
         None
     }
+    /// What this rank's transport has sent and received so far, by class,
+    /// counted as messages leave and arrive.
+    fn traffic(&self) -> Traffic;
 }

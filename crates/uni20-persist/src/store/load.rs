@@ -1,7 +1,7 @@
 //! The load paths: [`Store::try_load_local`] (resident only, no I/O),
 //! [`Store::load_wait`] (blocking) and [`Store::load`] (async, on the load pool) all
 //! end in one single-flight `materialize` per ID, which decodes resident bytes, a
-//! disk file or a remote fetch. Also the encoded forms served to other ranks
+//! disk file. Also the encoded forms served to other ranks
 //! ([`Store::encoded`], [`Store::encoded_for_transfer`]) and pins by ID
 //! ([`Store::pin`], [`Store::unpin`]), which make an object's bytes resident.
 
@@ -73,16 +73,18 @@ impl Store {
     /// Returns the object, materializing it if needed, blocking the calling thread.
     ///
     /// Sources, in order: the resident value; resident bytes (decoded); this store's
-    /// disk file (read, size and CRC checked, decoded); the remote source (bytes
-    /// verified and kept as a replica, then decoded). Concurrent loads of one ID
-    /// materialize it once; the others wait for it.
+    /// disk file (read, size and CRC checked, decoded). A store never fetches from
+    /// other ranks on a miss: another rank's object is here only as a replica
+    /// inserted beforehand ([`Store::insert_replica`], which the runtime's plans do
+    /// as explicit transfers). Concurrent loads of one ID materialize it once; the
+    /// others wait for it.
     ///
     /// # Errors
-    /// * [`PersistError::NotFound`] if absent here and at the remote source (or no source is set);
+    /// * [`PersistError::NotFound`] if this store does not hold it;
     /// * [`PersistError::TypeMismatch`] if the object is not a `T`;
     /// * [`PersistError::Checksum`] / [`PersistError::Corrupt`] (fatal) if its file or
-    ///   fetched bytes are damaged; the error names the object and the file;
-    /// * [`PersistError::Io`], [`PersistError::Remote`], [`PersistError::Decode`].
+    ///   bytes are damaged; the error names the object and the file;
+    /// * [`PersistError::Io`], [`PersistError::Decode`].
     pub fn load_wait<T: Persist>(&self, p: PersistentPtr<T>) -> Result<PValue<T>, PersistError> {
         let id = p.id();
         {
@@ -99,7 +101,7 @@ impl Store {
     }
 
     /// Async form of [`load_wait`](Store::load_wait): completes at once (without
-    /// suspending) on a resident hit; otherwise the disk read or remote fetch runs on
+    /// suspending) on a resident hit; otherwise the disk read and decode run on
     /// this store's small background thread pool and the future completes when it is
     /// done. Works with any executor (it only uses the `Waker`).
     ///
@@ -140,7 +142,6 @@ impl Store {
         enum Src {
             Bytes(Arc<Vec<u8>>),
             Disk,
-            Remote,
         }
         let src = {
             let mut st = self.inner.state.lock();
@@ -172,7 +173,9 @@ impl Store {
                     if let Some(e) = st.corrupt.get(&id) {
                         return Err(self.corrupt_error(id, e));
                     }
-                    Src::Remote
+                    // Not held here: objects of other ranks come only as
+                    // replicas that a plan's transfer inserted.
+                    return Ok(None);
                 }
             }
         };
@@ -194,27 +197,6 @@ impl Store {
                     }
                 }
                 payload.into()
-            }
-            Src::Remote if io => {
-                let remote = self.inner.remote.read().clone();
-                let Some(remote) = remote else { return Ok(None) };
-                let Some((meta, payload)) = remote.fetch(id)? else {
-                    return Ok(None);
-                };
-                if meta.id != id {
-                    return Err(PersistError::Remote {
-                        id,
-                        reason: format!("remote source returned object {}", meta.id),
-                    });
-                }
-                if meta.type_name != T::TYPE_NAME {
-                    return Err(type_mismatch::<T>(&meta));
-                }
-                verify(&meta, &payload, None)?;
-                let payload: Arc<Vec<u8>> = payload.into();
-                self.insert_verified(meta, payload.clone(), false)?;
-                self.inner.state.lock().stats.remote_fetches += 1;
-                payload
             }
             _ => return Ok(None),
         };
@@ -257,8 +239,7 @@ impl Store {
     /// The metadata and encoded bytes of object `id`, to send to another rank.
     ///
     /// Uses resident bytes, else re-encodes the resident value (checking the result
-    /// against the recorded size and CRC-32), else reads the disk file. Never
-    /// consults the remote source.
+    /// against the recorded size and CRC-32), else reads the disk file.
     ///
     /// # Errors
     /// [`PersistError::NotFound`] if this store does not hold `id`;

@@ -2,8 +2,7 @@
 //!
 //! This module owns the [`Store`] handle and its shared body (`Inner`), the public
 //! option and report types ([`StoreOptions`], [`StoreStats`], [`GcReport`],
-//! [`ReleaseReport`]), the
-//! [`RemoteSource`] trait, the in-memory constructor and the read-only queries
+//! [`ReleaseReport`]), the in-memory constructor and the read-only queries
 //! (`meta`, `contains`, `ids`, `is_resident`, `is_pinned`, `stats`). The work is
 //! split by concern into submodules that each add an `impl Store` block: `state`
 //! (entries, LRU index, resident-bytes account, the release rule), `open` (a rank
@@ -33,12 +32,12 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 
 use crate::disk::Disk;
 use crate::id::fresh_nonce;
 use crate::pool::LoadPool;
-use crate::{ObjectId, ObjectMeta, Persist, PersistError};
+use crate::{ObjectId, ObjectMeta, Persist};
 pub use offload::Offloaded;
 pub use state::StoreStats;
 use state::{refs_erased, Alloc, Entry, OnDisk, State};
@@ -112,33 +111,6 @@ pub struct ReleaseReport {
     pub files_removed: u64,
 }
 
-/// A source of objects this store does not hold: another rank, a storage rank.
-///
-/// Installed with [`Store::set_remote_source`]; consulted by
-/// [`Store::load_wait`] / [`Store::load`] on a local miss. The worker runtime
-/// implements it over its transport.
-pub trait RemoteSource: Send + Sync + 'static {
-    /// Fetches object `id`'s metadata and payload bytes, blocking the calling thread.
-    /// Returns `Ok(None)` if no reachable rank has it. The store verifies size and
-    /// checksum before using the bytes.
-    ///
-    /// # Errors
-    /// Any [`PersistError`] (typically [`PersistError::Remote`]) on transport failure.
-    fn fetch(&self, id: ObjectId) -> Result<Option<(ObjectMeta, Vec<u8>)>, PersistError>;
-}
-
-/// A store serves as the remote source of another (e.g. ranks as threads of one
-/// process): `fetch` is [`Store::encoded`], with `NotFound` mapped to `Ok(None)`.
-impl RemoteSource for Store {
-    fn fetch(&self, id: ObjectId) -> Result<Option<(ObjectMeta, Vec<u8>)>, PersistError> {
-        match self.encoded(id) {
-            Ok((m, b)) => Ok(Some((m, b.to_vec()))),
-            Err(PersistError::NotFound(_)) => Ok(None),
-            Err(e) => Err(e),
-        }
-    }
-}
-
 /// The shared body of a [`Store`] (all clones point to one).
 struct Inner {
     /// Rank this store allocates IDs for.
@@ -157,8 +129,6 @@ struct Inner {
     alloc: Mutex<Alloc>,
     /// Serializes edits of the named roots.
     roots_edit: Mutex<()>,
-    /// Source consulted on a local miss.
-    remote: RwLock<Option<Arc<dyn RemoteSource>>>,
     /// The directory of an in-memory store's offloaded objects (`Store::offload`),
     /// set once: given ([`Store::set_offload_dir`]) or a temporary one.
     spill: std::sync::OnceLock<offload::SpillDir>,
@@ -226,7 +196,6 @@ impl Store {
                 loading: Mutex::new(HashMap::new()),
                 alloc: Mutex::new(Alloc { next, reserved: next }),
                 roots_edit: Mutex::new(()),
-                remote: RwLock::new(None),
                 spill: std::sync::OnceLock::new(),
                 pool: LoadPool::new(),
                 io_faults: std::sync::atomic::AtomicU32::new(0),
@@ -279,12 +248,6 @@ impl Store {
             .or_else(|| self.inner.spill.get().map(|s| &s.disk))
     }
 
-    /// Installs the source consulted by `load_wait`/`load` on a local miss,
-    /// replacing any previous one.
-    pub fn set_remote_source(&self, source: Arc<dyn RemoteSource>) {
-        *self.inner.remote.write() = Some(source);
-    }
-
     /// Registers `T` so that [`gc`](Store::gc) can find the references of byte-only
     /// objects of type `T::TYPE_NAME` (replicas never decoded here). Types passed to
     /// `commit` or any load are registered automatically.
@@ -303,13 +266,13 @@ impl Store {
         st.entries.get(&id).filter(|e| !e.dead()).map(|e| e.meta.clone())
     }
 
-    /// True if this store can serve `id` without a remote fetch (resident or on disk).
+    /// True if this store holds `id` (resident or on disk).
     /// No I/O.
     pub fn contains(&self, id: ObjectId) -> bool {
         self.inner.state.lock().entries.get(&id).is_some_and(|e| !e.dead())
     }
 
-    /// IDs of every object this store can serve without a remote fetch (resident or on
+    /// IDs of every object this store holds (resident or on
     /// disk), sorted. Objects whose files were found unreadable at [`open`](Store::open)
     /// are not listed (loading them fails with a fatal error). No I/O.
     pub fn ids(&self) -> Vec<ObjectId> {

@@ -84,7 +84,7 @@ pub(super) enum OnDisk {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct StoreStats {
-    /// Objects this store can serve without a remote fetch (resident or on disk;
+    /// Objects this store holds (resident or on disk;
     /// released objects still pinned included).
     pub objects: u64,
     /// Objects with a resident form held by the store (decoded value or bytes).
@@ -116,7 +116,7 @@ pub struct StoreStats {
     /// Spill writes that failed (the object stayed resident; see
     /// [`Store::take_background_error`](crate::Store::take_background_error)).
     pub spill_failures: u64,
-    /// Times a value was decoded from bytes (resident, disk or remote).
+    /// Times a value was decoded from bytes (resident or read from disk).
     pub materializations: u64,
     /// Successful `commit` calls.
     pub commits: u64,
@@ -133,8 +133,6 @@ pub struct StoreStats {
     /// writes, fsyncs and deletions, directory fsyncs and listings, reads and writes
     /// of the nonce, counter and roots files (0 for an in-memory store).
     pub io_ops: u64,
-    /// Objects fetched from the remote source.
-    pub remote_fetches: u64,
     /// Released objects freed (removed from memory and disk), by
     /// [`Store::release`](crate::Store::release) or a later sweep.
     pub releases: u64,
@@ -250,7 +248,7 @@ impl Entry {
 /// Everything behind the store's state lock.
 #[derive(Default)]
 pub(super) struct State {
-    /// Every object this store can serve without a remote fetch.
+    /// Every object this store holds.
     pub(super) entries: HashMap<ObjectId, Entry, IdHash>,
     /// Whether hits reorder the LRU index (only a disk store with a budget evicts).
     pub(super) track_lru: bool,

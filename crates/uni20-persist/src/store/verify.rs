@@ -85,7 +85,7 @@ pub enum Integrity {
 }
 
 impl Store {
-    /// Checks that this store holds object `id` intact, without a remote fetch.
+    /// Checks that this store holds object `id` intact.
     ///
     /// A resident decoded value is intact. Resident bytes, and an object only on
     /// disk, are checked fully: for a file, its header, length and payload CRC-32

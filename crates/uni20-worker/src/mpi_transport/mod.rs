@@ -137,6 +137,7 @@ pub struct MpiTransport {
     chunk_bytes: usize,
     on_abort: OnAbort,
     state: RefCell<State>,
+    traffic: crate::transport::TrafficCounter,
 }
 
 impl MpiTransport {
@@ -166,6 +167,7 @@ impl MpiTransport {
                 fins: vec![false; size],
                 ..State::default()
             }),
+            traffic: Default::default(),
         }
     }
 
@@ -188,6 +190,9 @@ impl MpiTransport {
     /// Files one whole received message: abort and fin frames change the
     /// state, everything else goes to the inbox.
     fn deliver(&self, st: &mut State, src: usize, tag: Tag, bytes: Vec<u8>) {
+        if src != self.rank {
+            self.traffic.received(tag, bytes.len());
+        }
         match tag {
             TAG_ABORT => {
                 if st.aborted.is_none() {
@@ -365,6 +370,7 @@ impl MpiTransport {
         // completed (`progress`), and the transport completes every posted
         // message before it is dropped (or the process is aborted).
         let view: &'static [u8] = unsafe { &*Arc::as_ptr(&bytes) };
+        self.traffic.sent(tag, view.len());
         let process = self.comm.process_at_rank(dest as i32);
         let requests = parts(view, self.chunk_bytes)
             .map(|part| process.immediate_send_with_tag(StaticScope, part, tag))
@@ -447,6 +453,7 @@ impl Transport for MpiTransport {
             return Ok(());
         }
         poll().map_err(TransportError::Aborted)?;
+        self.traffic.sent(tag, bytes.len());
         let process = self.comm.process_at_rank(d);
         let mut failure: Option<String> = None;
         mpi::request::scope(|scope| {
@@ -512,6 +519,7 @@ impl Transport for MpiTransport {
         mpi::request::scope(|scope| {
             let mut requests = Vec::new();
             for (dest, tag, bytes) in outgoing.iter().filter(|(dest, _, _)| *dest != me) {
+                self.traffic.sent(*tag, bytes.len());
                 let process = self.comm.process_at_rank(*dest as i32);
                 requests.extend(
                     parts(bytes, self.chunk_bytes).map(|part| process.immediate_send_with_tag(scope, part, *tag)),
@@ -564,5 +572,8 @@ impl Transport for MpiTransport {
     }
     fn aborted(&self) -> Option<String> {
         self.state.borrow().aborted.as_ref().map(|(why, _)| why.clone())
+    }
+    fn traffic(&self) -> crate::transport::Traffic {
+        self.traffic.snapshot()
     }
 }
