@@ -90,6 +90,13 @@ pub fn put_and_fetch_through_storage(ctl: &Controller<'_>) -> u64 {
     a.manifest(ctl).unwrap();
     b.manifest(ctl).unwrap();
     let before = ctl.transport().traffic();
+    // The counter sees the scatter that did go through the root (so the zeros below mean something).
+    let scattered = (la.len() + lb.len()) as u64 * 8;
+    assert!(
+        before.root_data.bytes_sent >= scattered,
+        "the root's transport counted {} root-data bytes for a {scattered}-byte scatter",
+        before.root_data.bytes_sent
+    );
 
     // Computed on the workers, put onto the storage rank worker to storage rank.
     let c = contract(ctl, "ij,jk->ik", &a, &b).unwrap();
@@ -97,7 +104,10 @@ pub fn put_and_fetch_through_storage(ctl: &Controller<'_>) -> u64 {
     let put = stored.plan_summary().unwrap().clone();
     assert!(stored.manifest(ctl).unwrap().blocks.iter().all(|r| r.owner == storage));
     let put_bytes = put.per_rank.get(&storage).map_or(0, |s| s.bytes_received);
-    assert!(put_bytes > 0 && put_bytes == put.bytes_moved, "the put moves every block to the storage rank");
+    assert!(
+        put_bytes > 0 && put_bytes == put.bytes_moved,
+        "the put moves every block to the storage rank"
+    );
     drop(c);
     ctl.collect().unwrap();
 
@@ -107,11 +117,19 @@ pub fn put_and_fetch_through_storage(ctl: &Controller<'_>) -> u64 {
     let fetch = d.plan_summary().unwrap().clone();
     let fetched = fetch.per_rank.get(&storage).map_or(0, |s| s.bytes_sent);
     assert!(fetched > 0, "the contraction fetches from the storage rank");
-    assert!(fetch.per_rank.get(&storage).is_none_or(|s| s.items == 0), "storage rank computed");
+    assert!(
+        fetch.per_rank.get(&storage).is_none_or(|s| s.items == 0),
+        "storage rank computed"
+    );
     // And the whole tensor back onto the workers.
     let back = uni20::dist::place(ctl, &stored, &Placement::Workers).unwrap();
     assert!(back.manifest(ctl).unwrap().blocks.iter().all(|r| r.owner != storage));
-    let got_back = back.plan_summary().unwrap().per_rank.get(&storage).map_or(0, |s| s.bytes_sent);
+    let got_back = back
+        .plan_summary()
+        .unwrap()
+        .per_rank
+        .get(&storage)
+        .map_or(0, |s| s.bytes_sent);
     assert_eq!(got_back, put_bytes, "every block comes back");
     ctl.collect().unwrap();
 
@@ -121,9 +139,14 @@ pub fn put_and_fetch_through_storage(ctl: &Controller<'_>) -> u64 {
         both(f(&after)) - both(f(&before))
     };
     assert_eq!(delta(|t| t.block_data), 0, "block payload through the root");
-    assert_eq!(delta(|t| t.root_data), 0, "root data phases during the puts and fetches");
+    assert_eq!(
+        delta(|t| t.root_data),
+        0,
+        "root data phases during the puts and fetches"
+    );
     assert_eq!(delta(|t| t.collective), 0, "collectives during the puts and fetches");
     let control = delta(|t| t.control);
+    assert!(control > 0, "the commands and replies were counted");
     assert!(
         control * 4 < moved,
         "the root's control traffic ({control} bytes) is not small against the {moved} payload bytes moved"
@@ -135,7 +158,16 @@ pub fn put_and_fetch_through_storage(ctl: &Controller<'_>) -> u64 {
     let zero = C64::new(0.0, 0.0);
     let backends = BackendList::reference_only();
     let lc = local_contract(&spec, one, &la, &lb, zero, None, &backends).unwrap();
-    let ld = local_contract(&EinsumSpec::parse("ik,kj->ij").unwrap(), one, &lc, &la, zero, None, &backends).unwrap();
+    let ld = local_contract(
+        &EinsumSpec::parse("ik,kj->ij").unwrap(),
+        one,
+        &lc,
+        &la,
+        zero,
+        None,
+        &backends,
+    )
+    .unwrap();
     assert!(back.to_local(ctl).unwrap().max_abs_diff(&lc).unwrap() < 1e-12);
     assert!(d.to_local(ctl).unwrap().max_abs_diff(&ld).unwrap() < 1e-10);
     println!(

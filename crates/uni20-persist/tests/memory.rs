@@ -256,7 +256,10 @@ fn a_store_never_fetches_another_ranks_object_by_itself() {
     let (meta, mut bytes) = a.encoded(q.id()).map(|(m, b)| (m, b.to_vec())).unwrap();
     *bytes.last_mut().unwrap() ^= 1;
     let c = Store::in_memory(2);
-    assert!(matches!(c.insert_replica(meta, bytes), Err(PersistError::Checksum { .. })));
+    assert!(matches!(
+        c.insert_replica(meta, bytes),
+        Err(PersistError::Checksum { .. })
+    ));
     assert!(!c.contains(q.id()));
 }
 

@@ -1,6 +1,5 @@
 //! Storage-rank protocol, explicit pins, named roots. (Objects of other ranks arrive only as replicas a plan inserts; a store never fetches on a miss.)
 
-
 use uni20_persist::*;
 
 #[test]

@@ -231,6 +231,43 @@ mod tests {
     }
 
     #[test]
+    fn traffic_is_counted_by_class_on_both_ends_and_self_messages_are_not() {
+        use crate::transport::{data_tag, Flow, TAG_CMD, TAG_COLL, TAG_ROOT_DATA};
+        let shared = Shared::new(2);
+        let t0 = InProcessTransport::new(0, shared.clone());
+        let t1 = InProcessTransport::new(1, shared.clone());
+        t0.send(1, TAG_CMD, &[0; 10]).unwrap();
+        t0.post(1, TAG_CMD, Arc::from(vec![0u8; 5])).unwrap();
+        t0.send(1, TAG_ROOT_DATA, &[0; 300]).unwrap();
+        t0.exchange(
+            &[(1, data_tag(3), &[0u8; 1000][..]), (0, data_tag(4), &[0u8; 77][..])],
+            &[(0, data_tag(4))],
+        )
+        .unwrap();
+        t1.send(0, TAG_COLL, &[0; 7]).unwrap();
+        assert_eq!(t1.recv(0, TAG_CMD).unwrap().len(), 10);
+        assert_eq!(t1.try_recv(Some(0), TAG_CMD).unwrap().unwrap().1.len(), 5);
+        assert_eq!(t1.recv_any(TAG_ROOT_DATA).unwrap().1.len(), 300);
+        assert_eq!(t1.recv(0, data_tag(3)).unwrap().len(), 1000);
+        let a = t0.traffic();
+        let sent = |m, b| Flow {
+            messages_sent: m,
+            bytes_sent: b,
+            ..Flow::default()
+        };
+        assert_eq!(a.control, sent(2, 15));
+        assert_eq!(a.root_data, sent(1, 300));
+        assert_eq!(a.block_data, sent(1, 1000), "the message to itself is not counted");
+        assert_eq!(a.collective, Flow::default(), "not received yet");
+        let b = t1.traffic();
+        assert_eq!((b.control.messages_received, b.control.bytes_received), (2, 15));
+        assert_eq!((b.root_data.messages_received, b.root_data.bytes_received), (1, 300));
+        assert_eq!((b.block_data.messages_received, b.block_data.bytes_received), (1, 1000));
+        assert_eq!((b.collective.messages_sent, b.collective.bytes_sent), (1, 7));
+        assert_eq!(b.total_bytes(), 15 + 300 + 1000 + 7);
+    }
+
+    #[test]
     fn waiting_for_a_departed_rank_fails_but_its_last_messages_are_kept() {
         let shared = Shared::new(2);
         let t0 = InProcessTransport::new(0, shared.clone());
