@@ -137,7 +137,8 @@ pub fn stage(
             "./crates/uni20-py",
         ])
         .env("MATURIN_PEP517_ARGS", args.join(" "))
-        .env("VIRTUAL_ENV", &venv);
+        .env("VIRTUAL_ENV", &venv)
+        .env("PATH", venv_path(&venv));
     let r = step("python: pip install ./crates/uni20-py", &mut install, setup_timeout)?;
     let ok = r.1.success();
     results.push(r);
@@ -166,6 +167,18 @@ pub fn stage(
         )?);
     }
     Ok(results)
+}
+
+/// `PATH` with the venv's `bin` first, as an activated venv has it: maturin's
+/// build backend runs the `maturin` executable by name (found only that way
+/// when pip runs without build isolation and the venv is not activated; seen
+/// with a pyenv interpreter).
+fn venv_path(venv: &std::path::Path) -> OsString {
+    let mut dirs = vec![venv.join("bin")];
+    if let Some(p) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&p));
+    }
+    std::env::join_paths(dirs).unwrap_or_else(|_| venv.join("bin").into_os_string())
 }
 
 /// The `dmrg` example binary stage 1 built (`cargo test` builds the
