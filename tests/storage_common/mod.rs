@@ -158,16 +158,8 @@ pub fn put_and_fetch_through_storage(ctl: &Controller<'_>) -> u64 {
     let zero = C64::new(0.0, 0.0);
     let backends = BackendList::reference_only();
     let lc = local_contract(&spec, one, &la, &lb, zero, None, &backends).unwrap();
-    let ld = local_contract(
-        &EinsumSpec::parse("ik,kj->ij").unwrap(),
-        one,
-        &lc,
-        &la,
-        zero,
-        None,
-        &backends,
-    )
-    .unwrap();
+    let spec2 = EinsumSpec::parse("ik,kj->ij").unwrap();
+    let ld = local_contract(&spec2, one, &lc, &la, zero, None, &backends).unwrap();
     assert!(back.to_local(ctl).unwrap().max_abs_diff(&lc).unwrap() < 1e-12);
     assert!(d.to_local(ctl).unwrap().max_abs_diff(&ld).unwrap() < 1e-10);
     println!(
