@@ -93,9 +93,18 @@ pub struct WorkerContext<'a> {
     pub(crate) backends: &'a BackendList,
     pub(crate) threads: usize,
     pub(crate) op_id: u64,
+    /// Storage ranks of the universe (the last ranks); 0 where the runner
+    /// does not know them (SPMD mode, unit tests).
+    pub(crate) storage_ranks: usize,
 }
 
 impl<'a> WorkerContext<'a> {
+    /// Whether `rank` is one of the universe's storage ranks (the last
+    /// `storage_ranks` ranks; always `false` in SPMD mode, which has none).
+    pub fn is_storage_rank(&self, rank: usize) -> bool {
+        rank < self.size() && rank + self.storage_ranks >= self.size() && self.storage_ranks > 0
+    }
+
     /// This rank.
     pub fn rank(&self) -> usize {
         self.transport.rank()

@@ -283,6 +283,7 @@ mod tests {
             backends: &backends,
             threads: 1,
             op_id: 7,
+            storage_ranks: 0,
         };
         let env = Envelope {
             op_id: 7,

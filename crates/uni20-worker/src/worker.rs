@@ -85,6 +85,7 @@ pub(crate) fn worker_loop(
                                 backends,
                                 threads,
                                 op_id: env.op_id,
+                                storage_ranks: config.storage_ranks,
                             };
                             if let Some(why) = checkpoint_kill(&ctx, &env, faults, &mut flushes) {
                                 return WorkerExit::Died(why);

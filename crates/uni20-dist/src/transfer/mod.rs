@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 
 use uni20_persist::{ObjectId, ObjectMeta};
-use uni20_worker::transport::{data_tag, Tag};
+use uni20_worker::transport::{data_tag, Tag, TransportError};
 use uni20_worker::{HandlerError, WorkerContext};
 
 use crate::tensor::BlockRef;
@@ -56,6 +56,33 @@ fn transfer_tags(i: usize) -> (Tag, Tag) {
     (base, base + 1)
 }
 
+/// The error of a failed exchange: when the rank waited for a peer that is
+/// gone, it names the first object this rank awaited from that peer and
+/// whether the peer is a storage rank (the requesting rank and the command
+/// are added by the runtime's diagnostic).
+fn exchange_failure(ctx: &WorkerContext<'_>, transfers: &[Transfer], e: TransportError) -> HandlerError {
+    let me = ctx.rank();
+    let TransportError::PeerLeft { rank } = e else {
+        return HandlerError::from(e).context("exchanging blocks");
+    };
+    let role = if ctx.is_storage_rank(rank) {
+        "storage rank"
+    } else {
+        "rank"
+    };
+    let awaited: Vec<_> = transfers.iter().filter(|t| t.to == me && t.from == rank).collect();
+    match awaited.first() {
+        Some(t) => HandlerError::from(e)
+            .context(format!(
+                "receiving object {} (the first of {} awaited from it) from {role} {rank}",
+                t.id,
+                awaited.len()
+            ))
+            .with_object(t.id),
+        None => HandlerError::from(e).context(format!("exchanging blocks with {role} {rank}")),
+    }
+}
+
 /// Executes this rank's part of `transfers`: sends the objects it owns
 /// (metadata, then the payload straight from the store's bytes: no copy)
 /// and receives the ones it needs, inserting each as a replica after
@@ -87,7 +114,11 @@ pub(crate) fn exchange_blocks(ctx: &WorkerContext<'_>, transfers: &[Transfer]) -
         incoming.push((t.from, tm));
         incoming.push((t.from, tp));
     }
-    let mut received = ctx.transport().exchange(&outgoing, &incoming)?.into_iter();
+    let mut received = ctx
+        .transport()
+        .exchange(&outgoing, &incoming)
+        .map_err(|e| exchange_failure(ctx, transfers, e))?
+        .into_iter();
     drop(outgoing);
     drop(outgoing_data);
     let mut replicas = Vec::new();

@@ -389,6 +389,7 @@ impl<'a> Controller<'a> {
                 backends: &self.backends,
                 threads: self.threads,
                 op_id,
+                storage_ranks: self.storage_ranks,
             };
             let t = Instant::now();
             let outcome = run_handler(&self.registry, &mut ctx, &env, None);

@@ -220,6 +220,7 @@ impl<'a> SpmdContext<'a> {
                 backends: self.backends,
                 threads: self.threads,
                 op_id,
+                storage_ranks: 0,
             };
             match execute(self.registry, &mut ctx, &env, self.faults) {
                 Executed::Reply(r) => r,
