@@ -102,7 +102,7 @@ impl<'a> WorkerContext<'a> {
     /// Whether `rank` is one of the universe's storage ranks (the last
     /// `storage_ranks` ranks; always `false` in SPMD mode, which has none).
     pub fn is_storage_rank(&self, rank: usize) -> bool {
-        rank < self.size() && rank + self.storage_ranks >= self.size() && self.storage_ranks > 0
+        self.storage_ranks > 0 && (self.size().saturating_sub(self.storage_ranks)..self.size()).contains(&rank)
     }
 
     /// This rank.

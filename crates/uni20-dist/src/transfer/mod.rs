@@ -70,13 +70,13 @@ fn exchange_failure(ctx: &WorkerContext<'_>, transfers: &[Transfer], e: Transpor
     } else {
         "rank"
     };
-    let awaited: Vec<_> = transfers.iter().filter(|t| t.to == me && t.from == rank).collect();
-    match awaited.first() {
+    let mut awaited = transfers.iter().filter(|t| t.to == me && t.from == rank);
+    match awaited.next() {
         Some(t) => HandlerError::from(e)
             .context(format!(
                 "receiving object {} (the first of {} awaited from it) from {role} {rank}",
                 t.id,
-                awaited.len()
+                1 + awaited.count()
             ))
             .with_object(t.id),
         None => HandlerError::from(e).context(format!("exchanging blocks with {role} {rank}")),
