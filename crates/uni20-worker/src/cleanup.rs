@@ -174,7 +174,8 @@ pub fn registered() -> Vec<PathBuf> {
 }
 
 /// Installs handlers for SIGTERM, SIGINT and SIGHUP (through `signal-hook`)
-/// that call [`run_cleanups`] and then die of the same signal, as the
+/// that call [`run_cleanups`], write the rank's wait note when it is
+/// enabled ([`crate::waitnote::write_on_signal`]), and then die of the same signal, as the
 /// default action would (`signal_hook::low_level::emulate_default_handler`).
 /// Only the first call installs; later calls return the first outcome.
 ///
@@ -192,11 +193,13 @@ pub fn install_signal_handlers() -> Result<(), String> {
         .get_or_init(|| {
             for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
                 // SAFETY: the action only calls async-signal-safe code:
-                // `run_cleanups` (atomics and unlink) and
+                // `run_cleanups` (atomics and unlink), `write_on_signal`
+                // (atomics, a stack buffer and write) and
                 // `emulate_default_handler` (sigaction, sigprocmask, raise).
                 unsafe {
                     signal_hook::low_level::register(sig, move || {
                         run_cleanups();
+                        crate::waitnote::write_on_signal(sig);
                         let _ = signal_hook::low_level::emulate_default_handler(sig);
                     })
                 }

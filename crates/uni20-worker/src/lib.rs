@@ -77,6 +77,7 @@ pub mod spmd;
 mod startup;
 pub mod transport;
 mod universe;
+pub mod waitnote;
 mod worker;
 
 // Starting a universe and what it returns.

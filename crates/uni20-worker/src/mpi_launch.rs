@@ -81,6 +81,14 @@ pub(crate) fn standalone<R>(launch: Launch, f: impl FnOnce(&Controller<'_>) -> R
     let rank = t.rank();
     let _span = tracing::info_span!("rank", rank).entered();
     let prepared = prepare(&launch, &t);
+    if let Ok(p) = &prepared {
+        // Every rank of a standalone universe says what it waited for when
+        // the launcher ends it after another rank died (SIGTERM).
+        crate::waitnote::enable(rank, t.size(), p.storage);
+        if let Err(e) = crate::cleanup::install_signal_handlers() {
+            tracing::warn!(rank, "no wait note on SIGTERM: {e}");
+        }
+    }
     if rank == 0 {
         let result = prepared.map_err(StartupFailure::into_error).and_then(
             |Rank {

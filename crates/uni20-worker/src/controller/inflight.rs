@@ -39,6 +39,13 @@ impl<'a> Controller<'a> {
         if let Some(e) = self.stopped() {
             return Err(e);
         }
+        let _note = crate::waitnote::enabled().then(|| {
+            let table = self.inflight.borrow();
+            let (op, wire, missing) = table
+                .first_key_value()
+                .map_or((0, "no operation", 0), |(id, f)| (*id, f.wire_name, f.remaining));
+            crate::waitnote::waiting_for_replies(op, wire, missing)
+        });
         let t = std::time::Instant::now();
         let received = self.transport.recv_any(TAG_REPLY);
         super::profile::add(&self.counters.wait_ns, super::profile::elapsed_ns(t));
