@@ -122,6 +122,10 @@ struct TestArgs {
     /// under mpirun -n 3).
     #[arg(long, conflicts_with = "mpi_only")]
     python_only: bool,
+    /// Run only the MPI fault stage (injected failures under `mpirun -n 3`,
+    /// each of which must stop the job within 10 s with its diagnostic).
+    #[arg(long, conflicts_with_all = ["mpi_only", "python_only"])]
+    faults_only: bool,
 }
 
 /// Arguments of `cargo xtask bench`.
@@ -146,6 +150,7 @@ fn main() -> ExitCode {
             timeout: Duration::from_secs(args.timeout),
             mpi_only: args.mpi_only,
             python_only: args.python_only,
+            faults_only: args.faults_only,
         }),
         Task::Bench(args) => bench(args),
         Task::Guide => guide::build().map(|o| i32::from(o == guide::GuideOutcome::Failed)),

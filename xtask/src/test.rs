@@ -51,6 +51,8 @@ pub struct TestOptions {
     pub mpi_only: bool,
     /// Run only the Python stage.
     pub python_only: bool,
+    /// Run only the MPI fault stage.
+    pub faults_only: bool,
 }
 
 /// One MPI job: a target at a number of ranks.
@@ -75,6 +77,15 @@ pub fn run(opts: &TestOptions) -> Result<i32> {
         print_python_summary(&py);
         let failed = py.iter().any(|(_, o, _)| !o.success()) || (opts.require_mpi && launcher.is_none());
         return Ok(i32::from(failed));
+    }
+    if opts.faults_only {
+        let Some(launcher) = Launcher::detect()? else {
+            warn_no_mpi(true);
+            return Ok(1);
+        };
+        let results = fault_stage(&launcher, opts)?;
+        print_summary(&results);
+        return Ok(i32::from(results.iter().any(|(_, o, _)| !o.success())));
     }
     if !opts.mpi_only {
         eprintln!("xtask: == stage 1: cargo test --workspace ==");
@@ -320,6 +331,10 @@ fn cli_parity(launcher: &Launcher, opts: &TestOptions) -> Result<Vec<(Job, Outco
 /// `write_npy` writes (a fault stage case without `UNI20_INJECT_FAULT`).
 const ROOT_PANIC_EXAMPLE: &str = "root_panic_in_write";
 
+/// Example of the `uni20` package that puts a tensor on a storage rank and
+/// fetches it to a worker (a fault stage case: the storage rank is killed).
+const STORAGE_FETCH_EXAMPLE: &str = "storage_fetch";
+
 /// Injected failures under `mpirun -n 3` (see `UNI20_INJECT_FAULT` in
 /// `docs/guide/src/troubleshooting.md`): each must end the whole job with a
 /// non-zero status within
@@ -420,6 +435,33 @@ const FAULT_CASES: &[(&str, &str, &[&str])] = &[
             "panic outside a command handler",
         ],
     ),
+    // A storage rank killed while a worker fetches from it: the launcher ends
+    // the survivors with SIGTERM, and the worker's wait note names the storage
+    // rank, the object it awaited and itself (`examples/storage_fetch.rs`:
+    // op 1 puts a tensor on storage rank 2, op 2 fetches it to worker 1).
+    (
+        STORAGE_FETCH_EXAMPLE,
+        "kill@rank=2,op=2",
+        &[
+            "rank 2 died during op_id 2",
+            "rank 1 (worker) terminated by SIGTERM while in uni20.replicate.v1 (op 2)",
+            "waiting for 1 object(s): object r2:",
+            "from rank 2 (a storage rank)",
+        ],
+    ),
+    // The storage rank answers the fetch with a corrupt object: the worker's
+    // checksum check fails and the root stops the job on its report.
+    (
+        STORAGE_FETCH_EXAMPLE,
+        "corrupt@rank=2,op=2",
+        &[
+            "failed on rank 1 at op_id 2",
+            "uni20.replicate.v1",
+            "receiving object r2:",
+            "from storage rank 2",
+            "checksum",
+        ],
+    ),
     (
         "heisenberg",
         "panic@rank=1,op=1",
@@ -437,7 +479,9 @@ fn fault_stage(launcher: &Launcher, opts: &TestOptions) -> Result<Vec<(Job, Outc
     let cli_exes = cargo::build_mpi("uni20-cli", &[cli.clone(), panic_ex.clone()], opts.release, &[])?;
     let (cli_exe, panic_exe) = (cli_exes[&cli].clone(), cli_exes[&panic_ex].clone());
     let ex = (TargetKind::Example, SMOKE_EXAMPLE.to_string());
-    let ex_exe = cargo::build_mpi(ROOT_PACKAGE, std::slice::from_ref(&ex), opts.release, &[])?[&ex].clone();
+    let storage_ex = (TargetKind::Example, STORAGE_FETCH_EXAMPLE.to_string());
+    let ex_exes = cargo::build_mpi(ROOT_PACKAGE, &[ex.clone(), storage_ex.clone()], opts.release, &[])?;
+    let (ex_exe, storage_exe) = (ex_exes[&ex].clone(), ex_exes[&storage_ex].clone());
     let root = cargo::workspace_root();
     let case = root.join("tests/fixtures/contract/permuted_contracted");
     let scratch = std::env::temp_dir().join(format!("uni20-faults-{}", std::process::id()));
@@ -459,6 +503,8 @@ fn fault_stage(launcher: &Launcher, opts: &TestOptions) -> Result<Vec<(Job, Outc
                 "1".into(),
             ];
             (&cli_exe, args)
+        } else if *target == STORAGE_FETCH_EXAMPLE {
+            (&storage_exe, Vec::new())
         } else {
             (&ex_exe, Vec::new())
         };
@@ -469,6 +515,7 @@ fn fault_stage(launcher: &Launcher, opts: &TestOptions) -> Result<Vec<(Job, Outc
         let mut cmd = launcher.command(3, exe, &args);
         cmd.env("UNI20_INJECT_FAULT", fault)
             .env("UNI20_STARTUP_TIMEOUT", "3")
+            .env("UNI20_BENCH_REPS", "1")
             .stdin(std::process::Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log);

@@ -96,6 +96,8 @@ pub struct WorkerContext<'a> {
     /// Storage ranks of the universe (the last ranks); 0 where the runner
     /// does not know them (SPMD mode, unit tests).
     pub(crate) storage_ranks: usize,
+    /// An injected `corrupt` fault applies to this command.
+    pub(crate) corrupt_sends: bool,
 }
 
 impl<'a> WorkerContext<'a> {
@@ -103,6 +105,14 @@ impl<'a> WorkerContext<'a> {
     /// `storage_ranks` ranks; always `false` in SPMD mode, which has none).
     pub fn is_storage_rank(&self, rank: usize) -> bool {
         self.storage_ranks > 0 && (self.size().saturating_sub(self.storage_ranks)..self.size()).contains(&rank)
+    }
+
+    /// True when an injected `corrupt` fault (`UNI20_INJECT_FAULT`, see
+    /// [`crate::fault`]) applies to this rank and command: code that sends
+    /// object payloads to other ranks flips one byte of each, so that the
+    /// receiver's checksum check fails. Always false without injection.
+    pub fn corrupt_sends(&self) -> bool {
+        self.corrupt_sends
     }
 
     /// This rank.

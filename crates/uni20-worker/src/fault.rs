@@ -12,6 +12,7 @@
 //! | `exit` | worker | the rank dies without replying (MPI: `exit(17)`; in-process: the rank thread ends) |
 //! | `kill` | worker | MPI: the process sends itself `SIGKILL`; in-process: as `exit` |
 //! | `ckptkill` | worker | inside a checkpoint commit: at the rank's `N`-th checkpoint flush, `uni20.flush.v1` or `uni20.flush_objects.v1` (`op` counts the flushes this rank has handled, 1 for the first; omitted: the first), after making about half of its store's pending objects durable and before the root commits the checkpoint record, the rank dies as with `kill` |
+//! | `corrupt` | worker | every object payload the rank sends to another rank in the operation has one byte flipped (the receiver's checksum check fails, naming the object and the sender) |
 //! | `io` | worker | the rank's persistent store fails its next commit with an I/O error (`ENOSPC`) |
 //! | `badreply` | worker | the rank replies with undecodable bytes |
 //! | `noarrive` | worker | the rank never sends its start-up hello |
@@ -43,6 +44,8 @@ pub enum FaultKind {
     /// The rank dies as with `Kill` inside a checkpoint commit: at its
     /// `op`-th flush, after part of its store is durable.
     CkptKill,
+    /// Object payloads sent to other ranks have one byte flipped.
+    Corrupt,
     /// Store write fails with an I/O error.
     Io,
     /// Reply is garbage.
@@ -72,6 +75,7 @@ impl FaultKind {
             "exit" => FaultKind::Exit,
             "kill" => FaultKind::Kill,
             "ckptkill" => FaultKind::CkptKill,
+            "corrupt" => FaultKind::Corrupt,
             "io" => FaultKind::Io,
             "badreply" => FaultKind::BadReply,
             "noarrive" => FaultKind::NoArrive,

@@ -46,6 +46,7 @@ pub(crate) fn execute(
             FaultKind::Kill,
             FaultKind::BadReply,
             FaultKind::Io,
+            FaultKind::Corrupt,
         ],
     );
     if let Some(f) = injected {
@@ -66,6 +67,14 @@ pub(crate) fn execute(
             }
             FaultKind::Exit | FaultKind::Kill => return Executed::Died(why),
             FaultKind::BadReply => return Executed::BadReply,
+            FaultKind::Corrupt => {
+                tracing::warn!(
+                    rank,
+                    op_id = env.op_id,
+                    "injected fault {f}: the object payloads this rank sends are corrupted"
+                );
+                ctx.corrupt_sends = true;
+            }
             FaultKind::Io => {
                 tracing::warn!(
                     rank,
@@ -171,6 +180,7 @@ pub(crate) fn run_handler(
     }
     let _span = tracing::debug_span!("command", rank, op_id = env.op_id, wire = %env.wire_name).entered();
     let running = HandlerRunning::enter();
+    let _note = crate::waitnote::running_command(env.op_id, entry.wire_name);
     let outcome = catch_unwind(AssertUnwindSafe(|| match &injected {
         Some((FaultKind::Panic, f)) => panic!("injected panic {f} (UNI20_INJECT_FAULT)"),
         Some((FaultKind::HelperPanic, f)) => std::thread::scope(|s| {
@@ -284,6 +294,7 @@ mod tests {
             threads: 1,
             op_id: 7,
             storage_ranks: 0,
+            corrupt_sends: false,
         };
         let env = Envelope {
             op_id: 7,

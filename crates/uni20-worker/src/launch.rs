@@ -159,7 +159,7 @@ pub(crate) fn in_process<R>(launch: Launch, f: impl FnOnce(&Controller<'_>) -> R
                             worker_loop(&t, &registry, &store, &backends, threads, config)
                         }));
                         match exit {
-                            Ok(WorkerExit::Died(why)) => t.abort(&why),
+                            Ok(WorkerExit::Died(why)) => died_in_process(&t, &why),
                             Ok(_) => {}
                             Err(p) => t.abort(&format!(
                                 "rank {rank} panicked outside a command handler: {}",
@@ -189,6 +189,27 @@ pub(crate) fn in_process<R>(launch: Launch, f: impl FnOnce(&Controller<'_>) -> R
         }
         result
     })
+}
+
+/// How long an in-process rank that died waits for a survivor's report
+/// before it stops the universe with its own.
+const DEATH_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// An in-process rank died (an injected `exit` or `kill`): as a process of an
+/// MPI job would, it first leaves silently, so that the ranks waiting for it
+/// fail with what they awaited (a worker's exchange names the object and
+/// whether the dead rank is a storage rank) and the root stops the job on
+/// that report. When no survivor reports within [`DEATH_GRACE`] (nobody
+/// waited for it but the root), the rank's own reason stops the universe.
+/// The reason is printed on stderr either way, as the MPI rank does.
+fn died_in_process(t: &InProcessTransport, why: &str) {
+    eprintln!("uni20: {why}");
+    t.depart();
+    let start = std::time::Instant::now();
+    while t.aborted().is_none() && start.elapsed() < DEATH_GRACE {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    t.abort(why);
 }
 
 /// The root: handshake, the user's closure, drain, shutdown.

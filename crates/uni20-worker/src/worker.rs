@@ -86,6 +86,7 @@ pub(crate) fn worker_loop(
                                 threads,
                                 op_id: env.op_id,
                                 storage_ranks: config.storage_ranks,
+                                corrupt_sends: false,
                             };
                             if let Some(why) = checkpoint_kill(&ctx, &env, faults, &mut flushes) {
                                 return WorkerExit::Died(why);

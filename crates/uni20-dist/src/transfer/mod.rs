@@ -101,6 +101,16 @@ pub(crate) fn exchange_blocks(ctx: &WorkerContext<'_>, transfers: &[Transfer]) -
             .encoded_for_transfer(t.id)
             .map_err(|e| HandlerError::from(e).with_object(t.id))?;
         let meta = postcard::to_stdvec(&meta).map_err(|e| HandlerError::msg(e.to_string()))?;
+        let bytes = if ctx.corrupt_sends() {
+            // Injected `corrupt` fault: one byte flipped, the receiver's check fails.
+            let mut bad = bytes.as_ref().clone();
+            if let Some(b) = bad.first_mut() {
+                *b ^= 0x5a;
+            }
+            std::sync::Arc::new(bad)
+        } else {
+            bytes
+        };
         outgoing_data.push((t.to, transfer_tags(i), meta, bytes));
     }
     let mut outgoing: Vec<(usize, Tag, &[u8])> = Vec::with_capacity(2 * outgoing_data.len());
@@ -114,21 +124,43 @@ pub(crate) fn exchange_blocks(ctx: &WorkerContext<'_>, transfers: &[Transfer]) -
         incoming.push((t.from, tm));
         incoming.push((t.from, tp));
     }
-    let mut received = ctx
+    let awaited = || transfers.iter().filter(|t| t.to == me);
+    // What this rank waits for, for the note a SIGTERM handler writes when the
+    // launcher ends the job after a peer died (MPI; a no-op elsewhere).
+    let note = uni20_worker::waitnote::waiting_for_objects(awaited().map(|t| (t.from, t.id)));
+    let received = ctx
         .transport()
         .exchange(&outgoing, &incoming)
-        .map_err(|e| exchange_failure(ctx, transfers, e))?
-        .into_iter();
+        .map_err(|e| exchange_failure(ctx, transfers, e))?;
+    drop(note);
     drop(outgoing);
     drop(outgoing_data);
     let mut replicas = Vec::new();
-    while let (Some(meta), Some(bytes)) = (received.next(), received.next()) {
-        let meta: ObjectMeta = uni20_worker::envelope::decode_exact(&meta, "object metadata")?;
+    let mut received = received.into_iter();
+    for t in awaited() {
+        let (Some(meta), Some(bytes)) = (received.next(), received.next()) else {
+            break;
+        };
+        // A sender that answers with a corrupt object is named with it.
+        let from = |e: HandlerError| {
+            let role = if ctx.is_storage_rank(t.from) {
+                "storage rank"
+            } else {
+                "rank"
+            };
+            e.context(format!("receiving object {} from {role} {}", t.id, t.from))
+                .with_object(t.id)
+        };
+        let meta: ObjectMeta =
+            uni20_worker::envelope::decode_exact(&meta, "object metadata").map_err(|e| from(e.into()))?;
         let id = meta.id;
+        if id != t.id {
+            return Err(from(HandlerError::msg(format!(
+                "the sender's metadata names object {id} instead"
+            ))));
+        }
         if !store.contains(id) {
-            store
-                .insert_replica(meta, bytes)
-                .map_err(|e| HandlerError::from(e).with_object(id))?;
+            store.insert_replica(meta, bytes).map_err(|e| from(e.into()))?;
             replicas.push(id);
         }
     }

@@ -390,6 +390,7 @@ impl<'a> Controller<'a> {
                 threads: self.threads,
                 op_id,
                 storage_ranks: self.storage_ranks,
+                corrupt_sends: false,
             };
             let t = Instant::now();
             let outcome = run_handler(&self.registry, &mut ctx, &env, None);

@@ -221,6 +221,7 @@ impl<'a> SpmdContext<'a> {
                 threads: self.threads,
                 op_id,
                 storage_ranks: 0,
+                corrupt_sends: false,
             };
             match execute(self.registry, &mut ctx, &env, self.faults) {
                 Executed::Reply(r) => r,

@@ -40,6 +40,7 @@ const SPMD_FAULTS: &[FaultKind] = &[
     FaultKind::HelperPanic,
     FaultKind::Io,
     FaultKind::BadReply,
+    FaultKind::Corrupt,
 ];
 
 /// Refuses faults an SPMD universe cannot inject, so a test that relies on
