@@ -261,3 +261,57 @@ fn ids_of_successive_universes_differ_and_tensors_do_not_cross_them() {
         })
         .unwrap();
 }
+
+#[test]
+fn in_memory_stores_with_a_budget_spill_and_read_back_within_it() {
+    // 3 in-process ranks with in-memory stores (no store directory) and a budget
+    // of 16 KiB each: ten 64x64 tensors in blocks of 16 (2 KiB each, 16 blocks on
+    // two workers: about 80 KiB per worker) cannot all stay resident.
+    let budget = 16 * 1024;
+    let n = 64;
+    uni20::universe()
+        .ranks(3)
+        .memory_budget(budget)
+        .run(|ctl| {
+            let q = orthogonal(n);
+            let tensors: Vec<DistTensor> = (0..10)
+                .map(|k| {
+                    let scaled = LocalTensor::from_f64(
+                        &[n, n],
+                        q.to_c64_vec().iter().map(|z| z.re * (k as f64 + 1.0)).collect(),
+                    )
+                    .unwrap();
+                    DistTensor::from_local(ctl, &scaled, 16).unwrap()
+                })
+                .collect();
+            let stats = ctl.store_stats().unwrap();
+            for s in &stats {
+                assert!(s.bytes_resident <= budget, "rank {}: {s:?}", s.rank);
+            }
+            let spilled: u64 = stats.iter().map(|s| s.bytes_spilled).sum();
+            assert!(spilled > 0, "nothing spilled: {stats:?}");
+            // Each tensor reads back as scattered: k * Q, and (k Q)^T (k Q) = k^2 I.
+            for (k, t) in tensors.iter().enumerate() {
+                let back = t.to_local(ctl).unwrap().to_c64_vec();
+                let want = q.to_c64_vec();
+                let f = k as f64 + 1.0;
+                assert!(
+                    back.iter().zip(&want).all(|(a, b)| (a.re - f * b.re).abs() < 1e-12),
+                    "tensor {k}"
+                );
+                let g = contract(ctl, "ji,jk->ik", t, t)
+                    .unwrap()
+                    .to_local(ctl)
+                    .unwrap()
+                    .to_c64_vec();
+                let id = identity(n).to_c64_vec();
+                let err = g
+                    .iter()
+                    .zip(&id)
+                    .map(|(a, b)| (a.re - f * f * b.re).abs())
+                    .fold(0.0, f64::max);
+                assert!(err < 1e-9 * f * f, "tensor {k}: |G - k^2 I| = {err}");
+            }
+        })
+        .unwrap();
+}

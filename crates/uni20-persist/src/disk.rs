@@ -249,6 +249,12 @@ impl Disk {
         Self::read_object_at(&self.object_path(id), id)
     }
 
+    /// [`Disk::read_object`] into `buf` (see [`Disk::read_object_into`]).
+    pub(crate) fn read_object_with(&self, id: ObjectId, buf: Vec<u8>) -> Result<(FileHeader, Vec<u8>), PersistError> {
+        self.op();
+        Self::read_object_into(&self.object_path(id), id, buf)
+    }
+
     /// The path object `id` has in the directory of rank `rank`'s store under
     /// the same root as this one (`<root>/rank-<rank>/...`): where an earlier
     /// run with another rank count left it.
@@ -262,12 +268,26 @@ impl Disk {
     /// directory: the read of [`Disk::read_object`] and of adoption from a
     /// sibling rank's directory (`Store::adopt`). Counts no operation.
     pub(crate) fn read_object_at(path: &Path, id: ObjectId) -> Result<(FileHeader, Vec<u8>), PersistError> {
+        Self::read_object_into(path, id, Vec::new())
+    }
+
+    /// [`Disk::read_object_at`] into `payload` (cleared first), whose
+    /// allocation is reused when its capacity suffices: a prefetch gives a
+    /// buffer allocated by the thread that will free it, so that the load
+    /// thread's allocator heap keeps nothing (mimalloc returns a block freed
+    /// by another thread to the allocating thread's heap).
+    pub(crate) fn read_object_into(
+        path: &Path,
+        id: ObjectId,
+        mut payload: Vec<u8>,
+    ) -> Result<(FileHeader, Vec<u8>), PersistError> {
         let path = path.to_path_buf();
         let mut f = File::open(&path).map_err(io(format!("open object {id}"), &path))?;
         let header = Self::read_header_from(&mut f, &path, Some(id))?;
         let size = usize::try_from(header.meta.size)
             .map_err(|_| Self::corrupt(Some(id), &path, FailedCheck::Size, "payload too large for this machine"))?;
-        let mut payload = vec![0u8; size];
+        payload.clear();
+        payload.resize(size, 0);
         f.read_exact(&mut payload)
             .map_err(io(format!("read object {id}"), &path))?;
         let actual = crc32fast::hash(&payload);

@@ -134,3 +134,36 @@ fn pinned_and_unknown_objects() {
         Err(uni20_persist::PersistError::NotFound(_))
     ));
 }
+
+#[test]
+fn an_in_memory_store_with_a_budget_spills_to_a_temporary_directory_and_reads_back() {
+    let n = 10_000;
+    let probe = Store::in_memory(0);
+    let one = probe.meta(probe.commit(values(n, 0.0)).unwrap().id()).unwrap().size;
+    // Room for three of the ten objects.
+    let budget = 3 * one + one / 2;
+    let s = Store::in_memory_with_budget(2, budget);
+    let ptrs: Vec<_> = (0..10).map(|k| s.commit(values(n, k as f64)).unwrap()).collect();
+    let st = s.stats();
+    assert!(
+        st.bytes_resident <= budget,
+        "{} resident > budget {budget}",
+        st.bytes_resident
+    );
+    assert!(st.spills >= 7 && st.evictions >= 7, "{st:?}");
+    assert_eq!(s.take_background_error().map(|e| e.to_string()), None);
+    let dir = s.offload_dir().expect("spills made a directory").to_owned();
+    assert!(dir.starts_with(std::env::temp_dir()), "{}", dir.display());
+    // Every object reads back equal, and the budget still holds once the loads end.
+    for (k, p) in ptrs.iter().enumerate() {
+        assert_eq!(*s.load_wait(*p).unwrap(), values(n, k as f64), "object {k}");
+    }
+    assert!(s.stats().bytes_resident <= budget, "{:?}", s.stats());
+    let root = dir.parent().unwrap().to_owned();
+    drop(s);
+    assert!(
+        !root.exists(),
+        "temporary spill directory {} left behind",
+        root.display()
+    );
+}

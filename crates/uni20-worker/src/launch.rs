@@ -74,7 +74,10 @@ impl Launch {
 
     fn open_store_untyped(&self, rank: usize) -> Result<Store, StartupFailure> {
         match &self.config.store_dir {
-            None => Ok(Store::in_memory(rank as u32)),
+            None => Ok(match self.config.store_budget {
+                Some(b) => Store::in_memory_with_budget(rank as u32, b),
+                None => Store::in_memory(rank as u32),
+            }),
             Some(dir) => {
                 let mut opts = uni20_persist::StoreOptions::new();
                 if let Some(b) = self.config.store_budget {

@@ -167,9 +167,10 @@ impl UniverseBuilder {
     }
 
     option_setters! {
-        /// Memory budget of each rank's disk store in bytes (default:
+        /// Memory budget of each rank's store in bytes (default:
         /// `UNI20_STORE_BUDGET`, else unlimited); unpinned objects beyond it are
-        /// spilled to disk.
+        /// spilled to disk: a disk store's own directory, an in-memory store's
+        /// temporary offload directory ([`uni20_persist::Store::in_memory_with_budget`]).
         fn memory_budget(bytes: u64);
         /// Dedicates the last `k` ranks to serving objects (default:
         /// `UNI20_STORAGE_RANKS`, else 0). Storage ranks own blocks placed on

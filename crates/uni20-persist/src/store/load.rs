@@ -226,6 +226,50 @@ impl Store {
         Ok(Some(PValue::new(id, arc)))
     }
 
+    /// The prefetch job: reads object `id` from disk into `buf` (allocated by
+    /// the thread that asked, see [`crate::disk::Disk::read_object_into`]) and
+    /// keeps the verified bytes resident, to be decoded by the first load, on
+    /// the loading thread. Takes the object's loading lock, so a load that
+    /// starts meanwhile waits for it and then finds the bytes. `Ok(false)`:
+    /// nothing to do (resident already, released, or not on disk).
+    pub(super) fn prefetch_bytes(&self, id: ObjectId, buf: Vec<u8>) -> Result<bool, PersistError> {
+        let lock = {
+            let mut l = self.inner.loading.lock();
+            l.entry(id).or_insert_with(|| Arc::new(Mutex::new(()))).clone()
+        };
+        let _guard = LoadingGuard {
+            inner: &self.inner,
+            id,
+            lock: lock.clone(),
+        };
+        let _held = lock.lock();
+        let wanted = |st: &super::state::State| {
+            st.entries
+                .get(&id)
+                .is_some_and(|e| !e.dead() && !e.resident() && e.disk != OnDisk::No)
+        };
+        if !wanted(&self.inner.state.lock()) {
+            return Ok(false);
+        }
+        let disk = self.file_disk().ok_or(PersistError::NotFound(id))?;
+        let (h, payload) = disk.read_object_with(id, buf)?;
+        let mut st = self.inner.state.lock();
+        st.stats.disk_reads += 1;
+        if !wanted(&st) {
+            return Ok(false);
+        }
+        if st.entries.get(&id).is_some_and(|e| e.meta != h.meta) {
+            return Err(PersistError::Corrupt {
+                id: Some(id),
+                path: disk.object_path(id),
+                check: crate::FailedCheck::Format,
+                reason: "file metadata differs from the indexed metadata".into(),
+            });
+        }
+        st.update(id, |e| e.bytes = Some(Arc::new(payload)));
+        Ok(true)
+    }
+
     pub(super) fn corrupt_error(&self, id: ObjectId, e: &PersistError) -> PersistError {
         let path = self.object_path(id).unwrap_or_default();
         PersistError::Corrupt {

@@ -150,7 +150,8 @@ struct Inner {
 /// ranks enter with [`insert_replica`](Store::insert_replica).
 ///
 /// Two forms exist:
-/// * [`Store::in_memory`]: objects live in memory only, nothing is ever evicted and
+/// * [`Store::in_memory`]: objects live in memory only, nothing is evicted (unless a
+///   budget is given, [`Store::in_memory_with_budget`], or the program offloads) and
 ///   `flush` is a no-op; the store's random nonce keeps its IDs apart from those of
 ///   every other store.
 /// * [`Store::open`]: a directory per rank; commits stay in memory and their files
@@ -185,7 +186,7 @@ impl Store {
         mut state: State,
         next: u64,
     ) -> Store {
-        state.track_lru = budget.is_some() && disk.is_some();
+        state.track_lru = budget.is_some();
         Store {
             inner: Arc::new(Inner {
                 rank,
@@ -213,6 +214,20 @@ impl Store {
     /// about 2^-64 per pair of stores).
     pub fn in_memory(rank: u32) -> Store {
         Store::from_parts(rank, fresh_nonce(), None, None, State::new(), 0)
+    }
+
+    /// Creates an empty in-memory store for `rank` (as [`Store::in_memory`])
+    /// that keeps at most `budget` bytes resident, charged as
+    /// [`StoreOptions::memory_budget`] describes: beyond it, the least recently
+    /// used unpinned objects are written to the store's offload directory
+    /// ([`set_offload_dir`](Store::set_offload_dir), else a temporary directory
+    /// created at the first spill and removed with the store) and dropped from
+    /// memory; a later load reads them back (size and CRC checked). Nothing
+    /// survives the store: this is a bound on memory, not persistence. A failed
+    /// spill leaves the object resident and is reported by
+    /// [`take_background_error`](Store::take_background_error).
+    pub fn in_memory_with_budget(rank: u32, budget: u64) -> Store {
+        Store::from_parts(rank, fresh_nonce(), None, Some(budget), State::new(), 0)
     }
 
     /// The rank this store allocates IDs for.

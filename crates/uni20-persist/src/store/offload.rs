@@ -67,7 +67,7 @@ impl Store {
 
     /// The disk offloads write to, creating the temporary directory of an
     /// in-memory store that has none.
-    fn offload_disk(&self) -> Result<&Disk, PersistError> {
+    pub(super) fn offload_disk(&self) -> Result<&Disk, PersistError> {
         if let Some(d) = self.file_disk() {
             return Ok(d);
         }
@@ -183,9 +183,12 @@ impl Store {
         })
     }
 
-    /// Starts loading object `p` as a `T` on this store's load pool, so that a
-    /// later [`load`](Store::load) / [`load_wait`](Store::load_wait) finds it
-    /// resident (or joins the load in progress); returns at once. Returns the
+    /// Starts reading object `p` (a `T`) back from disk on this store's load
+    /// pool, so that a later [`load`](Store::load) / [`load_wait`](Store::load_wait)
+    /// finds it resident (or joins the read in progress); returns at once. The
+    /// job keeps the verified encoded bytes, in a buffer allocated by the
+    /// calling thread; the first load decodes them on its own thread, so no
+    /// memory the program keeps was allocated by a load thread. Returns the
     /// encoded size of the object if a load was started, `None` if it is resident
     /// already, not held here, or of another type (nothing to do).
     ///
@@ -203,15 +206,18 @@ impl Store {
             e.meta.size
         };
         let store = self.clone();
+        // Allocated here, on the thread that will decode and free it: the load
+        // thread only reads the file into it (untouched pages cost no memory).
+        let buf = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
         // The job runs whether or not its future is awaited.
         drop(crate::pool::spawn_blocking(&self.inner.pool, move || {
-            match store.materialize::<T>(id, true) {
-                Ok(Some(_)) => {
+            match store.prefetch_bytes(id, buf) {
+                Ok(true) => {
                     let mut st = store.inner.state.lock();
                     st.stats.prefetches += 1;
                     st.stats.bytes_prefetched += size;
                 }
-                Ok(None) => {}
+                Ok(false) => {}
                 Err(e) => {
                     tracing::error!(object = %id, error = %e, "prefetch failed");
                     let mut st = store.inner.state.lock();

@@ -106,7 +106,7 @@ impl Store {
     /// the first one not yet taken is kept for [`take_background_error`](Store::take_background_error).
     /// Never fails the commit or load that ran it.
     pub(super) fn enforce_budget(&self) {
-        let (Some(budget), Some(disk)) = (self.inner.budget, self.inner.disk.as_ref()) else {
+        let Some(budget) = self.inner.budget else {
             return;
         };
         let mut failed: HashSet<ObjectId> = HashSet::new();
@@ -155,7 +155,11 @@ impl Store {
                         b.into()
                     }
                 };
-                disk.write_object(&meta, refs.as_deref(), &bytes).map(|_| ())
+                // A disk store's own directory; an in-memory store's offload
+                // directory, created at its first spill.
+                self.offload_disk()?
+                    .write_object(&meta, refs.as_deref(), &bytes)
+                    .map(|_| ())
             })();
             let mut st = self.inner.state.lock();
             let first = match st.entries.get_mut(&id) {

@@ -222,8 +222,8 @@ pub struct RankConfig {
     pub abort_timeout: Duration,
     /// Directory of the on-disk stores (`UNI20_STORE_DIR`); `None`: in memory.
     pub store_dir: Option<PathBuf>,
-    /// Memory budget of each disk store in bytes (`UNI20_STORE_BUDGET`);
-    /// `None`: unlimited.
+    /// Memory budget of each rank's store in bytes (`UNI20_STORE_BUDGET`; an
+    /// in-memory store spills to a temporary directory); `None`: unlimited.
     pub store_budget: Option<u64>,
     /// Number of storage ranks, the last ranks of the universe (`UNI20_STORAGE_RANKS`).
     pub storage_ranks: usize,
