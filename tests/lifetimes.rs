@@ -265,8 +265,8 @@ fn ids_of_successive_universes_differ_and_tensors_do_not_cross_them() {
 #[test]
 fn in_memory_stores_with_a_budget_spill_and_read_back_within_it() {
     // 3 in-process ranks with in-memory stores (no store directory) and a budget
-    // of 16 KiB each: ten 64x64 tensors in blocks of 16 (2 KiB each, 16 blocks on
-    // two workers: about 80 KiB per worker) cannot all stay resident.
+    // of 16 KiB each: ten 64x64 tensors in blocks of 16 (2 KiB each, 16 blocks a
+    // tensor on two workers: about 160 KiB per worker) cannot all stay resident.
     let budget = 16 * 1024;
     let n = 64;
     uni20::universe()

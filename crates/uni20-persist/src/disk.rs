@@ -287,9 +287,20 @@ impl Disk {
         let size = usize::try_from(header.meta.size)
             .map_err(|_| Self::corrupt(Some(id), &path, FailedCheck::Size, "payload too large for this machine"))?;
         payload.clear();
-        payload.resize(size, 0);
-        f.read_exact(&mut payload)
+        payload.reserve_exact(size);
+        // Read into the spare capacity (no zero fill first); a short file is
+        // a read error, as `read_exact` would report.
+        let got = (&mut f)
+            .take(size as u64)
+            .read_to_end(&mut payload)
             .map_err(io(format!("read object {id}"), &path))?;
+        if got < size {
+            return Err(PersistError::io(
+                format!("read object {id}"),
+                path.clone(),
+                std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "failed to fill whole buffer"),
+            ));
+        }
         let actual = crc32fast::hash(&payload);
         if actual != header.meta.checksum {
             return Err(PersistError::Checksum {

@@ -54,12 +54,20 @@ fn in_memory_store_offloads_to_a_temporary_directory_and_prefetches_back() {
     // A second offload finds nothing resident.
     assert_eq!(s.offload(pa.id()).unwrap(), Default::default());
 
-    // Prefetch brings it back without a load call, counted.
+    // Prefetch brings it back without a load call, counted; it keeps the bytes,
+    // and the load that needs the object decodes them (on the loading thread).
+    let decoded_before = s.stats().materializations;
     assert_eq!(s.prefetch(pa), Some(size_a));
     wait_resident(&s, pa);
-    assert_eq!(*s.load_wait(pa).unwrap(), a);
     let st = s.stats();
     assert_eq!((st.prefetches, st.bytes_prefetched), (1, size_a));
+    assert_eq!(
+        st.materializations, decoded_before,
+        "the prefetch decoded on the load thread"
+    );
+    assert_eq!(*s.load_wait(pa).unwrap(), a);
+    let st = s.stats();
+    assert_eq!(st.materializations, decoded_before + 1);
     assert_eq!(st.bytes_resident, before);
     assert_eq!(s.prefetch(pa), None, "resident: nothing to prefetch");
 

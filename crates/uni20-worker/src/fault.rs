@@ -12,7 +12,7 @@
 //! | `exit` | worker | the rank dies without replying (MPI: `exit(17)`; in-process: the rank thread ends) |
 //! | `kill` | worker | MPI: the process sends itself `SIGKILL`; in-process: as `exit` |
 //! | `ckptkill` | worker | inside a checkpoint commit: at the rank's `N`-th checkpoint flush, `uni20.flush.v1` or `uni20.flush_objects.v1` (`op` counts the flushes this rank has handled, 1 for the first; omitted: the first), after making about half of its store's pending objects durable and before the root commits the checkpoint record, the rank dies as with `kill` |
-//! | `corrupt` | worker | every object payload the rank sends to another rank in the operation has one byte flipped (the receiver's checksum check fails, naming the object and the sender) |
+//! | `corrupt` | worker | every block the rank sends in a plan's transfers (worker to worker, storage rank to worker) in the operation has one byte flipped (the receiver's checksum check fails, naming the object and the sender); gathers to the root are not affected |
 //! | `io` | worker | the rank's persistent store fails its next commit with an I/O error (`ENOSPC`) |
 //! | `badreply` | worker | the rank replies with undecodable bytes |
 //! | `noarrive` | worker | the rank never sends its start-up hello |

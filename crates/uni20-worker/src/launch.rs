@@ -196,13 +196,13 @@ pub(crate) fn in_process<R>(launch: Launch, f: impl FnOnce(&Controller<'_>) -> R
 
 /// How long an in-process rank that died waits for a survivor's report
 /// before it stops the universe with its own.
-const DEATH_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+const DEATH_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// An in-process rank died (an injected `exit` or `kill`): as a process of an
 /// MPI job would, it first leaves silently, so that the ranks waiting for it
 /// fail with what they awaited (a worker's exchange names the object and
 /// whether the dead rank is a storage rank) and the root stops the job on
-/// that report. When no survivor reports within [`DEATH_GRACE`] (nobody
+/// that report (in a few milliseconds). When no survivor reports within [`DEATH_GRACE`] (nobody
 /// waited for it but the root), the rank's own reason stops the universe.
 /// The reason is printed on stderr either way, as the MPI rank does.
 fn died_in_process(t: &InProcessTransport, why: &str) {

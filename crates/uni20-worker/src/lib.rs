@@ -43,8 +43,9 @@
 //! for hand-written handlers), [`envelope`] (the wire encoding),
 //! [`fault`] (fault injection), [`ledger`] (the root's release ledger),
 //! [`registry`] (signatures and their comparison), [`spmd`] (plan
-//! agreement), [`transport`] (the transport protocol and message tags) and
-//! [`cleanup`] (temporary files removed on exit or signal).
+//! agreement), [`transport`] (the transport protocol and message tags),
+//! [`cleanup`] (temporary files removed on exit or signal) and [`waitnote`]
+//! (what a rank waits for, printed when `SIGTERM` ends it under MPI).
 
 #![warn(missing_docs)]
 #![deny(unreachable_pub)]

@@ -210,8 +210,8 @@ pub enum TransportError {
     #[error("timed out after {0:?}")]
     Timeout(Duration),
     /// This rank waits for a message from `rank`, which has already left the
-    /// universe (its SPMD closure or worker loop returned): the message will
-    /// never come.
+    /// universe (its SPMD closure or worker loop returned, or, in-process, it
+    /// died of an injected `exit` or `kill`): the message will never come.
     #[error("rank {rank} has left the universe; the message this rank waits for will never come")]
     PeerLeft {
         /// The rank that left.

@@ -266,7 +266,16 @@ impl Store {
                 reason: "file metadata differs from the indexed metadata".into(),
             });
         }
+        let size = payload.len() as u64;
         st.update(id, |e| e.bytes = Some(Arc::new(payload)));
+        st.stats.prefetches += 1;
+        st.stats.bytes_prefetched += size;
+        drop(st);
+        drop(_held);
+        drop(_guard);
+        // As after a load: releases that waited for this read, and the budget.
+        self.sweep_released(true);
+        self.enforce_budget();
         Ok(true)
     }
 

@@ -187,8 +187,10 @@ impl Store {
     /// pool, so that a later [`load`](Store::load) / [`load_wait`](Store::load_wait)
     /// finds it resident (or joins the read in progress); returns at once. The
     /// job keeps the verified encoded bytes, in a buffer allocated by the
-    /// calling thread; the first load decodes them on its own thread, so no
-    /// memory the program keeps was allocated by a load thread. Returns the
+    /// calling thread; the first load decodes them where it runs (a
+    /// [`load_wait`](Store::load_wait) on its caller's thread, an async
+    /// [`load`](Store::load) on the pool), so that a prefetch leaves no decoded
+    /// value in a load thread's allocator heap. Returns the
     /// encoded size of the object if a load was started, `None` if it is resident
     /// already, not held here, or of another type (nothing to do).
     ///
@@ -206,18 +208,13 @@ impl Store {
             e.meta.size
         };
         let store = self.clone();
-        // Allocated here, on the thread that will decode and free it: the load
-        // thread only reads the file into it (untouched pages cost no memory).
+        // Allocated here, by the rank thread that asks: the load thread only
+        // reads the file into it (untouched pages cost no memory until then).
         let buf = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
         // The job runs whether or not its future is awaited.
         drop(crate::pool::spawn_blocking(&self.inner.pool, move || {
             match store.prefetch_bytes(id, buf) {
-                Ok(true) => {
-                    let mut st = store.inner.state.lock();
-                    st.stats.prefetches += 1;
-                    st.stats.bytes_prefetched += size;
-                }
-                Ok(false) => {}
+                Ok(_) => {}
                 Err(e) => {
                     tracing::error!(object = %id, error = %e, "prefetch failed");
                     let mut st = store.inner.state.lock();

@@ -109,6 +109,20 @@ impl Store {
         let Some(budget) = self.inner.budget else {
             return;
         };
+        if self.inner.state.lock().stats.bytes_resident <= budget {
+            return;
+        }
+        // An in-memory store's spill directory, made once here: a failure is
+        // reported once, not retried for every candidate.
+        if let Err(e) = self.offload_disk() {
+            let mut st = self.inner.state.lock();
+            st.stats.spill_failures += 1;
+            if st.background_error.is_none() {
+                tracing::error!(error = %e, "cannot create the spill directory; objects stay resident");
+                st.background_error = Some(e);
+            }
+            return;
+        }
         let mut failed: HashSet<ObjectId> = HashSet::new();
         loop {
             let (id, meta, refs, src) = {

@@ -250,7 +250,7 @@ impl Entry {
 pub(super) struct State {
     /// Every object this store holds.
     pub(super) entries: HashMap<ObjectId, Entry, IdHash>,
-    /// Whether hits reorder the LRU index (only a disk store with a budget evicts).
+    /// Whether hits reorder the LRU index (only a store with a budget evicts).
     pub(super) track_lru: bool,
     /// Objects whose files were found unreadable at open, with the error.
     pub(super) corrupt: HashMap<ObjectId, PersistError>,

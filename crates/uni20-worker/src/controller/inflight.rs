@@ -41,8 +41,11 @@ impl<'a> Controller<'a> {
         }
         let _note = crate::waitnote::enabled().then(|| {
             let table = self.inflight.borrow();
+            // The oldest operation still missing replies (a completed one waits
+            // in the table until `wait_op` collects it).
             let (op, wire, missing) = table
-                .first_key_value()
+                .iter()
+                .find(|(_, f)| f.remaining > 0)
                 .map_or((0, "no operation", 0), |(id, f)| (*id, f.wire_name, f.remaining));
             crate::waitnote::waiting_for_replies(op, wire, missing)
         });
