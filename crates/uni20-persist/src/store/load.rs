@@ -33,6 +33,21 @@ impl Drop for LoadingGuard<'_> {
 }
 
 impl Store {
+    /// The loading lock of `id` (single flight: one load or prefetch read at a
+    /// time per object), registered until the returned guard drops; the
+    /// caller locks `guard.lock` while it works.
+    fn loading_slot(&self, id: ObjectId) -> LoadingGuard<'_> {
+        let lock = {
+            let mut l = self.inner.loading.lock();
+            l.entry(id).or_insert_with(|| Arc::new(Mutex::new(()))).clone()
+        };
+        LoadingGuard {
+            inner: &self.inner,
+            id,
+            lock,
+        }
+    }
+
     /// Returns the object if it is resident here, without I/O and without blocking
     /// on other loads' I/O.
     ///
@@ -127,16 +142,8 @@ impl Store {
     /// bytes are used and nothing touches the disk: no spill, no eviction work, no
     /// file deletion. `Ok(None)`: not available from the allowed sources.
     pub(super) fn materialize<T: Persist>(&self, id: ObjectId, io: bool) -> Result<Option<PValue<T>>, PersistError> {
-        let lock = {
-            let mut l = self.inner.loading.lock();
-            l.entry(id).or_insert_with(|| Arc::new(Mutex::new(()))).clone()
-        };
-        let _guard = LoadingGuard {
-            inner: &self.inner,
-            id,
-            lock: lock.clone(),
-        };
-        let _held = lock.lock();
+        let _guard = self.loading_slot(id);
+        let _held = _guard.lock.lock();
 
         // Someone may have finished while we waited; find what we can use.
         enum Src {
@@ -233,16 +240,8 @@ impl Store {
     /// starts meanwhile waits for it and then finds the bytes. `Ok(false)`:
     /// nothing to do (resident already, released, or not on disk).
     pub(super) fn prefetch_bytes(&self, id: ObjectId, buf: Vec<u8>) -> Result<bool, PersistError> {
-        let lock = {
-            let mut l = self.inner.loading.lock();
-            l.entry(id).or_insert_with(|| Arc::new(Mutex::new(()))).clone()
-        };
-        let _guard = LoadingGuard {
-            inner: &self.inner,
-            id,
-            lock: lock.clone(),
-        };
-        let _held = lock.lock();
+        let _guard = self.loading_slot(id);
+        let _held = _guard.lock.lock();
         let wanted = |st: &super::state::State| {
             st.entries
                 .get(&id)
