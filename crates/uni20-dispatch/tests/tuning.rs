@@ -250,6 +250,8 @@ fn table_switches_between_faer_and_blas() {
 fn shared_table_saved_from_several_threads_stays_valid() {
     // In-process ranks share one opened table: concurrent first-sight measurements of
     // different classes each save it; the file is always a whole table with every class.
+    // (The slow backend sleeps 20 ms: with four threads on two loaded cores, a 2 ms gap
+    // was within the preemption of the fast one, and the measurement picked "slow".)
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("shared.json");
     let table = Arc::new(TuneTable::open(&path).unwrap());
@@ -257,7 +259,7 @@ fn shared_table_saved_from_several_threads_stays_valid() {
         for n in [2usize, 4, 8, 16] {
             let table = table.clone();
             s.spawn(move || {
-                let list = BackendList::new(vec![Slow::new("slow", 2), Slow::new("fast", 0)])
+                let list = BackendList::new(vec![Slow::new("slow", 20), Slow::new("fast", 0)])
                     .with_thread_budget(1)
                     .with_tuning(table);
                 assert_eq!(ran(&list, n), "fast");

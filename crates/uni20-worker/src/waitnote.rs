@@ -23,7 +23,7 @@
 //! uni20: rank 1 (worker) terminated by SIGTERM while in uni20.contract.v1 (op 7), waiting for 4 object(s): object r3:5@00ab... from rank 3 (a storage rank)
 //! ```
 //!
-//! The note is process-global: it is [`enable`]d only in a standalone MPI
+//! The note is process-global: it is enabled (`enable`) only in a standalone MPI
 //! universe (one rank per process). Elsewhere every call is one atomic
 //! load and returns. Fields are atomics under a sequence lock: the writer
 //! (the rank's thread) makes the sequence odd while it updates, and a
@@ -123,7 +123,7 @@ pub(crate) fn enable(rank: usize, size: usize, storage_ranks: usize) {
     ENABLED.store(true, Ordering::SeqCst);
 }
 
-/// True once [`enable`] has run in this process.
+/// True once `enable` (called by the standalone MPI launch) has run in this process.
 pub fn enabled() -> bool {
     ENABLED.load(Ordering::Acquire)
 }
