@@ -72,13 +72,15 @@ fn exchange_failure(ctx: &WorkerContext<'_>, transfers: &[Transfer], e: Transpor
     };
     let mut awaited = transfers.iter().filter(|t| t.to == me && t.from == rank);
     match awaited.next() {
-        Some(t) => HandlerError::from(e)
-            .context(format!(
-                "receiving object {} (the first of {} awaited from it) from {role} {rank}",
-                t.id,
-                1 + awaited.count()
-            ))
-            .with_object(t.id),
+        Some(t) => {
+            let more = match awaited.count() {
+                0 => String::new(),
+                n => format!(" (the first of {} awaited from it)", n + 1),
+            };
+            HandlerError::from(e)
+                .context(format!("receiving object {}{more} from {role} {rank}", t.id))
+                .with_object(t.id)
+        }
         None => HandlerError::from(e).context(format!("exchanging blocks with {role} {rank}")),
     }
 }
