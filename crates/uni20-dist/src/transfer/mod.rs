@@ -56,6 +56,15 @@ fn transfer_tags(i: usize) -> (Tag, Tag) {
     (base, base + 1)
 }
 
+/// How a diagnostic names `rank`: "storage rank" or "rank".
+fn role_of(ctx: &WorkerContext<'_>, rank: usize) -> &'static str {
+    if ctx.is_storage_rank(rank) {
+        "storage rank"
+    } else {
+        "rank"
+    }
+}
+
 /// The error of a failed exchange: when the rank waited for a peer that is
 /// gone, it names the first object this rank awaited from that peer and
 /// whether the peer is a storage rank (the requesting rank and the command
@@ -65,11 +74,7 @@ fn exchange_failure(ctx: &WorkerContext<'_>, transfers: &[Transfer], e: Transpor
     let TransportError::PeerLeft { rank } = e else {
         return HandlerError::from(e).context("exchanging blocks");
     };
-    let role = if ctx.is_storage_rank(rank) {
-        "storage rank"
-    } else {
-        "rank"
-    };
+    let role = role_of(ctx, rank);
     let mut awaited = transfers.iter().filter(|t| t.to == me && t.from == rank);
     match awaited.next() {
         Some(t) => {
@@ -145,13 +150,13 @@ pub(crate) fn exchange_blocks(ctx: &WorkerContext<'_>, transfers: &[Transfer]) -
         };
         // A sender that answers with a corrupt object is named with it.
         let from = |e: HandlerError| {
-            let role = if ctx.is_storage_rank(t.from) {
-                "storage rank"
-            } else {
-                "rank"
-            };
-            e.context(format!("receiving object {} from {role} {}", t.id, t.from))
-                .with_object(t.id)
+            e.context(format!(
+                "receiving object {} from {} {}",
+                t.id,
+                role_of(ctx, t.from),
+                t.from
+            ))
+            .with_object(t.id)
         };
         let meta: ObjectMeta =
             uni20_worker::envelope::decode_exact(&meta, "object metadata").map_err(|e| from(e.into()))?;
