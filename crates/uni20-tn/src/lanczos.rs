@@ -198,7 +198,11 @@ pub struct LanczosResult {
 /// `max_krylov + 2` vectors of `start`'s size at once.
 ///
 /// Each step costs one application of `op`, one `inner`, one `norm` (the
-/// two round trips to the root) and two or three element-wise operations.
+/// two round trips to the root) and one or two `axpby`s: the Lanczos
+/// vectors are kept unnormalised with their scale factors on the root, so
+/// no step needs a `scale` of its own. The Ritz vector of a pass of `k`
+/// steps costs `k - 1` `axpby`s, a `norm` and a `scale` (one `scale` when
+/// `k = 1`).
 ///
 /// When `start` has at most `dense_max` unknowns and `op` forms its matrix
 /// ([`LinearOperator::matrix`]), the matrix is diagonalised on the root
@@ -232,39 +236,57 @@ pub fn lanczos_lowest(
     if let Some(r) = dense_lowest(ctl, op, start, opts)? {
         return Ok(r);
     }
-    let mut x = scale(ctl, 1.0 / n0, start)?;
+    let mut x = Scaled {
+        t: start.clone(),
+        c: 1.0 / n0,
+    };
     let mut applications = 0;
     let mut pass = 0;
     loop {
-        let r = one_pass(ctl, op, &x, opts)?;
+        let r = one_pass(ctl, op, x, opts)?;
         applications += r.applications;
         pass += 1;
         if r.converged || pass > opts.max_restarts {
             return Ok(LanczosResult { applications, ..r });
         }
-        x = r.vector;
+        x = Scaled { t: r.vector, c: 1.0 };
     }
 }
 
-/// One Lanczos pass from the unit vector `v0`.
+/// A Lanczos vector kept as `c * t` (`c` real): the normalisations of the
+/// recurrence stay scalars, folded into the next element-wise operation,
+/// instead of a [`scale`] each (an operation with its own planning and a
+/// pass over the data). The operator is linear, so `A (c t) = c (A t)`.
+struct Scaled {
+    t: DistTensor,
+    c: f64,
+}
+
+/// One Lanczos pass from the unit vector `v0` (kept scaled: `v0.c * v0.t`
+/// has norm 1).
 fn one_pass(
     ctl: &Controller<'_>,
     op: &dyn LinearOperator,
-    v0: &DistTensor,
+    v0: Scaled,
     opts: &LanczosOptions,
 ) -> Result<LanczosResult, TnError> {
-    let labels = identity_spec(v0.shape().len());
+    let labels = identity_spec(v0.t.shape().len());
     let eigh_backends = EighBackendList::default_cpu(1);
-    let mut basis: Vec<DistTensor> = vec![v0.clone()];
+    // Lanczos vector j is `basis[j].c * basis[j].t`, of norm 1.
+    let mut basis: Vec<Scaled> = vec![v0];
     let (mut alphas, mut betas): (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
     let mut previous = f64::NAN;
     let (value, y, residual, converged) = loop {
         let j = basis.len() - 1;
-        let mut w = op.apply(ctl, &basis[j])?;
-        let a = inner(ctl, &basis[j], &w)?.re;
-        w = axpby(ctl, 1.0, &w, -a, &basis[j], &labels)?;
+        let (tj, cj) = (&basis[j].t, basis[j].c);
+        // A v_j = c_j (A t_j).
+        let w = op.apply(ctl, tj)?;
+        let a = cj * cj * inner(ctl, tj, &w)?.re;
+        // w_j = A v_j - a v_j - beta_(j-1) v_(j-1).
+        let mut w = axpby(ctl, cj, &w, -a * cj, tj, &labels)?;
         if j > 0 {
-            w = axpby(ctl, 1.0, &w, -betas[j - 1], &basis[j - 1], &labels)?;
+            let prev = &basis[j - 1];
+            w = axpby(ctl, 1.0, &w, -betas[j - 1] * prev.c, &prev.t, &labels)?;
         }
         let b = norm(ctl, &w)?;
         alphas.push(a);
@@ -281,16 +303,29 @@ fn one_pass(
             break (theta, y, residual, false);
         }
         betas.push(b);
-        basis.push(scale(ctl, 1.0 / b, &w)?);
+        basis.push(Scaled { t: w, c: 1.0 / b });
     };
     let applications = alphas.len();
-    let mut x = scale(ctl, y[0], &basis[0])?;
-    for (k, v) in basis.iter().enumerate().skip(1) {
-        x = axpby(ctl, 1.0, &x, y[k], v, &labels)?;
-    }
-    drop(basis);
-    let nx = norm(ctl, &x)?;
-    let x = scale(ctl, 1.0 / nx, &x)?;
+    // The Ritz vector sum_k y_k v_k, normalised. After one step it is
+    // `+-v_0`, already of norm 1.
+    let x = if let [only] = basis.as_slice() {
+        scale(ctl, y[0] * only.c, &only.t)?
+    } else {
+        let mut x = axpby(
+            ctl,
+            y[0] * basis[0].c,
+            &basis[0].t,
+            y[1] * basis[1].c,
+            &basis[1].t,
+            &labels,
+        )?;
+        for (k, v) in basis.iter().enumerate().skip(2) {
+            x = axpby(ctl, 1.0, &x, y[k] * v.c, &v.t, &labels)?;
+        }
+        drop(basis);
+        let nx = norm(ctl, &x)?;
+        scale(ctl, 1.0 / nx, &x)?
+    };
     Ok(LanczosResult {
         value,
         vector: x,
