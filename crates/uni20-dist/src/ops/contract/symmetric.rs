@@ -20,7 +20,7 @@
 //!   each rank's summed cost.
 //! - **Memo**: the block pairs and the output layout depend only on the
 //!   spec, the conjugation, the operands' layouts and dtypes, so the root
-//!   keeps the last [`PAIR_MEMO_ENTRIES`] of them (`PairMemo`): every
+//!   keeps up to [`PAIR_MEMO_ENTRIES`] of the most recently used (`PairMemo`): every
 //!   Lanczos matvec of a DMRG step contracts operands of one structure, and
 //!   without the memo the root spent about a tenth of a symmetric sweep
 //!   enumerating the same pairs again (`docs/performance.md`).
@@ -298,11 +298,11 @@ impl PairMemo {
         let out = Arc::new(pairs.output.clone());
         let mut m = self.lock();
         if m.map.len() >= PAIR_MEMO_ENTRIES {
-            // O(entries), on a miss only (a miss runs plan_pairs, far dearer).
-            let oldest = m.map.iter().min_by_key(|(_, (_, t))| *t).map(|(k, _)| k.clone());
-            if let Some(k) = oldest {
-                m.map.remove(&k);
-            }
+            // The least recently used eighth goes at once: one O(entries)
+            // pass per PAIR_MEMO_ENTRIES / 8 misses, not one per miss.
+            let mut uses: Vec<u64> = m.map.values().map(|(_, t)| *t).collect();
+            let (_, &mut cut, _) = uses.select_nth_unstable(PAIR_MEMO_ENTRIES / 8);
+            m.map.retain(|_, (_, t)| *t > cut);
         }
         m.tick += 1;
         let tick = m.tick;

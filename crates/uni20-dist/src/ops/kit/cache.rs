@@ -128,22 +128,39 @@ impl Default for PlanCache {
 
 impl PlanCache {
     /// Evicts least recently used entries until at most `n` entries and at
-    /// most the byte budget are held.
+    /// most the byte budget are held: one sort of the entries' last uses
+    /// per call, however many go (a scan per evicted entry made a full
+    /// cache's misses quadratic).
     fn evict_to(&mut self, n: usize) {
-        while self.entries.len() > n || (self.bytes > self.budget && !self.entries.is_empty()) {
-            let Some(oldest) = self
-                .entries
-                .iter()
-                .min_by_key(|(_, e)| e.last_used)
-                .map(|(k, _)| k.clone())
-            else {
-                return;
-            };
-            if let Some(e) = self.entries.remove(&oldest) {
-                self.bytes = self.bytes.saturating_sub(e.bytes);
-            }
-            self.stats.evictions += 1;
+        if self.entries.len() <= n && self.bytes <= self.budget {
+            return;
         }
+        let mut uses: Vec<(u64, usize)> = self.entries.values().map(|e| (e.last_used, e.bytes)).collect();
+        uses.sort_unstable();
+        let (mut len, mut bytes) = (self.entries.len(), self.bytes);
+        let mut cut = None;
+        for (last_used, b) in uses {
+            if len <= n && bytes <= self.budget {
+                break;
+            }
+            len -= 1;
+            bytes = bytes.saturating_sub(b);
+            cut = Some(last_used);
+        }
+        let Some(cut) = cut else {
+            return;
+        };
+        let before = self.entries.len();
+        let mut freed = 0;
+        self.entries.retain(|_, e| {
+            let keep = e.last_used > cut;
+            if !keep {
+                freed += e.bytes;
+            }
+            keep
+        });
+        self.bytes = self.bytes.saturating_sub(freed);
+        self.stats.evictions += (before - self.entries.len()) as u64;
     }
 }
 
@@ -314,8 +331,14 @@ where
             if let Some(old) = old {
                 c.bytes = c.bytes.saturating_sub(old.bytes);
             }
+            // Over capacity, an eighth more goes at once, so that a full
+            // cache sorts its entries once per `capacity / 8` misses.
             let cap = c.capacity;
-            c.evict_to(cap);
+            if c.entries.len() > cap {
+                c.evict_to(cap - cap / 8);
+            } else {
+                c.evict_to(cap);
+            }
         }
         tracing::debug!(
             family,
