@@ -319,7 +319,19 @@ impl LocalTensor {
     /// extents, then `len() * size_bytes` payload bytes.
     pub fn encode(&self) -> Vec<u8> {
         let payload = self.as_bytes();
-        let mut out = Vec::with_capacity(FIXED_HEADER + 8 * self.shape.len() + payload.len());
+        let mut out = self.encode_header_with_capacity(payload.len());
+        out.extend_from_slice(payload);
+        out
+    }
+
+    /// The header of [`LocalTensor::encode`] (magic, version, dtype, rank, extents):
+    /// `encode() == encode_header() ++ as_bytes()`.
+    pub fn encode_header(&self) -> Vec<u8> {
+        self.encode_header_with_capacity(0)
+    }
+
+    fn encode_header_with_capacity(&self, extra: usize) -> Vec<u8> {
+        let mut out = Vec::with_capacity(FIXED_HEADER + 8 * self.shape.len() + extra);
         out.extend_from_slice(&MAGIC);
         out.extend_from_slice(&VERSION.to_le_bytes());
         out.push(self.dtype().code());
@@ -328,9 +340,9 @@ impl LocalTensor {
         // is bounded by memory; saturate defensively.
         let rank = u32::try_from(self.shape.len()).unwrap_or(u32::MAX);
         out.extend_from_slice(&rank.to_le_bytes());
-        let extents: Vec<u64> = self.shape.iter().map(|&d| d as u64).collect();
-        out.extend_from_slice(bytemuck::cast_slice(&extents));
-        out.extend_from_slice(payload);
+        for &d in &self.shape {
+            out.extend_from_slice(&(d as u64).to_le_bytes());
+        }
         out
     }
 
@@ -417,6 +429,18 @@ impl LocalTensor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn encoding_is_header_then_elements() {
+        for dtype in [DType::F32, DType::F64, DType::C32, DType::C64] {
+            for shape in [&[][..], &[0][..], &[3, 2][..], &[2, 1, 4][..]] {
+                let t = sample(dtype, shape);
+                let mut joined = t.encode_header();
+                joined.extend_from_slice(t.as_bytes());
+                assert_eq!(joined, t.encode(), "{dtype:?} {shape:?}");
+            }
+        }
+    }
 
     fn sample(dtype: DType, shape: &[usize]) -> LocalTensor {
         let n: usize = shape.iter().product();

@@ -34,6 +34,11 @@ impl Persist for Block {
     fn encode(&self) -> Vec<u8> {
         self.0.encode()
     }
+    /// The tensor's header, then its elements in place: a commit checksums the
+    /// block without copying it.
+    fn encode_split(&self) -> Option<(Vec<u8>, &[u8])> {
+        Some((self.0.encode_header(), self.0.as_bytes()))
+    }
     fn decode(bytes: &[u8]) -> Result<Self, PersistError> {
         LocalTensor::decode(bytes)
             .map(Block)

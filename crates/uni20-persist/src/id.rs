@@ -156,11 +156,23 @@ pub struct ObjectMeta {
 impl ObjectMeta {
     /// Computes the metadata of `bytes` (size and CRC-32) for object `id` of type `type_name`.
     pub fn of_bytes(id: ObjectId, type_name: &str, bytes: &[u8]) -> ObjectMeta {
+        ObjectMeta::of_parts(id, type_name, &[bytes])
+    }
+
+    /// The metadata of the concatenation of `parts` (as [`ObjectMeta::of_bytes`] of
+    /// the joined bytes, without joining them).
+    pub fn of_parts(id: ObjectId, type_name: &str, parts: &[&[u8]]) -> ObjectMeta {
+        let mut crc = crc32fast::Hasher::new();
+        let mut size = 0u64;
+        for p in parts {
+            crc.update(p);
+            size += p.len() as u64;
+        }
         ObjectMeta {
             id,
             type_name: type_name.to_owned(),
-            size: bytes.len() as u64,
-            checksum: crc32fast::hash(bytes),
+            size,
+            checksum: crc.finalize(),
         }
     }
 }

@@ -34,6 +34,16 @@ pub trait Persist: Sized + Send + Sync + 'static {
         None
     }
 
+    /// The encoding as a short owned head followed by a borrowed body, when the
+    /// payload is a header and then the value's own memory (a tensor: its shape, then
+    /// its elements). [`Store::commit`](crate::Store::commit) then checksums the two
+    /// parts in place instead of building the encoding: no copy of the body. Used
+    /// only when [`encode_borrowed`](Persist::encode_borrowed) is `None`. The default
+    /// is `None`. When `Some((head, body))`, `head ++ body` must equal `encode()`.
+    fn encode_split(&self) -> Option<(Vec<u8>, &[u8])> {
+        None
+    }
+
     /// Decodes a payload produced by [`encode`](Persist::encode).
     ///
     /// # Errors

@@ -61,16 +61,21 @@ impl Store {
         let id = {
             let value = Arc::new(value);
             let resident: AnyArc = value.clone();
-            let owned;
-            let bytes: &[u8] = match value.encode_borrowed() {
-                // Zero-copy: checksum and write the value's own memory.
-                Some(b) => b,
-                None => {
+            let (owned, head);
+            let parts: [&[u8]; 2] = match (value.encode_borrowed(), value.encode_split()) {
+                // Zero-copy: checksum the value's own memory.
+                (Some(b), _) => [b, &[]],
+                // A header, then the value's own memory: checksummed in place.
+                (None, Some((h, body))) => {
+                    head = h;
+                    [&head, body]
+                }
+                (None, None) => {
                     owned = value.encode();
-                    &owned
+                    [&owned, &[]]
                 }
             };
-            self.commit_parts::<T>(bytes, refs, move || Resident::Value(resident))?
+            self.commit_parts::<T>(&parts, refs, move || Resident::Value(resident))?
         };
         // After the local handle is gone, so the new entry is not counted as pinned.
         self.sweep_released(true);
@@ -87,23 +92,23 @@ impl Store {
         refs: Vec<ObjectId>,
     ) -> Result<PersistentPtr<T>, PersistError> {
         let bytes: Arc<Vec<u8>> = bytes.into();
-        let id = self.commit_parts::<T>(&bytes, refs, || Resident::Bytes(bytes.clone()))?;
+        let id = self.commit_parts::<T>(&[&bytes], refs, || Resident::Bytes(bytes.clone()))?;
         self.sweep_released(true);
         self.enforce_budget();
         Ok(PersistentPtr::from_id(id))
     }
 
-    /// Allocates an ID for `bytes`, then inserts the entry (no file yet) with the resident form made by `resident`. No ID escapes on error.
+    /// Allocates an ID for the encoding `bytes` (its parts, in order), then inserts the entry (no file yet) with the resident form made by `resident`. No ID escapes on error.
     /// The caller enforces the memory budget afterwards.
     fn commit_parts<T: Persist>(
         &self,
-        bytes: &[u8],
+        bytes: &[&[u8]],
         refs: Vec<ObjectId>,
         resident: impl FnOnce() -> Resident,
     ) -> Result<ObjectId, PersistError> {
         let id = self.alloc_id()?;
         self.take_injected_io_failure(id)?;
-        let meta = ObjectMeta::of_bytes(id, T::TYPE_NAME, bytes);
+        let meta = ObjectMeta::of_parts(id, T::TYPE_NAME, bytes);
         // Write-behind: a disk store writes the object's file only when it is
         // flushed (a checkpoint reaches it) or spilled (the budget evicts it, or
         // `evict`), never here: most objects of a computation are intermediates
