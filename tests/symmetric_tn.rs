@@ -22,11 +22,12 @@
 //!   dual legs and flux);
 //! - mismatched inputs are typed errors.
 
+use uni20::dist::contract;
 use uni20::dist::symmetry::{plan_pairs, Charge, Direction, GroupFactor, Leg, Sector, SymmetricLayout, Symmetry};
 use uni20::tn::models::{heisenberg, hubbard, spin1, tfi, Model};
 use uni20::tn::{
-    bond_sectors, grow_left, grow_right, left_environment, right_environment, total_charge, Conserve, Dmrg,
-    DmrgOptions, LocalMpo, MpoOptions, Mps, Site, TnError,
+    bond_sectors, grow_left, grow_left_fused, grow_right, grow_right_fused, left_environment, right_environment,
+    total_charge, Conserve, Dmrg, DmrgOptions, LocalMpo, MpoOptions, Mps, Site, TnError,
 };
 use uni20::{DistTensor, LocalTensor, TensorData};
 
@@ -514,8 +515,16 @@ fn random_state_in_a_sector_and_its_environments_match_the_dense_embeddings() {
                 right_environment(ctl, &mpo, &mps, 2).unwrap(),
                 DistTensor::from_local(ctl, &one, 2).unwrap(),
             );
+            let close = |x: &DistTensor, y: &DistTensor| {
+                let (a, b) = (f64s(&x.to_dense(ctl).unwrap()), f64s(&y.to_dense(ctl).unwrap()));
+                a.len() == b.len() && a.iter().zip(&b).all(|(x, y)| (x - y).abs() < 1e-12)
+            };
             for i in 0..6 {
+                // The same growth from the step's fused L W (as the sweep does).
+                let lw = contract(ctl, "awc,wvst->asvct", &ls, &mpo.sites()[i]).unwrap();
+                let lf = grow_left_fused(ctl, &lw, mps.site(i)).unwrap();
                 ls = grow_left(ctl, &ls, &mpo.sites()[i], mps.site(i)).unwrap();
+                assert!(close(&lf, &ls), "fused left env {}", i + 1);
                 ld = grow_left(ctl, &ld, &dw[i], &dsites[i]).unwrap();
                 assert!(ls.is_symmetric());
                 let (a, b) = (f64s(&ls.to_dense(ctl).unwrap()), f64s(&ld.to_local(ctl).unwrap()));
@@ -525,7 +534,10 @@ fn random_state_in_a_sector_and_its_environments_match_the_dense_embeddings() {
                     i + 1
                 );
                 let j = 5 - i;
+                let wr = contract(ctl, "vxru,bxd->vudrb", &mpo.sites()[j], &rs).unwrap();
+                let rf = grow_right_fused(ctl, &wr, mps.site(j)).unwrap();
                 rs = grow_right(ctl, &rs, &mpo.sites()[j], mps.site(j)).unwrap();
+                assert!(close(&rf, &rs), "fused right env {j}");
                 rd = grow_right(ctl, &rd, &dw[j], &dsites[j]).unwrap();
                 let (a, b) = (f64s(&rs.to_dense(ctl).unwrap()), f64s(&rd.to_local(ctl).unwrap()));
                 assert!(a.iter().zip(&b).all(|(x, y)| (x - y).abs() < 1e-12), "right env {j}");

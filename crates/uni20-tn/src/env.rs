@@ -67,6 +67,32 @@ pub fn grow_right(
     Ok(contract_with(ctl, "arb,bcvr->avc", b, &t2, &conj_first())?)
 }
 
+/// [`grow_left`] from the fused `lw[a, s, v, c, t] = L W_i` of the step's
+/// [`TwoSiteHamiltonian`] (`Matvec::Fused`) instead of `L` and `W_i`:
+/// `E'[b, v, d] = sum conj(a[a0, s, b]) lw[a0, s, v, c, t] a[c, t, d]`, two
+/// contractions (`lw a`, then `conj(a)`) where [`grow_left`] needs three,
+/// both read in place by the block-pair kernel; about `chi^3 d D (d + 1)`
+/// multiply-adds against `2 chi^3 d D`. Returns at once.
+///
+/// # Errors
+/// The validation errors of [`contract`] (shapes that do not fit).
+pub fn grow_left_fused(ctl: &Controller<'_>, lw: &DistTensor, a: &DistTensor) -> Result<DistTensor, TnError> {
+    let x = contract(ctl, "asvct,ctd->asvd", lw, a)?;
+    Ok(contract_with(ctl, "asb,asvd->bvd", a, &x, &conj_first())?)
+}
+
+/// [`grow_right`] from the fused `wr[v, u, d, r, b] = W_(i+1) R` of the
+/// step's [`TwoSiteHamiltonian`]: `E'[a, v, c] = sum conj(b[a, r, b0])
+/// wr[v, u, d, r, b0] b[c, u, d]`, two contractions (`conj(b) wr`, then
+/// `b`), each operand read in place. Returns at once.
+///
+/// # Errors
+/// As [`grow_left_fused`].
+pub fn grow_right_fused(ctl: &Controller<'_>, wr: &DistTensor, b: &DistTensor) -> Result<DistTensor, TnError> {
+    let x = contract_with(ctl, "arb,vudrb->avud", b, wr, &conj_first())?;
+    Ok(contract(ctl, "avud,cud->avc", &x, b)?)
+}
+
 /// How [`TwoSiteHamiltonian`] applies itself (see the module docs).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Matvec {
@@ -144,6 +170,20 @@ impl TwoSiteHamiltonian {
             },
         };
         Ok(TwoSiteHamiltonian { kind })
+    }
+}
+
+impl TwoSiteHamiltonian {
+    /// The fused product on one side, for growing that side's environment
+    /// after the step ([`grow_left_fused`] with `L W_i` when `left`,
+    /// [`grow_right_fused`] with `W_(i+1) R` otherwise); `None` for the
+    /// sequential form, which holds no fused products. Consumes the
+    /// operator, so the other side's product is released.
+    pub fn into_fused(self, left: bool) -> Option<DistTensor> {
+        match self.kind {
+            Kind::Fused { lw, wr } => Some(if left { lw } else { wr }),
+            Kind::Sequential { .. } => None,
+        }
     }
 }
 

@@ -61,7 +61,7 @@ use uni20_dist::{
 };
 use uni20_worker::Controller;
 
-use crate::env::{grow_left, grow_right, Matvec, TwoSiteHamiltonian};
+use crate::env::{grow_left, grow_left_fused, grow_right, grow_right_fused, Matvec, TwoSiteHamiltonian};
 use crate::error::TnError;
 use crate::lanczos::{LanczosOptions, LinearOperator};
 use crate::mpo::Mpo;
@@ -904,7 +904,11 @@ impl SweepEngine {
             },
         )?;
         acc.lanczos_seconds += t0.elapsed().as_secs_f64();
-        drop((h, theta));
+        drop(theta);
+        // The fused `L W_i` (`W_(i+1) R`) grows the environment the centre
+        // leaves in two contractions instead of three; the other side's
+        // product is released now.
+        let fused = h.into_fused(to_right);
         acc.energy = sol.energy;
         acc.applications += sol.applications;
         acc.dense_steps += usize::from(sol.dense);
@@ -936,19 +940,26 @@ impl SweepEngine {
         let Split { left, right, .. } = split;
         let (centre_site, mut centre) = if to_right {
             problem.moved(ctl, i, true, &left)?;
-            self.left[i + 1] = Some(grow_left(ctl, env_at(&self.left, i)?, &w[i], &left)?);
+            self.left[i + 1] = Some(match &fused {
+                Some(lw) => grow_left_fused(ctl, lw, &left)?,
+                None => grow_left(ctl, env_at(&self.left, i)?, &w[i], &left)?,
+            });
             self.left_off[i + 1] = false;
             self.mps.set_site(i, left);
             (i + 1, right)
         } else {
             problem.moved(ctl, i, false, &right)?;
             if i > 0 {
-                self.right[i] = Some(grow_right(ctl, env_at(&self.right, i + 1)?, &w[i + 1], &right)?);
+                self.right[i] = Some(match &fused {
+                    Some(wr) => grow_right_fused(ctl, wr, &right)?,
+                    None => grow_right(ctl, env_at(&self.right, i + 1)?, &w[i + 1], &right)?,
+                });
                 self.right_off[i] = false;
             }
             self.mps.set_site(i + 1, right);
             (i, left)
         };
+        drop(fused);
         // The backward step (TDVP) on the new centre, except at the end of
         // the sweep's direction.
         if (to_right && centre_site < n - 1) || (!to_right && centre_site > 0) {
