@@ -12,6 +12,13 @@
 //! free labels and columns B's free labels in output order; it becomes the output block by at
 //! most one permuted copy at the end. No allocation per pair (except casting a block whose
 //! dtype is narrower than the output's).
+//!
+//! Pairs where one operand is tiny (at most `DIRECT_MAX_SMALL` = 16 elements: an MPO block
+//! against an environment block, whose GEMMs have an inner extent of 1-3) skip the GEMM: the
+//! big operand is streamed once per non-zero element of the small one straight into the
+//! output in output order (`accumulate_direct`), so neither operand is packed and the output
+//! is not permuted. Such a pair is memory-bound either way; the direct form moves each
+//! element of the big operand once per small-side element instead of three copies.
 
 use faer::linalg::matmul::matmul_with_conj;
 use faer::{Accum, Conj, MatMut, MatRef, Par};
@@ -23,6 +30,23 @@ use crate::scalar::Element;
 use crate::spec::ResolvedSpec;
 use crate::tensor::{LocalTensor, TensorError};
 use crate::view::StridedView;
+
+/// Largest operand (its free elements times the contracted ones) that a pair streams
+/// against instead of a GEMM (see the module docs).
+pub(crate) const DIRECT_MAX_SMALL: usize = 16;
+
+/// How [`PairContraction::run`] computes an item's pairs (`run` always picks; the tests
+/// force each path).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(test), allow(dead_code))]
+enum Path {
+    /// Direct when every pair has a tiny operand, else GEMM.
+    Auto,
+    /// GEMMs into an accumulator in `[A free, B free]` order.
+    Gemm,
+    /// Streaming against the tiny operand (every pair must have one).
+    Direct,
+}
 
 /// A two-operand spec analysed for block-pair accumulation (see the module docs).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -135,7 +159,144 @@ impl PairContraction {
                 });
             }
         }
-        with_dtype!(out_dtype, T => self.run_typed::<T>(alpha, pairs, beta, c_in, out_shape, threads))
+        with_dtype!(out_dtype, T => self.run_typed::<T>(alpha, pairs, beta, c_in, out_shape, threads, Path::Auto))
+    }
+
+    /// Whether operand A (`Some(true)`) or B (`Some(false)`) of a pair of these shapes
+    /// is small enough to stream against ([`DIRECT_MAX_SMALL`]); `None` otherwise.
+    fn small_side(&self, sa: &[usize], sb: &[usize]) -> Option<bool> {
+        let k: usize = (0..self.contracted)
+            .map(|i| sa[self.a_order[self.a_free + i]])
+            .product();
+        let a_free: usize = self.a_order[..self.a_free].iter().map(|&p| sa[p]).product();
+        let b_free: usize = self.b_order[self.contracted..].iter().map(|&p| sb[p]).product();
+        let (a_small, b_small) = (k.saturating_mul(a_free), k.saturating_mul(b_free));
+        if b_small <= DIRECT_MAX_SMALL && b_small <= a_small {
+            Some(false)
+        } else if a_small <= DIRECT_MAX_SMALL {
+            Some(true)
+        } else {
+            None
+        }
+    }
+
+    /// `out += alpha * sum_k op(A)[.., k] op(B)[k, ..]` for one pair, written in output
+    /// order (`out` row-major of `out_shape`), by streaming the big operand once per
+    /// non-zero element of the small one (`small_is_a`). Shapes are checked
+    /// ([`check_pair`](Self::check_pair)).
+    #[allow(clippy::too_many_arguments)]
+    fn accumulate_direct<T: Element>(
+        &self,
+        out: &mut [T],
+        out_shape: &[usize],
+        a: (&[T], &[usize]),
+        b: (&[T], &[usize]),
+        small_is_a: bool,
+        alpha: T,
+    ) {
+        let ostr = row_major_strides(out_shape);
+        let (astr, bstr) = (row_major_strides(a.1), row_major_strides(b.1));
+        // Per dim of A and of B: its stride in the output (free dims), or the stride of
+        // its partner in the other operand (contracted dims).
+        let mut a_other = vec![0usize; a.1.len()];
+        let mut b_other = vec![0usize; b.1.len()];
+        for (o, &p) in self.out_from_acc.iter().enumerate() {
+            if p < self.a_free {
+                a_other[self.a_order[p]] = ostr[o];
+            } else {
+                b_other[self.b_order[self.contracted + p - self.a_free]] = ostr[o];
+            }
+        }
+        let mut a_free = vec![false; a.1.len()];
+        let mut b_free = vec![false; b.1.len()];
+        for &d in &self.a_order[..self.a_free] {
+            a_free[d] = true;
+        }
+        for &d in &self.b_order[self.contracted..] {
+            b_free[d] = true;
+        }
+        for i in 0..self.contracted {
+            let (da, db) = (self.a_order[self.a_free + i], self.b_order[i]);
+            a_other[da] = bstr[db];
+            b_other[db] = astr[da];
+        }
+        let (small, big) = if small_is_a { (a, b) } else { (b, a) };
+        let (s_str, s_other, s_free) = if small_is_a {
+            (&astr, &a_other, &a_free)
+        } else {
+            (&bstr, &b_other, &b_free)
+        };
+        let (g_str, g_other, g_free) = if small_is_a {
+            (&bstr, &b_other, &b_free)
+        } else {
+            (&astr, &a_other, &a_free)
+        };
+        let (conj_s, conj_g) = if small_is_a {
+            (self.conj[0], self.conj[1])
+        } else {
+            (self.conj[1], self.conj[0])
+        };
+        // The big operand's free dims in storage order: (extent, own stride, out stride).
+        let g_dims: Vec<(usize, usize, usize)> = (0..big.1.len())
+            .filter(|&d| g_free[d] && big.1[d] != 1)
+            .map(|d| (big.1[d], g_str[d], g_other[d]))
+            .collect();
+        if big.1.contains(&0) || small.1.contains(&0) {
+            return;
+        }
+        let (inner, outer) = match g_dims.split_last() {
+            Some((&inner, outer)) => (inner, outer),
+            None => ((1, 1, 1), &[][..]),
+        };
+        let rank_s = small.1.len();
+        let mut si = vec![0usize; rank_s];
+        let mut gi = vec![0usize; outer.len()];
+        loop {
+            // One element of the small operand: its offset, and the offsets it selects in
+            // the output (its free dims) and in the big operand (its contracted dims).
+            let (mut s_off, mut o_base, mut g_base) = (0, 0, 0);
+            for d in 0..rank_s {
+                s_off += si[d] * s_str[d];
+                if s_free[d] {
+                    o_base += si[d] * s_other[d];
+                } else {
+                    g_base += si[d] * s_other[d];
+                }
+            }
+            let sv = small.0[s_off];
+            let coeff = alpha * if conj_s { sv.conj() } else { sv };
+            if coeff != T::zero() {
+                gi.iter_mut().for_each(|x| *x = 0);
+                loop {
+                    let (mut g, mut o) = (g_base, o_base);
+                    for (k, &(_, gs, os)) in outer.iter().enumerate() {
+                        g += gi[k] * gs;
+                        o += gi[k] * os;
+                    }
+                    let (n, gs, os) = inner;
+                    if gs == 1 && os == 1 {
+                        let src = &big.0[g..g + n];
+                        let dst = &mut out[o..o + n];
+                        if conj_g {
+                            dst.iter_mut().zip(src).for_each(|(y, &x)| *y += coeff * x.conj());
+                        } else {
+                            dst.iter_mut().zip(src).for_each(|(y, &x)| *y += coeff * x);
+                        }
+                    } else {
+                        for x in 0..n {
+                            let v = big.0[g + x * gs];
+                            out[o + x * os] += coeff * if conj_g { v.conj() } else { v };
+                        }
+                    }
+                    if !odometer(&mut gi, outer.iter().map(|d| d.0)) {
+                        break;
+                    }
+                }
+            }
+            if !odometer(&mut si, small.1.iter().copied()) {
+                break;
+            }
+        }
     }
 
     /// Checks one pair against the spec and the output shape without allocating (the
@@ -181,6 +342,7 @@ impl PairContraction {
         })
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn run_typed<T: Element + faer::traits::ComplexField>(
         &self,
         alpha: C64,
@@ -189,8 +351,37 @@ impl PairContraction {
         c_in: Option<&LocalTensor>,
         out_shape: &[usize],
         threads: usize,
+        path: Path,
     ) -> Result<LocalTensor, ContractError> {
         let len: usize = out_shape.iter().product();
+        let direct = match path {
+            Path::Gemm => false,
+            Path::Direct => true,
+            Path::Auto => {
+                !pairs.is_empty()
+                    && pairs.iter().all(|(a, b)| {
+                        self.check_pair(a, b, out_shape).is_ok() && self.small_side(a.shape(), b.shape()).is_some()
+                    })
+            }
+        };
+        if direct {
+            let mut out: Vec<T> = crate::alloc::zeroed(len);
+            let alpha_t = T::from_c64(alpha);
+            for &(a, b) in pairs {
+                self.check_pair(a, b, out_shape)?;
+                let (a, b) = (cast_to::<T>(a)?, cast_to::<T>(b)?);
+                let small_is_a = self.small_side(a.shape(), b.shape()).unwrap_or(false);
+                self.accumulate_direct(
+                    &mut out,
+                    out_shape,
+                    (elems::<T>(&a), a.shape()),
+                    (elems::<T>(&b), b.shape()),
+                    small_is_a,
+                    alpha_t,
+                );
+            }
+            return finish(out, out_shape, beta, c_in);
+        }
         let mut acc: Vec<T> = crate::alloc::zeroed(len);
         let (mut pa, mut pb): (Vec<T>, Vec<T>) = (Vec::new(), Vec::new());
         let alpha_t = T::from_c64(alpha);
@@ -228,7 +419,7 @@ impl PairContraction {
         }
         // The accumulator's dims are [A free..., B free...] in output order per operand.
         let identity = self.out_from_acc.iter().enumerate().all(|(i, &p)| i == p);
-        let mut out = if identity || len == 0 {
+        let out = if identity || len == 0 {
             acc
         } else {
             let mut acc_shape = vec![0; out_shape.len()];
@@ -240,15 +431,46 @@ impl PairContraction {
             gather_slabs_into(&view, &self.out_from_acc, &mut out, threads);
             out
         };
-        if let Some(c) = c_in {
-            let c = cast_to::<T>(c)?;
-            let beta = T::from_c64(beta);
-            for (o, &x) in out.iter_mut().zip(elems::<T>(&c)) {
-                *o += beta * x;
-            }
-        }
-        Ok(crate::typed::tensor(out_shape, out)?)
+        finish(out, out_shape, beta, c_in)
     }
+}
+
+/// `out + beta * C_in` as the output tensor.
+fn finish<T: Element>(
+    mut out: Vec<T>,
+    out_shape: &[usize],
+    beta: C64,
+    c_in: Option<&LocalTensor>,
+) -> Result<LocalTensor, ContractError> {
+    if let Some(c) = c_in {
+        let c = cast_to::<T>(c)?;
+        let beta = T::from_c64(beta);
+        for (o, &x) in out.iter_mut().zip(elems::<T>(&c)) {
+            *o += beta * x;
+        }
+    }
+    Ok(crate::typed::tensor(out_shape, out)?)
+}
+
+/// Row-major strides of `shape`, in elements.
+fn row_major_strides(shape: &[usize]) -> Vec<usize> {
+    crate::view::row_major_strides(shape)
+        .into_iter()
+        .map(|s| s as usize)
+        .collect()
+}
+
+/// Advances the multi-index `idx` (last position fastest) within `extents`; false after
+/// the last index (then `idx` is all zeros again).
+fn odometer(idx: &mut [usize], extents: impl DoubleEndedIterator<Item = usize> + ExactSizeIterator) -> bool {
+    for (i, n) in idx.iter_mut().zip(extents).rev() {
+        *i += 1;
+        if *i < n {
+            return true;
+        }
+        *i = 0;
+    }
+    false
 }
 
 /// faer's parallelism for one GEMM: sequential below 2^18 multiply-adds (where the fork
@@ -365,6 +587,11 @@ mod tests {
                 };
                 let refs: Vec<(&LocalTensor, &LocalTensor)> = blocks.iter().map(|(a, b)| (a, b)).collect();
                 let got = k.run(alpha, &refs, beta, Some(&cin), dt, &out_shape, 1).unwrap();
+                // Both paths, forced, whatever `run` picked.
+                let by_path = |path| {
+                    with_dtype!(dt, T => k.run_typed::<T>(alpha, &refs, beta, Some(&cin), &out_shape, 1, path)).unwrap()
+                };
+                let (gemm, direct) = (by_path(Path::Gemm), by_path(Path::Direct));
                 let mut want = cin.clone();
                 let mut first = true;
                 for (a, b) in &blocks {
@@ -378,13 +605,59 @@ mod tests {
                     want = einsum(&spec, &[a, b], &opts, &cpu).unwrap().0;
                     first = false;
                 }
-                let (g, w) = (got.to_c64_vec(), want.to_c64_vec());
-                assert_eq!(got.shape(), want.shape());
-                for (x, y) in g.iter().zip(&w) {
-                    assert!((x - y).norm() <= 1e-12 * (1.0 + y.norm()), "{spec}: {x} vs {y}");
+                let w = want.to_c64_vec();
+                for (name, got) in [("run", &got), ("gemm", &gemm), ("direct", &direct)] {
+                    assert_eq!(got.shape(), want.shape(), "{name}");
+                    for (x, y) in got.to_c64_vec().iter().zip(&w) {
+                        assert!((x - y).norm() <= 1e-12 * (1.0 + y.norm()), "{name} {spec}: {x} vs {y}");
+                    }
                 }
             }
         }
+    }
+
+    /// An MPO-like tiny operand (with zeros and extent-1 legs) against an environment-like
+    /// one, as the symmetric DMRG contracts them: `run` streams it (the direct path) and
+    /// agrees with the GEMM path; large operands take the GEMM path.
+    #[test]
+    fn tiny_operands_are_streamed_and_agree_with_gemm() {
+        let spec = ResolvedSpec::parse("awc,wvst->asvct").unwrap();
+        let k = PairContraction::new(&spec, [false, false]).unwrap();
+        let l = t(&[7, 3, 5], 1);
+        let mut w = t(&[3, 2, 1, 1], 2).to_c64_vec();
+        w[1] = C64::new(0.0, 0.0);
+        w[4] = C64::new(0.0, 0.0);
+        let w = LocalTensor::from_f64(&[3, 2, 1, 1], w.iter().map(|z| z.re).collect()).unwrap();
+        assert_eq!(k.small_side(l.shape(), w.shape()), Some(false));
+        let out_shape = [7, 1, 2, 5, 1];
+        let refs = [(&l, &w), (&l, &w)];
+        let one = C64::new(1.0, 0.0);
+        let got = k
+            .run(one, &refs, C64::new(0.0, 0.0), None, DType::F64, &out_shape, 1)
+            .unwrap();
+        let gemm = k
+            .run_typed::<f64>(one, &refs, C64::new(0.0, 0.0), None, &out_shape, 1, Path::Gemm)
+            .unwrap();
+        let (lv, wv, gv) = (l.to_c64_vec(), w.to_c64_vec(), got.to_c64_vec());
+        for a in 0..7 {
+            for v in 0..2 {
+                for c in 0..5 {
+                    let want: f64 = (0..3)
+                        .map(|x| 2.0 * lv[(a * 3 + x) * 5 + c].re * wv[x * 2 + v].re)
+                        .sum();
+                    let i = ((a * 2 + v) * 5) + c;
+                    assert!((gv[i].re - want).abs() < 1e-12, "{a} {v} {c}");
+                }
+            }
+        }
+        assert_eq!(got.shape(), gemm.shape());
+        for (x, y) in gv.iter().zip(gemm.to_c64_vec()) {
+            assert!((x - y).norm() < 1e-12);
+        }
+        let big = PairContraction::new(&ResolvedSpec::parse("ij,jk->ik").unwrap(), [false; 2]).unwrap();
+        assert_eq!(big.small_side(&[20, 20], &[20, 20]), None);
+        assert_eq!(big.small_side(&[20, 4], &[4, 4]), Some(false));
+        assert_eq!(big.small_side(&[2, 3], &[3, 40]), Some(true));
     }
 
     #[test]
