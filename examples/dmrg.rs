@@ -112,8 +112,8 @@ struct Args {
     block: usize,
     /// How the effective Hamiltonian is applied: `sequential` (four contractions per product,
     /// the fewest multiply-adds), `fused` (L W and W R formed once per step, two contractions
-    /// per product) or `auto` (fused for --conserve, sequential for dense runs: the faster of
-    /// the two for each).
+    /// per product) or `auto` (fused for --conserve at bonds up to 256, sequential above and
+    /// for dense runs: the faster of the two for each).
     #[arg(long, value_enum, default_value_t = MatvecArg::Auto)]
     matvec: MatvecArg,
     /// Directory of the ranks' persistent stores: with it, a checkpoint is written after

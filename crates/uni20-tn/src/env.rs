@@ -96,15 +96,17 @@ pub fn grow_right_fused(ctl: &Controller<'_>, wr: &DistTensor, b: &DistTensor) -
 /// How [`TwoSiteHamiltonian`] applies itself (see the module docs).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Matvec {
-    /// `Fused` for symmetric (block-sparse) operands, `Sequential` for
-    /// dense ones: with sector blocks the middle two contractions of
-    /// `Sequential` are GEMMs whose inner extent is an MPO-bond sector times
-    /// a physical one (1-3 here), bound by copying, not arithmetic, and the
-    /// fused form does about half the operations per product (L = 100,
-    /// chi = 100 Heisenberg with Sz, one thread: 10.0 s instead of 14.3 s of
-    /// CPU for 7 sweeps; L = 60, chi = 300: 8.1 s instead of 11.2 s); dense,
-    /// `Sequential` is about 10 % faster (L = 60, chi = 100: 5.1 s against
-    /// 5.6 s). Figures: `docs/performance.md`.
+    /// `Fused` for symmetric (block-sparse) operands whose outer bonds are
+    /// at most [`FUSED_MAX_BOND`], `Sequential` for larger ones and for
+    /// dense operands. With small sector blocks the fused form wins by its
+    /// fewer distributed operations (two per product instead of four); at
+    /// large bonds by the sequential form's half of the multiply-adds (its
+    /// middle contractions, with an MPO block of a few elements, are
+    /// streamed by the block-pair kernel without packing). L = 100
+    /// Heisenberg with Sz, one thread, converged sweeps: chi = 100 fused
+    /// 0.81-0.89 s against 0.93-0.95 s; chi = 200 about equal (2.1-2.7 s
+    /// each); chi = 400 sequential 7.2 s against 8.3 s. Dense, `Sequential`
+    /// is about 10 % faster at chi = 100. Figures: `docs/performance.md`.
     #[default]
     Auto,
     /// `L W_i` and `W_(i+1) R` contracted once per step; two contractions
@@ -114,6 +116,11 @@ pub enum Matvec {
     /// fewest multiply-adds for `chi` above about `d D`.
     Sequential,
 }
+
+/// The largest outer bond (the bra bond of either environment) for which
+/// [`Matvec::Auto`] applies a symmetric effective Hamiltonian in the fused
+/// form; above it, sequentially.
+pub const FUSED_MAX_BOND: usize = 256;
 
 /// The two-site effective Hamiltonian of sites `(i, i+1)`:
 /// `(H theta)[a, s, r, b] = sum L[a, w, c] W_i[w, v, s, t] W_(i+1)[v, x, r, u]
@@ -153,7 +160,9 @@ impl TwoSiteHamiltonian {
         how: Matvec,
     ) -> Result<TwoSiteHamiltonian, TnError> {
         let how = match how {
-            Matvec::Auto if left.is_symmetric() => Matvec::Fused,
+            Matvec::Auto if left.is_symmetric() && left.shape()[0].max(right.shape()[0]) <= FUSED_MAX_BOND => {
+                Matvec::Fused
+            }
             Matvec::Auto => Matvec::Sequential,
             other => other,
         };

@@ -39,7 +39,7 @@ mod tebd;
 
 pub use conserve::{bond_sectors, check_layouts, left_environment, right_environment, total_charge, SectorLeg};
 pub use dmrg::{checkpoint_truncation, Dmrg, DmrgOptions, CHECKPOINT_LABEL};
-pub use env::{grow_left, grow_left_fused, grow_right, grow_right_fused, Matvec, TwoSiteHamiltonian};
+pub use env::{grow_left, grow_left_fused, grow_right, grow_right_fused, Matvec, TwoSiteHamiltonian, FUSED_MAX_BOND};
 pub use error::TnError;
 pub use lanczos::{
     krylov_exp, lanczos_lowest, KrylovExp, LanczosOptions, LanczosResult, LinearOperator, DEFAULT_DENSE_MAX,
