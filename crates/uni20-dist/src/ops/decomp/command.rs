@@ -300,13 +300,17 @@ pub(crate) fn gpu_first(ctx: &WorkerContext<'_>) -> bool {
 }
 
 /// The decomposition backend list `$List` of the worker `$ctx`, with its thread budget:
-/// GPU first when the rank's contraction backends include CUDA, else the CPU list.
+/// GPU first when the rank's contraction backends include CUDA, else the CPU list. With
+/// `$gpu, $threads` instead of `$ctx`: that choice and budget.
 macro_rules! local_list {
     ($List:ident, $ctx:expr) => {
-        if gpu_first($ctx) {
-            $List::default_gpu_first($ctx.threads())
+        local_list!($List, gpu_first($ctx), $ctx.threads())
+    };
+    ($List:ident, $gpu:expr, $threads:expr) => {
+        if $gpu {
+            $List::default_gpu_first($threads)
         } else {
-            $List::default_cpu($ctx.threads())
+            $List::default_cpu($threads)
         }
     };
 }

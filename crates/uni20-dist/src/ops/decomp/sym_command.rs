@@ -28,9 +28,11 @@ use super::matrix::{bytes_mut, load_input_block, zeros};
 use super::split::MatrixSplit;
 use super::symmetric::{BoxPlace, SectorGeometry};
 use crate::layout::{c_strides, copy_box};
+use crate::ops::kit::worker::PARALLEL_MIN_COST;
 use crate::symmetry::SymmetricLayout;
 use crate::tensor::{Block, BlockRef};
 use crate::transfer::{exchange_blocks, Transfer};
+use rayon::prelude::*;
 
 /// The family of a symmetric decomposition on the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -240,34 +242,39 @@ fn assemble_sector(
 /// A sector's full factors, its values and the backend attempt lines.
 type SectorFactors = (Vec<LocalTensor>, Vec<f64>, Vec<String>);
 
-/// The full factors and values of one sector matrix, or a rejection.
+/// A sector's factors, values, attempt lines and (eigh) Hermiticity
+/// `(deviation, row, col, max_abs)`.
+type Computed = (
+    Vec<LocalTensor>,
+    Vec<f64>,
+    Vec<String>,
+    Option<(f64, usize, usize, f64)>,
+);
+
+/// The full factors and values of one sector matrix, or a rejection, by the
+/// rank's decomposition backends (GPU first when `gpu`) with `threads`.
 fn factorize_sector(
-    ctx: &WorkerContext<'_>,
+    gpu: bool,
+    threads: usize,
     kind: SymKindV1,
     a: &LocalTensor,
 ) -> Result<Result<SectorFactors, RejectionV1>, HandlerError> {
     let r = match kind {
-        SymKindV1::Svd => {
-            let list = local_list!(SvdBackendList, ctx);
-            svd_with_attempts(a, &SvdOptions::default(), &list).map(|(r, at)| (vec![r.u, r.vh], r.s, at))
-        }
-        SymKindV1::Qr => {
-            let list = local_list!(QrBackendList, ctx);
-            qr_with_attempts(a, &list).map(|(r, at)| (vec![r.q, r.r], Vec::new(), at))
-        }
-        SymKindV1::Lq => {
-            let list = local_list!(QrBackendList, ctx);
-            lq_with_attempts(a, &list).map(|(r, at)| (vec![r.l, r.q], Vec::new(), at))
-        }
+        SymKindV1::Svd => svd_with_attempts(a, &SvdOptions::default(), &local_list!(SvdBackendList, gpu, threads))
+            .map(|(r, at)| (vec![r.u, r.vh], r.s, at)),
+        SymKindV1::Qr => qr_with_attempts(a, &local_list!(QrBackendList, gpu, threads))
+            .map(|(r, at)| (vec![r.q, r.r], Vec::new(), at)),
+        SymKindV1::Lq => lq_with_attempts(a, &local_list!(QrBackendList, gpu, threads))
+            .map(|(r, at)| (vec![r.l, r.q], Vec::new(), at)),
         SymKindV1::Eigh => {
             // The tolerance is the root's decision over all sectors (relative to
             // the largest entry of the whole matrix): the kernel accepts any
             // sector and decomposes its Hermitian part.
-            let list = local_list!(EighBackendList, ctx);
             let opts = EighOptions {
                 hermitian_rtol: Some(f64::MAX),
             };
-            eigh_with_attempts(a, &opts, &list).map(|(r, at)| (vec![r.vectors], r.values, at))
+            eigh_with_attempts(a, &opts, &local_list!(EighBackendList, gpu, threads))
+                .map(|(r, at)| (vec![r.vectors], r.values, at))
         }
     };
     match r {
@@ -332,31 +339,21 @@ fn handle_factorize(ctx: &mut WorkerContext<'_>, d: SymFactorizeDescV1) -> Resul
         release(store, &replicas, "the fetched input blocks")?;
         return Ok(SymFactorReplyV1::Rejected { sector, rejection });
     }
-    let mut done: Vec<SectorFactoredV1> = Vec::with_capacity(mine.len());
-    let mut outcome = Ok(None);
-    for &s in &mine {
+    // Each sector: assemble, factorize and (eigh) measure its Hermiticity.
+    // Sectors are independent: with a thread budget above 1 and enough work,
+    // they run in parallel on the rank's pool with one thread each; the
+    // commits and the reply follow sector order either way, and the first
+    // failure in sector order is the one reported.
+    let (gpu, threads) = (gpu_first(ctx), ctx.threads());
+    let work = |s: usize, threads: usize| -> Result<Result<Computed, RejectionV1>, HandlerError> {
         let start = std::time::Instant::now();
-        let matrix = match assemble_sector(store, &d, &geo, s) {
-            Ok(Ok(m)) => m,
-            Ok(Err(rej)) => {
-                outcome = Ok(Some((s, rej)));
-                break;
-            }
-            Err(e) => {
-                outcome = Err(e);
-                break;
-            }
+        let matrix = match assemble_sector(store, &d, &geo, s)? {
+            Ok(m) => m,
+            Err(rej) => return Ok(Err(rej)),
         };
-        let (factors, values, attempts) = match factorize_sector(ctx, d.kind, &matrix) {
-            Ok(Ok(f)) => f,
-            Ok(Err(rej)) => {
-                outcome = Ok(Some((s, rej)));
-                break;
-            }
-            Err(e) => {
-                outcome = Err(e);
-                break;
-            }
+        let (factors, values, attempts) = match factorize_sector(gpu, threads, d.kind, &matrix)? {
+            Ok(f) => f,
+            Err(rej) => return Ok(Err(rej)),
         };
         let hermitian = match d.kind {
             SymKindV1::Eigh => {
@@ -364,6 +361,48 @@ fn handle_factorize(ctx: &mut WorkerContext<'_>, d: SymFactorizeDescV1) -> Resul
                 Some((h.deviation, h.row, h.col, h.max_abs))
             }
             _ => None,
+        };
+        tracing::debug!(
+            target: "uni20_dist",
+            rank = me,
+            sector = s,
+            m = geo.sectors[s].m,
+            n = geo.sectors[s].n,
+            ms = start.elapsed().as_secs_f64() * 1e3,
+            "sector factorized"
+        );
+        Ok(Ok((factors, values, attempts, hermitian)))
+    };
+    let cost: u64 = mine
+        .iter()
+        .map(|&s| {
+            let (m, n) = (geo.sectors[s].m as u64, geo.sectors[s].n as u64);
+            m.saturating_mul(n).saturating_mul(m.min(n))
+        })
+        .fold(0, u64::saturating_add);
+    let parallel = threads > 1 && mine.len() > 1 && cost >= PARALLEL_MIN_COST;
+    let mut computed: Vec<Option<Result<Result<Computed, RejectionV1>, HandlerError>>> = if parallel {
+        mine.par_iter().map(|&s| Some(work(s, 1))).collect()
+    } else {
+        Vec::new()
+    };
+    let mut done: Vec<SectorFactoredV1> = Vec::with_capacity(mine.len());
+    let mut outcome = Ok(None);
+    for (i, &s) in mine.iter().enumerate() {
+        let result = match computed.get_mut(i).and_then(Option::take) {
+            Some(r) => r,
+            None => work(s, threads),
+        };
+        let (factors, values, attempts, hermitian) = match result {
+            Ok(Ok(c)) => c,
+            Ok(Err(rej)) => {
+                outcome = Ok(Some((s, rej)));
+                break;
+            }
+            Err(e) => {
+                outcome = Err(e);
+                break;
+            }
         };
         let k = factors.first().map_or(0, |f| f.shape()[1]);
         let mut full = Vec::with_capacity(factors.len());
@@ -376,15 +415,6 @@ fn handle_factorize(ctx: &mut WorkerContext<'_>, d: SymFactorizeDescV1) -> Resul
                 }
             }
         }
-        tracing::debug!(
-            target: "uni20_dist",
-            rank = me,
-            sector = s,
-            m = geo.sectors[s].m,
-            n = geo.sectors[s].n,
-            ms = start.elapsed().as_secs_f64() * 1e3,
-            "sector factorized"
-        );
         done.push(SectorFactoredV1 {
             sector: s,
             values,
