@@ -134,7 +134,13 @@ pub fn axpby(
     let out_layout = match (a.layout(), b.layout()) {
         (Some(la), Some(lb)) => {
             symmetric::check_same_legs("axpby", la, &perm_a, lb, &perm_b)?;
-            Some(Arc::new(symmetric::permuted_layout(la, &perm_a)?))
+            // In `a`'s order (every Krylov-vector update of a solver): `a`'s
+            // layout itself, shared, not enumerated again.
+            if perm_a.iter().enumerate().all(|(k, &p)| k == p) {
+                a.meta().symmetric.clone()
+            } else {
+                Some(Arc::new(symmetric::permuted_layout(la, &perm_a)?))
+            }
         }
         _ => None,
     };
