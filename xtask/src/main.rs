@@ -98,6 +98,9 @@ struct TargetSel {
     /// An integration test of the `uni20` package (e.g. `mpi_smoke`).
     #[arg(long, value_name = "NAME")]
     test: Option<String>,
+    /// A bench of the `uni20` package with its own `main` (e.g. `mpi_roundtrip`).
+    #[arg(long, value_name = "NAME")]
+    bench: Option<String>,
     /// A prebuilt executable to launch as is (nothing is built).
     #[arg(long, value_name = "PATH")]
     exe: Option<PathBuf>,
@@ -197,6 +200,7 @@ fn build_target(args: &MpirunArgs) -> Result<(String, PathBuf)> {
         TargetSel { example: Some(n), .. } => (TargetKind::Example, n),
         TargetSel { bin: Some(n), .. } => (TargetKind::Bin, n),
         TargetSel { test: Some(n), .. } => (TargetKind::Test, n),
+        TargetSel { bench: Some(n), .. } => (TargetKind::Bench, n),
         _ => unreachable!("clap enforces exactly one target"),
     };
     let package = if kind == TargetKind::Bin && name == "uni20" {
