@@ -240,33 +240,46 @@ impl MpiTransport {
         }
     }
 
-    /// One round of progress: retires completed posted sends and receives
-    /// every message that has arrived. True if anything happened.
-    fn progress(&self) -> Result<bool, TransportError> {
+    /// Retires the posted sends that have completed. True if any did.
+    ///
+    /// Testing a request that has completed returns at once; only a request
+    /// still in flight (a large message) enters MPI's progress engine.
+    fn retire_sends(&self) -> bool {
+        let mut st = self.state.borrow_mut();
+        if st.posted.is_empty() {
+            return false;
+        }
         let mut moved = false;
-        {
-            let mut st = self.state.borrow_mut();
-            if !st.posted.is_empty() {
-                for mut p in std::mem::take(&mut st.posted) {
-                    let before = p.requests.len();
-                    p.requests = pending(p.requests);
-                    moved |= p.requests.len() < before;
-                    if !p.requests.is_empty() {
-                        st.posted.push(p);
-                    }
-                }
-            }
+        st.posted.retain_mut(|p| {
+            let before = p.requests.len();
+            p.requests = pending(std::mem::take(&mut p.requests));
+            moved |= p.requests.len() < before;
+            !p.requests.is_empty()
+        });
+        moved
+    }
+
+    /// One step of progress: retires completed posted sends and receives
+    /// at most one message (one part of a chunked payload), whatever its
+    /// source and tag. True if anything happened.
+    ///
+    /// One message per step, so that a wait checks for what it awaits as
+    /// soon as a message is in: a probe that finds nothing runs MPI's
+    /// progress engine, which may yield the core (`mpi_yield_when_idle`),
+    /// and must not stand between the awaited message and its receiver.
+    /// Callers loop while it returns true.
+    fn progress(&self) -> Result<bool, TransportError> {
+        let moved = self.retire_sends();
+        let Some(probed) = self.comm.any_process().immediate_matched_probe() else {
+            return Ok(moved);
+        };
+        let (part, status) = probed.matched_receive_vec::<u8>();
+        let (src, tag) = (status.source_rank() as usize, status.tag());
+        let mut st = self.state.borrow_mut();
+        if let Some(whole) = st.reassembly.accept(src, tag, part, self.chunk_bytes)? {
+            self.deliver(&mut st, src, tag, whole);
         }
-        while let Some(probed) = self.comm.any_process().immediate_matched_probe() {
-            let (part, status) = probed.matched_receive_vec::<u8>();
-            let (src, tag) = (status.source_rank() as usize, status.tag());
-            let mut st = self.state.borrow_mut();
-            if let Some(whole) = st.reassembly.accept(src, tag, part, self.chunk_bytes)? {
-                self.deliver(&mut st, src, tag, whole);
-            }
-            moved = true;
-        }
-        Ok(moved)
+        Ok(true)
     }
 
     /// A failure this rank found itself while waiting (a malformed message):
@@ -404,7 +417,10 @@ impl Transport for MpiTransport {
             return Ok(());
         }
         self.post_raw(dest, tag, bytes);
-        self.progress().map(|_| ()).map_err(|e| self.broken(e))
+        // Only retire: receiving is for waits, and a probe that finds
+        // nothing may yield the core before the caller's next send.
+        self.retire_sends();
+        Ok(())
     }
     fn flush(&self) -> Result<(), TransportError> {
         self.wait(None, None, || self.state.borrow().posted.is_empty().then_some(()))
@@ -434,7 +450,14 @@ impl Transport for MpiTransport {
         if let Some(m) = self.take(src, tag) {
             return Ok(Some(m));
         }
-        self.progress().map_err(|e| self.broken(e))?;
+        // Everything that has arrived, one message at a time, until the
+        // wanted one is among it.
+        while self.progress().map_err(|e| self.broken(e))? {
+            self.check_abort()?;
+            if let Some(m) = self.take(src, tag) {
+                return Ok(Some(m));
+            }
+        }
         self.check_abort()?;
         Ok(self.take(src, tag))
     }
