@@ -87,7 +87,7 @@ struct State {
     finishing: bool,
 }
 
-/// How long an idle wait spins before it sleeps.
+/// How long an idle wait spins before it yields and then sleeps.
 pub(crate) struct Backoff {
     /// When the wait last made progress (or started).
     active: Instant,
@@ -99,22 +99,34 @@ impl Default for Backoff {
     }
 }
 
+/// How long a wait polls without yielding the core itself: about the
+/// round trip of a short command, so a reply that comes at once is taken at
+/// once. A poll that finds nothing still enters MPI's progress engine, and
+/// Open MPI's yields the core there when it runs with `mpi_yield_when_idle`
+/// (which `mpirun` turns on for oversubscribed nodes), as its own blocking
+/// calls do; a yield of ours on top would only double the delay between the
+/// arrival of a message and its receipt.
+const SPIN: Duration = Duration::from_micros(100);
+
 impl Backoff {
     pub(crate) fn reset(&mut self) {
         self.active = Instant::now();
     }
 
-    /// Between two polls of a wait that saw nothing complete. `sending`:
-    /// this rank has messages in flight, which MPI moves only while this
-    /// rank calls into it, so it only yields the core (as Open MPI's own
-    /// blocking calls do with `mpi_yield_when_idle`). Otherwise it yields
-    /// for the first millisecond without progress, then sleeps 50 us per
-    /// poll, and after a second without traffic 500 us: an idle rank costs
-    /// almost no CPU, and waiting ranks do not starve working ones when
-    /// ranks outnumber cores.
+    /// Between two polls of a wait that saw nothing complete. For the first
+    /// [`SPIN`] without progress it only hints the CPU. After that:
+    /// `sending`: this rank has messages in flight, which MPI moves only
+    /// while this rank calls into it, so it only yields the core (as Open
+    /// MPI's own blocking calls do with `mpi_yield_when_idle`). Otherwise it
+    /// yields up to the first millisecond without progress, then sleeps
+    /// 50 us per poll, and after a second without traffic 500 us: an idle
+    /// rank costs almost no CPU, and waiting ranks do not starve working
+    /// ones when ranks outnumber cores.
     pub(crate) fn snooze(&mut self, sending: bool) {
         let idle = self.active.elapsed();
-        if sending || idle < Duration::from_millis(1) {
+        if idle < SPIN {
+            std::hint::spin_loop();
+        } else if sending || idle < Duration::from_millis(1) {
             std::thread::yield_now();
         } else if idle < Duration::from_secs(1) {
             std::thread::sleep(Duration::from_micros(50));
