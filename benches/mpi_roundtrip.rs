@@ -21,6 +21,10 @@
 //! a warm-up batch of each, for about 5 s (`UNI20_BENCH_SECS`); the program prints the
 //! median per-round-trip time of each, their ratio and the load average (`/proc/loadavg`)
 //! before and after. Without `mpirun` (an in-process universe) it says so and exits 0.
+//!
+//! For profiling one side alone (`perf record` on every rank), `UNI20_BENCH_ONLY=noop` or
+//! `UNI20_BENCH_ONLY=raw` runs only that side's batches for the time budget and prints
+//! its median.
 
 use std::cell::RefCell;
 use std::hint::black_box;
@@ -162,6 +166,31 @@ fn main() -> std::process::ExitCode {
             }
             Ok(t.elapsed() / batch)
         };
+        match std::env::var("UNI20_BENCH_ONLY").as_deref() {
+            Ok(only @ ("noop" | "raw")) => {
+                let run: &dyn Fn() -> anyhow::Result<Duration> =
+                    if only == "noop" { &noop_batch } else { &raw_batch };
+                let mut times = Vec::new();
+                let start = Instant::now();
+                while times.len() < 5 || start.elapsed() < budget {
+                    times.push(run()?);
+                }
+                let op = ctl.begin::<RawRounds>(&RawStep::Close, &workers)?;
+                drop(comm);
+                ctl.finish(op)?;
+                println!(
+                    "mpi_roundtrip: {} ranks, {only} only: {:.2} us per round trip (median of {} batches of {batch}); \
+                     load average {load_before} before, {} after",
+                    ctl.size(),
+                    us(median(times.clone())),
+                    times.len(),
+                    load_average()
+                );
+                return Ok(());
+            }
+            Ok(other) => anyhow::bail!("UNI20_BENCH_ONLY={other}: expected `noop` or `raw`"),
+            Err(_) => {}
+        }
         raw_batch()?;
         noop_batch()?;
         let (mut raw, mut noop) = (Vec::new(), Vec::new());
