@@ -168,8 +168,7 @@ fn main() -> std::process::ExitCode {
         };
         match std::env::var("UNI20_BENCH_ONLY").as_deref() {
             Ok(only @ ("noop" | "raw")) => {
-                let run: &dyn Fn() -> anyhow::Result<Duration> =
-                    if only == "noop" { &noop_batch } else { &raw_batch };
+                let run: &dyn Fn() -> anyhow::Result<Duration> = if only == "noop" { &noop_batch } else { &raw_batch };
                 let mut times = Vec::new();
                 let start = Instant::now();
                 while times.len() < 5 || start.elapsed() < budget {

@@ -92,10 +92,12 @@ pub enum DecodeError {
 impl Envelope {
     /// Encodes the envelope: version byte + postcard body.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = vec![ENVELOPE_FORMAT_VERSION];
+        // One buffer of about the final size: the fixed fields take at most
+        // 1 + 10 + 10 + 5 bytes, each length prefix at most 5.
+        let mut out = Vec::with_capacity(48 + self.wire_name.len() + self.debug_name.len() + self.descriptor.len());
+        out.push(ENVELOPE_FORMAT_VERSION);
         // Serialising plain owned data into a Vec cannot fail.
-        out.extend(postcard::to_stdvec(self).unwrap_or_default());
-        out
+        postcard::to_extend(self, out).unwrap_or_else(|_| vec![ENVELOPE_FORMAT_VERSION])
     }
 
     /// Decodes an envelope of at most [`DEFAULT_MAX_ENVELOPE_BYTES`] bytes.
@@ -130,11 +132,12 @@ impl Envelope {
     }
 }
 
-/// Decodes a postcard value that must use every byte of `bytes`.
+/// Decodes a postcard value that must use every byte of `bytes` (a value
+/// that borrows from `bytes`, such as a `&[u8]` field, points into it).
 ///
 /// # Errors
 /// [`DecodeError::Malformed`] or [`DecodeError::TrailingBytes`].
-pub fn decode_exact<T: serde::de::DeserializeOwned>(bytes: &[u8], what: &'static str) -> Result<T, DecodeError> {
+pub fn decode_exact<'a, T: serde::Deserialize<'a>>(bytes: &'a [u8], what: &'static str) -> Result<T, DecodeError> {
     let (value, rest) = postcard::take_from_bytes::<T>(bytes).map_err(|e| DecodeError::Malformed {
         what,
         reason: e.to_string(),
@@ -149,8 +152,11 @@ pub fn decode_exact<T: serde::de::DeserializeOwned>(bytes: &[u8], what: &'static
 }
 
 /// Encodes a serialisable value with postcard.
+///
+/// The buffer starts with room for 64 bytes, which holds the runtime's
+/// small messages (control frames, replies) without growing it.
 pub fn encode<T: Serialize>(value: &T) -> Vec<u8> {
-    postcard::to_stdvec(value).unwrap_or_default()
+    postcard::to_extend(value, Vec::with_capacity(64)).unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -43,7 +43,7 @@ use std::time::Instant;
 
 use serde_bytes::ByteBuf;
 use uni20_dispatch::BackendList;
-use uni20_persist::Store;
+use uni20_persist::{ObjectId, Store};
 
 use crate::context::{CommandSpec, WorkerContext};
 use crate::diag::JobError;
@@ -51,7 +51,7 @@ use crate::envelope::{decode_exact, encode, Envelope};
 use crate::fault::{FaultKind, FaultPlan};
 use crate::handler::run_handler;
 use crate::ledger::ReleaseLedger;
-use crate::protocol::{Control, Reply};
+use crate::protocol::{ControlRef, Reply};
 use crate::registry::{command_id, Registry};
 use crate::transport::{Transport, TransportKind, TAG_CMD};
 
@@ -348,12 +348,18 @@ impl<'a> Controller<'a> {
         // waits for a worker to receive (it may be busy replying). A rank
         // with queued releases gets them in its own copy of the frame.
         let envelope = env.encode();
-        let frame: Arc<[u8]> = encode(&Control::Run {
-            envelope: envelope.clone(),
-            releases: Vec::new(),
-        })
-        .into();
-        let remote: Vec<usize> = participants.iter().copied().filter(|&r| r != 0).collect();
+        // The frame encoded straight from the envelope (no copy of it), into
+        // one buffer of about its size: a few bytes of framing, and at most
+        // 25 per released object (three varints).
+        let run = |releases: Vec<ObjectId>| -> Arc<[u8]> {
+            let buf = Vec::with_capacity(envelope.len() + 16 + 25 * releases.len());
+            let frame = ControlRef::Run {
+                envelope: &envelope,
+                releases,
+            };
+            postcard::to_extend(&frame, buf).unwrap_or_default().into()
+        };
+        let frame = run(Vec::new());
         self.inflight.borrow_mut().insert(
             op_id,
             InFlight {
@@ -364,17 +370,13 @@ impl<'a> Controller<'a> {
                 result: None,
             },
         );
-        for &r in &remote {
+        for r in participants.iter().copied().filter(|&r| r != 0) {
             let releases = self.ledger.take_pending(r);
             let frame = if releases.is_empty() {
                 frame.clone()
             } else {
                 self.ledger.note_piggyback();
-                encode(&Control::Run {
-                    envelope: envelope.clone(),
-                    releases,
-                })
-                .into()
+                run(releases)
             };
             if let Err(e) = self.transport.post(r, TAG_CMD, frame) {
                 self.inflight.borrow_mut().remove(&op_id);
