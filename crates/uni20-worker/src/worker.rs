@@ -13,7 +13,7 @@ use uni20_persist::Store;
 
 use crate::config::RankConfig;
 use crate::context::WorkerContext;
-use crate::envelope::{decode_exact, encode, Envelope};
+use crate::envelope::{decode_exact, encode_shared, Envelope};
 use crate::handler::{checkpoint_kill, execute, store_failure, undecodable, Executed};
 use crate::protocol::{ControlRef, Reply};
 use crate::registry::Registry;
@@ -129,12 +129,11 @@ pub(crate) fn worker_loop(
         if let Err(e) = t.post(
             0,
             TAG_REPLY,
-            encode(&Reply {
+            encode_shared(&Reply {
                 op_id,
                 outcome,
                 busy_ns,
-            })
-            .into(),
+            }),
         ) {
             return WorkerExit::Aborted(e.to_string());
         }

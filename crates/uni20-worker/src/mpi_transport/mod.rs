@@ -391,19 +391,29 @@ impl MpiTransport {
     fn post_raw(&self, dest: usize, tag: Tag, bytes: Arc<[u8]>) {
         // SAFETY: the requests read from the `Arc`'s heap allocation, which
         // neither moves nor is freed while `Posted::_payload` holds a clone.
-        // A `Posted` is dropped only after every one of its requests has
-        // completed (`progress`), and the transport completes every posted
-        // message before it is dropped (or the process is aborted).
+        // A request that completed when tested below no longer reads it; the
+        // others are kept in a `Posted`, which is dropped only after every
+        // one of its requests has completed (`retire_sends`), and the
+        // transport completes every posted message before it is dropped (or
+        // the process is aborted).
         let view: &'static [u8] = unsafe { &*Arc::as_ptr(&bytes) };
         self.traffic.sent(tag, view.len());
         let process = self.comm.process_at_rank(dest as i32);
-        let requests = parts(view, self.chunk_bytes)
-            .map(|part| process.immediate_send_with_tag(StaticScope, part, tag))
-            .collect();
-        self.state.borrow_mut().posted.push(Posted {
-            requests,
-            _payload: bytes,
-        });
+        // A short message is usually complete as soon as it is posted (MPI
+        // sends it eagerly): only requests still in flight are kept, with
+        // the payload they read, and a frame or reply allocates nothing here.
+        let mut requests = Vec::new();
+        for part in parts(view, self.chunk_bytes) {
+            if let Err(in_flight) = process.immediate_send_with_tag(StaticScope, part, tag).test() {
+                requests.push(in_flight);
+            }
+        }
+        if !requests.is_empty() {
+            self.state.borrow_mut().posted.push(Posted {
+                requests,
+                _payload: bytes,
+            });
+        }
     }
 }
 
