@@ -1,7 +1,8 @@
 //! Developer tasks for uni20-rs, run as `cargo xtask <task>`.
 //!
-//! * `cargo xtask mpirun -n N --example NAME [-- ARGS]` builds a target with
-//!   the `mpi` feature and launches it on N ranks under a hard timeout.
+//! * `cargo xtask mpirun -n N --example NAME [-- ARGS]` (or `--bin`, `--test`,
+//!   `--bench`, `--exe`) builds a target with the `mpi` feature and launches it
+//!   on N ranks under a hard timeout.
 //! * `cargo xtask test [--require-mpi]` runs the workspace tests, then every
 //!   MPI integration test (`tests/mpi_*.rs`) at 1, 2 and 3 ranks.
 //! * `cargo xtask bench` runs the criterion benches, the MPI storage-fetch measurement, the
