@@ -28,6 +28,7 @@
 
 use std::cell::RefCell;
 use std::hint::black_box;
+use std::mem::ManuallyDrop;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -64,8 +65,10 @@ command!(
 );
 
 thread_local! {
-    /// A worker's duplicate of `MPI_COMM_WORLD`, between `Open` and `Close`.
-    static RAW_COMM: RefCell<Option<SimpleCommunicator>> = const { RefCell::new(None) };
+    /// A worker's duplicate of `MPI_COMM_WORLD`, between `Open` and `Close`. Never
+    /// dropped otherwise: freeing a communicator after `MPI_Finalize` (a thread-local
+    /// destructor at exit, when the root stopped before `Close`) is an MPI error.
+    static RAW_COMM: RefCell<Option<ManuallyDrop<SimpleCommunicator>>> = const { RefCell::new(None) };
 }
 
 /// The communicator of the runtime: `MPI_COMM_WORLD` in a standalone universe.
@@ -77,8 +80,8 @@ fn handle_raw_rounds(_ctx: &mut WorkerContext<'_>, step: RawStep) -> Result<(), 
     RAW_COMM.with(|slot| {
         let mut slot = slot.borrow_mut();
         match step {
-            RawStep::Open => *slot = Some(world().duplicate()),
-            RawStep::Close => drop(slot.take()),
+            RawStep::Open => *slot = Some(ManuallyDrop::new(world().duplicate())),
+            RawStep::Close => drop(slot.take().map(ManuallyDrop::into_inner)),
             RawStep::Rounds(n) => {
                 let comm = slot
                     .as_ref()
@@ -143,6 +146,12 @@ fn main() -> std::process::ExitCode {
             );
             return Ok(());
         }
+        let only = match std::env::var("UNI20_BENCH_ONLY").ok() {
+            Some(only) if only != "noop" && only != "raw" => {
+                anyhow::bail!("UNI20_BENCH_ONLY={only}: expected `noop` or `raw`")
+            }
+            only => only,
+        };
         let workers = ctl.compute_ranks();
         let load_before = load_average();
         let op = ctl.begin::<RawRounds>(&RawStep::Open, &workers)?;
@@ -166,29 +175,25 @@ fn main() -> std::process::ExitCode {
             }
             Ok(t.elapsed() / batch)
         };
-        match std::env::var("UNI20_BENCH_ONLY").as_deref() {
-            Ok(only @ ("noop" | "raw")) => {
-                let run: &dyn Fn() -> anyhow::Result<Duration> = if only == "noop" { &noop_batch } else { &raw_batch };
-                let mut times = Vec::new();
-                let start = Instant::now();
-                while times.len() < 5 || start.elapsed() < budget {
-                    times.push(run()?);
-                }
-                let op = ctl.begin::<RawRounds>(&RawStep::Close, &workers)?;
-                drop(comm);
-                ctl.finish(op)?;
-                println!(
-                    "mpi_roundtrip: {} ranks, {only} only: {:.2} us per round trip (median of {} batches of {batch}); \
-                     load average {load_before} before, {} after",
-                    ctl.size(),
-                    us(median(times.clone())),
-                    times.len(),
-                    load_average()
-                );
-                return Ok(());
+        if let Some(only) = only.as_deref() {
+            let run: &dyn Fn() -> anyhow::Result<Duration> = if only == "noop" { &noop_batch } else { &raw_batch };
+            let mut times = Vec::new();
+            let start = Instant::now();
+            while times.len() < 5 || start.elapsed() < budget {
+                times.push(run()?);
             }
-            Ok(other) => anyhow::bail!("UNI20_BENCH_ONLY={other}: expected `noop` or `raw`"),
-            Err(_) => {}
+            let op = ctl.begin::<RawRounds>(&RawStep::Close, &workers)?;
+            drop(comm);
+            ctl.finish(op)?;
+            println!(
+                "mpi_roundtrip: {} ranks, {only} only: {:.2} us per round trip (median of {} batches of {batch}); \
+                 load average {load_before} before, {} after",
+                ctl.size(),
+                us(median(times.clone())),
+                times.len(),
+                load_average()
+            );
+            return Ok(());
         }
         raw_batch()?;
         noop_batch()?;
