@@ -47,6 +47,8 @@ pub enum TargetKind {
     Example,
     /// `--test NAME`
     Test,
+    /// `--bench NAME` (a `harness = false` bench: a program of its own)
+    Bench,
 }
 
 impl TargetKind {
@@ -56,6 +58,7 @@ impl TargetKind {
             TargetKind::Bin => "--bin",
             TargetKind::Example => "--example",
             TargetKind::Test => "--test",
+            TargetKind::Bench => "--bench",
         }
     }
 
@@ -65,6 +68,7 @@ impl TargetKind {
             TargetKind::Bin => "bin",
             TargetKind::Example => "example",
             TargetKind::Test => "test",
+            TargetKind::Bench => "bench",
         }
     }
 }

@@ -1,7 +1,8 @@
 //! Developer tasks for uni20-rs, run as `cargo xtask <task>`.
 //!
-//! * `cargo xtask mpirun -n N --example NAME [-- ARGS]` builds a target with
-//!   the `mpi` feature and launches it on N ranks under a hard timeout.
+//! * `cargo xtask mpirun -n N --example NAME [-- ARGS]` (or `--bin`, `--test`,
+//!   `--bench`, `--exe`) builds a target with the `mpi` feature and launches it
+//!   on N ranks under a hard timeout.
 //! * `cargo xtask test [--require-mpi]` runs the workspace tests, then every
 //!   MPI integration test (`tests/mpi_*.rs`) at 1, 2 and 3 ranks.
 //! * `cargo xtask bench` runs the criterion benches, the MPI storage-fetch measurement, the
@@ -98,6 +99,9 @@ struct TargetSel {
     /// An integration test of the `uni20` package (e.g. `mpi_smoke`).
     #[arg(long, value_name = "NAME")]
     test: Option<String>,
+    /// A bench of the `uni20` package with its own `main` (e.g. `mpi_roundtrip`).
+    #[arg(long, value_name = "NAME")]
+    bench: Option<String>,
     /// A prebuilt executable to launch as is (nothing is built).
     #[arg(long, value_name = "PATH")]
     exe: Option<PathBuf>,
@@ -197,6 +201,7 @@ fn build_target(args: &MpirunArgs) -> Result<(String, PathBuf)> {
         TargetSel { example: Some(n), .. } => (TargetKind::Example, n),
         TargetSel { bin: Some(n), .. } => (TargetKind::Bin, n),
         TargetSel { test: Some(n), .. } => (TargetKind::Test, n),
+        TargetSel { bench: Some(n), .. } => (TargetKind::Bench, n),
         _ => unreachable!("clap enforces exactly one target"),
     };
     let package = if kind == TargetKind::Bin && name == "uni20" {

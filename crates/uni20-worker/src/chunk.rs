@@ -52,6 +52,10 @@ impl Reassembly {
                 part.len()
             )));
         }
+        if part.len() < chunk && self.partial.is_empty() {
+            // A whole payload, and nothing in reassembly: no lookup.
+            return Ok(Some(part));
+        }
         let key = (src, tag);
         if part.len() == chunk {
             self.partial.entry(key).or_default().extend_from_slice(&part);

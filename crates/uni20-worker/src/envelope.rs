@@ -38,6 +38,44 @@ pub struct Envelope {
     pub descriptor: Vec<u8>,
 }
 
+/// An [`Envelope`] with its names and descriptor borrowed, which the root
+/// encodes for every command without copying its static names. The same
+/// fields in the same order, so the same wire format (`envelope_ref_encodes_as_envelope`).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub(crate) struct EnvelopeRef<'a> {
+    pub(crate) op_id: u64,
+    pub(crate) command_id: u64,
+    pub(crate) wire_name: &'a str,
+    pub(crate) debug_name: &'a str,
+    pub(crate) schema_version: u32,
+    #[serde(with = "serde_bytes")]
+    pub(crate) descriptor: &'a [u8],
+}
+
+impl EnvelopeRef<'_> {
+    /// Encodes the envelope: version byte + postcard body, into a buffer of
+    /// exactly its size.
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let len = postcard::experimental::serialized_size(self).unwrap_or(0);
+        let mut out = Vec::with_capacity(1 + len);
+        out.push(ENVELOPE_FORMAT_VERSION);
+        // Serialising plain data into a Vec cannot fail.
+        postcard::to_extend(self, out).unwrap_or_else(|_| vec![ENVELOPE_FORMAT_VERSION])
+    }
+
+    /// The owned envelope (for the root's own share of a command).
+    pub(crate) fn to_envelope(self) -> Envelope {
+        Envelope {
+            op_id: self.op_id,
+            command_id: self.command_id,
+            wire_name: self.wire_name.into(),
+            debug_name: self.debug_name.into(),
+            schema_version: self.schema_version,
+            descriptor: self.descriptor.to_vec(),
+        }
+    }
+}
+
 /// Why an envelope or descriptor could not be decoded.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[non_exhaustive]
@@ -92,10 +130,15 @@ pub enum DecodeError {
 impl Envelope {
     /// Encodes the envelope: version byte + postcard body.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = vec![ENVELOPE_FORMAT_VERSION];
-        // Serialising plain owned data into a Vec cannot fail.
-        out.extend(postcard::to_stdvec(self).unwrap_or_default());
-        out
+        EnvelopeRef {
+            op_id: self.op_id,
+            command_id: self.command_id,
+            wire_name: &self.wire_name,
+            debug_name: &self.debug_name,
+            schema_version: self.schema_version,
+            descriptor: &self.descriptor,
+        }
+        .encode()
     }
 
     /// Decodes an envelope of at most [`DEFAULT_MAX_ENVELOPE_BYTES`] bytes.
@@ -130,11 +173,12 @@ impl Envelope {
     }
 }
 
-/// Decodes a postcard value that must use every byte of `bytes`.
+/// Decodes a postcard value that must use every byte of `bytes` (a value
+/// that borrows from `bytes`, such as a `&[u8]` field, points into it).
 ///
 /// # Errors
 /// [`DecodeError::Malformed`] or [`DecodeError::TrailingBytes`].
-pub fn decode_exact<T: serde::de::DeserializeOwned>(bytes: &[u8], what: &'static str) -> Result<T, DecodeError> {
+pub fn decode_exact<'a, T: serde::Deserialize<'a>>(bytes: &'a [u8], what: &'static str) -> Result<T, DecodeError> {
     let (value, rest) = postcard::take_from_bytes::<T>(bytes).map_err(|e| DecodeError::Malformed {
         what,
         reason: e.to_string(),
@@ -148,9 +192,24 @@ pub fn decode_exact<T: serde::de::DeserializeOwned>(bytes: &[u8], what: &'static
     Ok(value)
 }
 
-/// Encodes a serialisable value with postcard.
-pub fn encode<T: Serialize>(value: &T) -> Vec<u8> {
-    postcard::to_stdvec(value).unwrap_or_default()
+/// Encodes a serialisable value with postcard, into a buffer of exactly its
+/// size: a counting pass first, so the buffer never grows (and an empty
+/// encoding, such as `()`'s, allocates nothing).
+pub fn encode<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
+    let len = postcard::experimental::serialized_size(value).unwrap_or(0);
+    postcard::to_extend(value, Vec::with_capacity(len)).unwrap_or_default()
+}
+
+/// As [`encode`], into a shared buffer allocated once at its final size: a
+/// frame posted to several ranks, or a reply (a `Vec` turned into an
+/// `Arc<[u8]>` is copied into a second allocation).
+pub(crate) fn encode_shared<T: Serialize + ?Sized>(value: &T) -> std::sync::Arc<[u8]> {
+    let len = postcard::experimental::serialized_size(value).unwrap_or(0);
+    let mut shared: std::sync::Arc<[u8]> = std::iter::repeat_n(0u8, len).collect();
+    match std::sync::Arc::get_mut(&mut shared).map(|buf| postcard::to_slice(value, buf).map(|b| b.len())) {
+        Some(Ok(n)) if n == len => shared,
+        _ => encode(value).into(),
+    }
 }
 
 #[cfg(test)]
@@ -167,6 +226,35 @@ mod tests {
             schema_version: 1,
             descriptor: vec![1, 2, 3],
         }
+    }
+
+    #[test]
+    fn envelope_ref_encodes_as_envelope() {
+        let e = sample();
+        let r = EnvelopeRef {
+            op_id: e.op_id,
+            command_id: e.command_id,
+            wire_name: &e.wire_name,
+            debug_name: &e.debug_name,
+            schema_version: e.schema_version,
+            descriptor: &e.descriptor,
+        };
+        let mut by_hand = vec![ENVELOPE_FORMAT_VERSION];
+        by_hand.extend(postcard::to_stdvec(&e).unwrap());
+        assert_eq!(r.encode(), by_hand);
+        assert_eq!(e.encode(), by_hand);
+        assert_eq!(r.to_envelope(), e);
+    }
+
+    #[test]
+    fn encodings_are_exact_and_shared_ones_equal() {
+        let e = sample();
+        for bytes in [encode(&e), encode(&()), encode(&vec![7u8; 300]), encode(&u64::MAX)] {
+            assert_eq!(bytes.capacity(), bytes.len());
+        }
+        assert_eq!(encode(&e), postcard::to_stdvec(&e).unwrap());
+        assert_eq!(&*encode_shared(&e), &encode(&e)[..]);
+        assert!(encode_shared(&()).is_empty());
     }
 
     #[test]

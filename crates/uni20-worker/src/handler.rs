@@ -168,10 +168,11 @@ pub(crate) fn run_handler(
             )),
         ));
     };
-    let location = entry.location.to_string();
+    // Formatted only for a diagnostic: a command that succeeds pays nothing.
+    let location = || entry.location.to_string();
     if entry.schema_version != env.schema_version || entry.wire_name != env.wire_name {
         return Err(diag(
-            location,
+            location(),
             HandlerError::msg(format!(
                 "schema mismatch: envelope `{}` v{}, registered `{}` v{}",
                 env.wire_name, env.schema_version, entry.wire_name, entry.schema_version
@@ -196,11 +197,11 @@ pub(crate) fn run_handler(
     }));
     let outcome = match outcome {
         Ok(Ok(bytes)) => Ok(bytes),
-        Ok(Err(e)) => Err(diag(location, e)),
+        Ok(Err(e)) => Err(diag(location(), e)),
         Err(p) => {
             let mut error = HandlerError::msg(format!("handler panicked: {}", panic_message(&*p)));
             error.chain.extend(take_helper_panics());
-            Err(diag(location, error))
+            Err(diag(location(), error))
         }
     };
     drop(running);

@@ -89,6 +89,25 @@ pub(crate) enum Control {
     Shutdown,
 }
 
+/// [`Control`] with the envelope borrowed, for encoding a frame from an
+/// envelope the root keeps and decoding one without copying its envelope
+/// out of the received bytes. The same wire format: postcard writes an enum
+/// as its variant index and a struct variant as its fields in order
+/// (`control_ref_encodes_as_control` checks both variants).
+#[derive(Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum ControlRef<'a> {
+    /// [`Control::Run`].
+    Run {
+        /// The encoded envelope.
+        #[serde(borrow, with = "serde_bytes")]
+        envelope: &'a [u8],
+        /// Objects this rank owns that no root-side handle names any more.
+        releases: Vec<ObjectId>,
+    },
+    /// [`Control::Shutdown`].
+    Shutdown,
+}
+
 /// Worker -> root: the outcome of one command on one participant.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Reply {
@@ -101,4 +120,39 @@ pub(crate) struct Reply {
     /// the root adds them up per rank for
     /// [`RootProfile`](crate::controller::RootProfile).
     pub(crate) busy_ns: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::envelope::{decode_exact, encode};
+
+    #[test]
+    fn control_ref_encodes_as_control() {
+        let envelope = vec![1u8, 7, 0, 255, 3];
+        for releases in [Vec::new(), vec![ObjectId::new(3, 9), ObjectId::new(1, 1 << 40)]] {
+            let owned = encode(&Control::Run {
+                envelope: envelope.clone(),
+                releases: releases.clone(),
+            });
+            let borrowed = encode(&ControlRef::Run {
+                envelope: &envelope,
+                releases: releases.clone(),
+            });
+            assert_eq!(owned, borrowed);
+            assert_eq!(
+                decode_exact::<ControlRef>(&owned, "control frame").unwrap(),
+                ControlRef::Run {
+                    envelope: &envelope,
+                    releases
+                }
+            );
+        }
+        assert_eq!(encode(&Control::Shutdown), encode(&ControlRef::Shutdown));
+        let shutdown = encode(&Control::Shutdown);
+        assert_eq!(
+            decode_exact::<ControlRef>(&shutdown, "control frame").unwrap(),
+            ControlRef::Shutdown
+        );
+    }
 }

@@ -13,9 +13,9 @@ use uni20_persist::Store;
 
 use crate::config::RankConfig;
 use crate::context::WorkerContext;
-use crate::envelope::{decode_exact, encode, Envelope};
+use crate::envelope::{decode_exact, encode_shared, Envelope};
 use crate::handler::{checkpoint_kill, execute, store_failure, undecodable, Executed};
-use crate::protocol::{Control, Reply};
+use crate::protocol::{ControlRef, Reply};
 use crate::registry::Registry;
 use crate::startup::{worker_handshake, NoStart};
 use crate::transport::{Transport, TAG_CMD, TAG_REPLY};
@@ -63,10 +63,11 @@ pub(crate) fn worker_loop(
             Err(e) => return WorkerExit::Aborted(e.to_string()),
         };
         let started = std::time::Instant::now();
-        let (op_id, outcome) = match decode_exact::<Control>(&frame, "control frame") {
-            Ok(Control::Shutdown) => return WorkerExit::Shutdown,
-            Ok(Control::Run { envelope, releases }) => {
-                match Envelope::decode_limited(&envelope, config.max_envelope_bytes) {
+        // The envelope is decoded where it lies in the frame.
+        let (op_id, outcome) = match decode_exact::<ControlRef>(&frame, "control frame") {
+            Ok(ControlRef::Shutdown) => return WorkerExit::Shutdown,
+            Ok(ControlRef::Run { envelope, releases }) => {
+                match Envelope::decode_limited(envelope, config.max_envelope_bytes) {
                     Ok(env) => {
                         // Releases first: nothing in flight names them (the
                         // root queues an object only when no handle does).
@@ -128,12 +129,11 @@ pub(crate) fn worker_loop(
         if let Err(e) = t.post(
             0,
             TAG_REPLY,
-            encode(&Reply {
+            encode_shared(&Reply {
                 op_id,
                 outcome,
                 busy_ns,
-            })
-            .into(),
+            }),
         ) {
             return WorkerExit::Aborted(e.to_string());
         }

@@ -43,15 +43,15 @@ use std::time::Instant;
 
 use serde_bytes::ByteBuf;
 use uni20_dispatch::BackendList;
-use uni20_persist::Store;
+use uni20_persist::{ObjectId, Store};
 
 use crate::context::{CommandSpec, WorkerContext};
 use crate::diag::JobError;
-use crate::envelope::{decode_exact, encode, Envelope};
+use crate::envelope::{decode_exact, encode, encode_shared, EnvelopeRef};
 use crate::fault::{FaultKind, FaultPlan};
 use crate::handler::run_handler;
 use crate::ledger::ReleaseLedger;
-use crate::protocol::{Control, Reply};
+use crate::protocol::{ControlRef, Reply};
 use crate::registry::{command_id, Registry};
 use crate::transport::{Transport, TransportKind, TAG_CMD};
 
@@ -320,13 +320,14 @@ impl<'a> Controller<'a> {
         let op_id = self.next_op.get();
         self.next_op.set(op_id + 1);
         profile::add(&self.counters.operations, 1);
-        let mut env = Envelope {
+        let mut descriptor = encode(desc);
+        let mut env = EnvelopeRef {
             op_id,
             command_id: command_id(C::WIRE_NAME),
-            wire_name: C::WIRE_NAME.into(),
-            debug_name: C::DEBUG_NAME.into(),
+            wire_name: C::WIRE_NAME,
+            debug_name: C::DEBUG_NAME,
             schema_version: C::SCHEMA_VERSION,
-            descriptor: encode(desc),
+            descriptor: &[],
         };
         let root_faults = [
             FaultKind::UnknownCmd,
@@ -339,21 +340,25 @@ impl<'a> Controller<'a> {
             match f.kind {
                 FaultKind::UnknownCmd => env.command_id = command_id("uni20.injected.unknown.v1"),
                 FaultKind::Schema => env.schema_version += 1,
-                FaultKind::Garbage => env.descriptor = vec![0xff; 7],
-                _ => env.descriptor.push(0),
+                FaultKind::Garbage => descriptor = vec![0xff; 7],
+                _ => descriptor.push(0),
             }
         }
+        env.descriptor = &descriptor;
         tracing::debug!(op_id, wire = C::WIRE_NAME, participants = participants.len(), "submit");
         // One shared frame, posted to every participant: submission never
         // waits for a worker to receive (it may be busy replying). A rank
         // with queued releases gets them in its own copy of the frame.
         let envelope = env.encode();
-        let frame: Arc<[u8]> = encode(&Control::Run {
-            envelope: envelope.clone(),
-            releases: Vec::new(),
-        })
-        .into();
-        let remote: Vec<usize> = participants.iter().copied().filter(|&r| r != 0).collect();
+        // The frame encoded straight from the envelope (no copy of it), into
+        // one shared buffer of its size.
+        let run = |releases: Vec<ObjectId>| {
+            encode_shared(&ControlRef::Run {
+                envelope: &envelope,
+                releases,
+            })
+        };
+        let frame = run(Vec::new());
         self.inflight.borrow_mut().insert(
             op_id,
             InFlight {
@@ -364,17 +369,13 @@ impl<'a> Controller<'a> {
                 result: None,
             },
         );
-        for &r in &remote {
+        for r in participants.iter().copied().filter(|&r| r != 0) {
             let releases = self.ledger.take_pending(r);
             let frame = if releases.is_empty() {
                 frame.clone()
             } else {
                 self.ledger.note_piggyback();
-                encode(&Control::Run {
-                    envelope: envelope.clone(),
-                    releases,
-                })
-                .into()
+                run(releases)
             };
             if let Err(e) = self.transport.post(r, TAG_CMD, frame) {
                 self.inflight.borrow_mut().remove(&op_id);
@@ -393,7 +394,7 @@ impl<'a> Controller<'a> {
                 corrupt_sends: false,
             };
             let t = Instant::now();
-            let outcome = run_handler(&self.registry, &mut ctx, &env, None);
+            let outcome = run_handler(&self.registry, &mut ctx, &env.to_envelope(), None);
             let busy_ns = profile::elapsed_ns(t);
             profile::add(&self.counters.root_handler_ns, busy_ns);
             self.accept_reply(

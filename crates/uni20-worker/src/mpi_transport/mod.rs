@@ -87,7 +87,7 @@ struct State {
     finishing: bool,
 }
 
-/// How long an idle wait spins before it sleeps.
+/// How long an idle wait spins before it yields and then sleeps.
 pub(crate) struct Backoff {
     /// When the wait last made progress (or started).
     active: Instant,
@@ -99,22 +99,34 @@ impl Default for Backoff {
     }
 }
 
+/// How long a wait polls without yielding the core itself: about the
+/// round trip of a short command, so a reply that comes at once is taken at
+/// once. A poll that finds nothing still enters MPI's progress engine, and
+/// Open MPI's yields the core there when it runs with `mpi_yield_when_idle`
+/// (which `mpirun` turns on for oversubscribed nodes), as its own blocking
+/// calls do; a yield of ours on top would only double the delay between the
+/// arrival of a message and its receipt.
+const SPIN: Duration = Duration::from_micros(100);
+
 impl Backoff {
     pub(crate) fn reset(&mut self) {
         self.active = Instant::now();
     }
 
-    /// Between two polls of a wait that saw nothing complete. `sending`:
-    /// this rank has messages in flight, which MPI moves only while this
-    /// rank calls into it, so it only yields the core (as Open MPI's own
-    /// blocking calls do with `mpi_yield_when_idle`). Otherwise it yields
-    /// for the first millisecond without progress, then sleeps 50 us per
-    /// poll, and after a second without traffic 500 us: an idle rank costs
-    /// almost no CPU, and waiting ranks do not starve working ones when
-    /// ranks outnumber cores.
+    /// Between two polls of a wait that saw nothing complete. For the first
+    /// [`SPIN`] without progress it only hints the CPU. After that:
+    /// `sending`: this rank has messages in flight, which MPI moves only
+    /// while this rank calls into it, so it only yields the core (as Open
+    /// MPI's own blocking calls do with `mpi_yield_when_idle`). Otherwise it
+    /// yields up to the first millisecond without progress, then sleeps
+    /// 50 us per poll, and after a second without traffic 500 us: an idle
+    /// rank costs almost no CPU, and waiting ranks do not starve working
+    /// ones when ranks outnumber cores.
     pub(crate) fn snooze(&mut self, sending: bool) {
         let idle = self.active.elapsed();
-        if sending || idle < Duration::from_millis(1) {
+        if idle < SPIN {
+            std::hint::spin_loop();
+        } else if sending || idle < Duration::from_millis(1) {
             std::thread::yield_now();
         } else if idle < Duration::from_secs(1) {
             std::thread::sleep(Duration::from_micros(50));
@@ -240,33 +252,68 @@ impl MpiTransport {
         }
     }
 
-    /// One round of progress: retires completed posted sends and receives
-    /// every message that has arrived. True if anything happened.
-    fn progress(&self) -> Result<bool, TransportError> {
+    /// Retires the posted sends that have completed. True if any did.
+    ///
+    /// Testing a request that has completed returns at once; only a request
+    /// still in flight (a large message) enters MPI's progress engine.
+    fn retire_sends(&self) -> bool {
+        let mut st = self.state.borrow_mut();
+        if st.posted.is_empty() {
+            return false;
+        }
         let mut moved = false;
-        {
-            let mut st = self.state.borrow_mut();
-            if !st.posted.is_empty() {
-                for mut p in std::mem::take(&mut st.posted) {
-                    let before = p.requests.len();
-                    p.requests = pending(p.requests);
-                    moved |= p.requests.len() < before;
-                    if !p.requests.is_empty() {
-                        st.posted.push(p);
-                    }
-                }
-            }
+        st.posted.retain_mut(|p| {
+            let before = p.requests.len();
+            p.requests = pending(std::mem::take(&mut p.requests));
+            moved |= p.requests.len() < before;
+            !p.requests.is_empty()
+        });
+        moved
+    }
+
+    /// One step of progress: retires completed posted sends and receives
+    /// at most one message (one part of a chunked payload), whatever its
+    /// source and tag. True if anything happened.
+    ///
+    /// One message per step, so that a wait checks for what it awaits as
+    /// soon as a message is in: a probe that finds nothing runs MPI's
+    /// progress engine, which may yield the core (`mpi_yield_when_idle`),
+    /// and must not stand between the awaited message and its receiver.
+    /// Callers loop while it returns true.
+    fn progress(&self) -> Result<bool, TransportError> {
+        let moved = self.retire_sends();
+        let Some(probed) = self.comm.any_process().immediate_matched_probe() else {
+            return Ok(moved);
+        };
+        let (part, status) = probed.matched_receive_vec::<u8>();
+        let (src, tag) = (status.source_rank() as usize, status.tag());
+        let mut st = self.state.borrow_mut();
+        if let Some(whole) = st.reassembly.accept(src, tag, part, self.chunk_bytes)? {
+            self.deliver(&mut st, src, tag, whole);
         }
-        while let Some(probed) = self.comm.any_process().immediate_matched_probe() {
-            let (part, status) = probed.matched_receive_vec::<u8>();
-            let (src, tag) = (status.source_rank() as usize, status.tag());
-            let mut st = self.state.borrow_mut();
-            if let Some(whole) = st.reassembly.accept(src, tag, part, self.chunk_bytes)? {
-                self.deliver(&mut st, src, tag, whole);
-            }
-            moved = true;
+        Ok(true)
+    }
+
+    /// Receives every message that has arrived, one at a time.
+    ///
+    /// A wait that finds a peer's `TAG_FIN` calls this before it concludes
+    /// that the peer has left: MPI matches a probe for any source against
+    /// the senders in its own order, not in order of arrival, so an abort
+    /// frame that came first (naming the failure the peer left for) may
+    /// still be unmatched.
+    fn drain_arrived(&self) -> Result<(), TransportError> {
+        while self.progress()? {}
+        Ok(())
+    }
+
+    /// In an exchange that waits for a peer whose fin has arrived: drains
+    /// what has arrived and says whether the universe is still not aborted
+    /// (if it is, the exchange reports the abort instead).
+    fn left_without_abort(&self) -> bool {
+        if let Err(e) = self.drain_arrived() {
+            self.stall(&e.to_string());
         }
-        Ok(moved)
+        self.state.borrow().aborted.is_none()
     }
 
     /// A failure this rank found itself while waiting (a malformed message):
@@ -295,6 +342,10 @@ impl MpiTransport {
                 return Ok(v);
             }
             if let Some(rank) = from.filter(|&r| self.state.borrow().fins[r]) {
+                // Why the peer left may already be here: an abort frame from
+                // another rank that MPI has not matched yet.
+                self.drain_arrived().map_err(|e| self.broken(e))?;
+                self.check_abort()?;
                 return Err(TransportError::PeerLeft { rank });
             }
             if let Some((d, t)) = deadline {
@@ -367,11 +418,14 @@ impl MpiTransport {
         // SAFETY: the requests read from the `Arc`'s heap allocation, which
         // neither moves nor is freed while `Posted::_payload` holds a clone.
         // A `Posted` is dropped only after every one of its requests has
-        // completed (`progress`), and the transport completes every posted
-        // message before it is dropped (or the process is aborted).
+        // completed (`retire_sends`), and the transport completes every
+        // posted message before it is dropped (or the process is aborted).
         let view: &'static [u8] = unsafe { &*Arc::as_ptr(&bytes) };
         self.traffic.sent(tag, view.len());
         let process = self.comm.process_at_rank(dest as i32);
+        // Not tested here: testing a request still in flight runs MPI's
+        // progress engine, which may yield the core between two posts (an
+        // abort posted to every rank would reach the last ones late).
         let requests = parts(view, self.chunk_bytes)
             .map(|part| process.immediate_send_with_tag(StaticScope, part, tag))
             .collect();
@@ -404,7 +458,10 @@ impl Transport for MpiTransport {
             return Ok(());
         }
         self.post_raw(dest, tag, bytes);
-        self.progress().map(|_| ()).map_err(|e| self.broken(e))
+        // Only retire: receiving is for waits, and a probe that finds
+        // nothing may yield the core before the caller's next send.
+        self.retire_sends();
+        Ok(())
     }
     fn flush(&self) -> Result<(), TransportError> {
         self.wait(None, None, || self.state.borrow().posted.is_empty().then_some(()))
@@ -434,7 +491,14 @@ impl Transport for MpiTransport {
         if let Some(m) = self.take(src, tag) {
             return Ok(Some(m));
         }
-        self.progress().map_err(|e| self.broken(e))?;
+        // Everything that has arrived, one message at a time, until the
+        // wanted one is among it.
+        while self.progress().map_err(|e| self.broken(e))? {
+            self.check_abort()?;
+            if let Some(m) = self.take(src, tag) {
+                return Ok(Some(m));
+            }
+        }
         self.check_abort()?;
         Ok(self.take(src, tag))
     }
@@ -546,7 +610,7 @@ impl Transport for MpiTransport {
                         return Ok(received);
                     }
                     if let Some(&(src, _)) = incoming.get(received.len()) {
-                        if src != me && self.state.borrow().fins[src] {
+                        if src != me && self.state.borrow().fins[src] && self.left_without_abort() {
                             // The peer has left: the message never comes.
                             self.stall(&format!(
                                 "rank {me} waits in an exchange for rank {src}, which has left the universe"
