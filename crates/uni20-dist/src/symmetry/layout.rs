@@ -278,11 +278,7 @@ mod tests {
     /// The borrowed encoding is the wire struct's, and reads back equal.
     #[test]
     fn encoding_is_the_wire_struct_and_round_trips() {
-        let g = Symmetry::u1();
-        let left = u1_test_leg(Direction::In, &[(-1, 2), (1, 2)], 8);
-        let phys = u1_test_leg(Direction::In, &[(-1, 1), (1, 1)], 8);
-        let right = u1_test_leg(Direction::Out, &[(-2, 1), (0, 3), (2, 1)], 2);
-        let lay = SymmetricLayout::new(g.clone(), vec![left, phys, right], g.identity()).unwrap();
+        let (_, lay) = spin_half_mps_layout();
         let wire = LayoutWire {
             symmetry: lay.symmetry.clone(),
             legs: lay.legs.clone(),
@@ -294,14 +290,19 @@ mod tests {
         assert_eq!(back, lay);
     }
 
-    #[test]
-    fn spin_half_mps_tensor() {
-        // A(left In, phys In, right Out) with 2Sz charges: right = left + phys.
+    /// A(left In, phys In, right Out) with 2Sz charges: right = left + phys.
+    fn spin_half_mps_layout() -> (Symmetry, SymmetricLayout) {
         let g = Symmetry::u1();
         let left = u1_test_leg(Direction::In, &[(-1, 2), (1, 2)], 8);
         let phys = u1_test_leg(Direction::In, &[(-1, 1), (1, 1)], 8);
         let right = u1_test_leg(Direction::Out, &[(-2, 1), (0, 3), (2, 1)], 2);
         let lay = SymmetricLayout::new(g.clone(), vec![left, phys, right], g.identity()).unwrap();
+        (g, lay)
+    }
+
+    #[test]
+    fn spin_half_mps_tensor() {
+        let (g, lay) = spin_half_mps_layout();
         // Allowed sector tuples: (-1,-1,-2), (-1,1,0), (1,-1,0), (1,1,2).
         assert_eq!(
             allowed_sectors(&g, lay.legs(), lay.flux()).unwrap(),
