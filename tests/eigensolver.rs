@@ -276,6 +276,57 @@ fn min_krylov_holds_off_the_energy_change_stop() {
         .unwrap();
 }
 
+/// `M x` plus a perturbation of `1e-16` times a fresh pseudo-random vector
+/// at every application: the rounding of a large problem's products, which
+/// moves the Ritz value by about `1e-15` from step to step once it has
+/// converged.
+struct NoisyOp {
+    inner: MatrixOp,
+    calls: std::cell::Cell<u64>,
+}
+
+impl LinearOperator for NoisyOp {
+    fn apply(&self, ctl: &Controller<'_>, x: &DistTensor) -> Result<DistTensor, TnError> {
+        let mx = self.inner.apply(ctl, x)?;
+        self.calls.set(self.calls.get() + 1);
+        let noise = start(ctl, self.inner.n, false, 32, 1000 + self.calls.get());
+        Ok(uni20::dist::axpby(ctl, 1.0, &mx, 1e-16, &noise, "i->i")?)
+    }
+}
+
+#[test]
+fn an_energy_change_tolerance_below_roundoff_stops_at_the_roundoff_floor() {
+    uni20::universe()
+        .ranks(2)
+        .run(|ctl| {
+            // A wide gap: the Ritz value reaches the eigenvalue to rounding
+            // within a few steps, while a residual of 1e-300 stays out of
+            // reach and the Krylov space does not become invariant.
+            let n = 90;
+            let lambda = spectrum(n, 0.5);
+            let (m, _) = with_spectrum(&lambda, false, 31);
+            let op = NoisyOp {
+                inner: MatrixOp::new(ctl, m, n, false, false),
+                calls: std::cell::Cell::new(0),
+            };
+            let x0 = start(ctl, n, false, 32, 32);
+            let opts = LanczosOptions {
+                max_restarts: 0,
+                ..iterative_opts(1e-300, 1e-300)
+            };
+            let r = lanczos_lowest(ctl, &op, &x0, &opts).unwrap();
+            assert!(r.converged, "stopped by the floor, not by max_krylov");
+            assert!(r.applications < opts.max_krylov, "{} applications", r.applications);
+            assert!((r.value - lambda[0]).abs() < 1e-12, "{}", r.value);
+            // The floor only raises a positive tolerance: with e_tol = 0 the
+            // same pass runs to max_krylov.
+            let off = lanczos_lowest(ctl, &op, &x0, &LanczosOptions { e_tol: 0.0, ..opts }).unwrap();
+            assert_eq!(off.applications, opts.max_krylov);
+            assert!(!off.converged);
+        })
+        .unwrap();
+}
+
 #[test]
 fn small_problems_are_solved_densely() {
     uni20::universe()

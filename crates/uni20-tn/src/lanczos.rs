@@ -83,8 +83,10 @@ pub struct LanczosOptions {
     /// `residual^2 / (lambda_1 - value)` (Kato-Temple, `lambda_1` the
     /// second eigenvalue) with the `residual` the result reports, and in
     /// practice of the order of the last change when the Ritz value
-    /// converges geometrically. Default `0` (DMRG sets it per step from
-    /// the truncation: [`crate::DmrgOptions::e_tol_to_truncation`]).
+    /// converges geometrically. A positive `e_tol` below the roundoff of
+    /// the Ritz value is raised to it ([`E_TOL_ROUNDOFF_ULPS`]). Default
+    /// `0` (DMRG sets it per step from the truncation:
+    /// [`crate::DmrgOptions::e_tol_to_truncation`]).
     pub e_tol: f64,
     /// Fewest steps (applications) of a pass before the energy-change stop
     /// may end it, at least 2 (one change needs two Ritz values) and at most
@@ -294,7 +296,7 @@ fn one_pass(
         let residual = b * y[j].abs();
         let invariant = b <= 1e-14 * theta.abs().max(a.abs()).max(1e-300);
         // NaN before the second step: no change to compare yet.
-        let settled = alphas.len() >= opts.min_krylov && (previous - theta).abs() < opts.e_tol;
+        let settled = alphas.len() >= opts.min_krylov && (previous - theta).abs() < e_tol_at(opts.e_tol, theta);
         if residual <= opts.tol || invariant || settled {
             break (theta, y, residual, true);
         }
@@ -636,6 +638,28 @@ fn lowest_of_tridiagonal(
     let v = r.vectors.to_c64_vec();
     let y: Vec<f64> = (0..n).map(|i| v[i * n].re).collect();
     Ok((r.values[0], y))
+}
+
+/// Units of roundoff (`f64::EPSILON * |theta|`) below which a change of
+/// the lowest Ritz value `theta` is not resolved: the energy-change stop of
+/// [`lanczos_lowest`] uses `max(e_tol, E_TOL_ROUNDOFF_ULPS * f64::EPSILON *
+/// |theta|)` whenever `e_tol > 0`. The Ritz value comes from inner
+/// products of vectors of many elements, whose rounding alone moves it by
+/// some units of `f64::EPSILON * |theta|` from step to step; a tolerance
+/// below that ends a pass only by chance (L = 100 Heisenberg at chi 400,
+/// `|theta|` about 44: the floor is 1.6e-13, where the sweeps' rule had
+/// asked for 1.3e-16; `docs/performance.md`).
+pub const E_TOL_ROUNDOFF_ULPS: f64 = 16.0;
+
+/// The energy-change tolerance a pass uses at Ritz value `theta`: `e_tol`
+/// raised to the roundoff floor ([`E_TOL_ROUNDOFF_ULPS`]), `0` (the stop
+/// off) when `e_tol` is `0`.
+fn e_tol_at(e_tol: f64, theta: f64) -> f64 {
+    if e_tol > 0.0 {
+        e_tol.max(E_TOL_ROUNDOFF_ULPS * f64::EPSILON * theta.abs())
+    } else {
+        0.0
+    }
 }
 
 /// `"abc->abc"` for rank 3: the element-wise spec of same-shape vectors.

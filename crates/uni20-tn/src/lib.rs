@@ -43,6 +43,7 @@ pub use env::{grow_left, grow_left_fused, grow_right, grow_right_fused, Matvec, 
 pub use error::TnError;
 pub use lanczos::{
     krylov_exp, lanczos_lowest, KrylovExp, LanczosOptions, LanczosResult, LinearOperator, DEFAULT_DENSE_MAX,
+    E_TOL_ROUNDOFF_ULPS,
 };
 pub use mpo::{heisenberg_left, heisenberg_right, heisenberg_tensor, Mpo, HEISENBERG_BOND, MAX_SITES, SPIN_HALF};
 pub use mps::{site_name, Mps};
