@@ -71,7 +71,10 @@ Output: per thread count, a per-sweep table (energy and seconds of each tool), t
 the final energy, |E - E_ref| where a reference is known (L = 16: exact diagonalization;
 L = 100: -44.127739, six decimals), seconds per converged sweep (the median of the last half
 of the sweeps, over every repetition), applications per converged sweep (the same median),
-peak memory, and the ratios of the issue's goals (TeNPy Sz / uni20 sym, uni20 sym / block2,
+time to solution (the sum of the sweep times until the first sweep that ends within
+`--solution-tol`, default 1e-8, of the lowest final energy of all tools at that thread count:
+the figure that counts when the sweeps of one tool still converge while another's already
+repeat the converged state), peak memory, and the ratios of the issue's goals (TeNPy Sz / uni20 sym, uni20 sym / block2,
 uni20 sym mpi3 / uni20 sym, one thread / two threads, applications uni20 sym / TeNPy Sz) and
 each tool's seconds relative to uni20 sym. `--json OUT` writes every raw number.
 
@@ -156,6 +159,7 @@ def parse_args(argv=None):
     p.add_argument("--threads", type=int, nargs="+", default=[1], help="thread budgets T; the set runs at each")
     p.add_argument("--tools", nargs="+", choices=TOOLS, default=list(TOOLS), metavar="TOOL",
                    help="tools to run: " + ", ".join(TOOLS))  # fmt: skip
+    p.add_argument("--solution-tol", type=float, default=1e-8, help="time to solution: wall seconds from the start until a sweep ends within this of the lowest final energy of all tools at that thread count")
     p.add_argument("--e-tol", type=float, default=1e-6, help="largest allowed distance of a final energy from the median of all tools' (and largest allowed amount below the reference energy)")
     p.add_argument("--e-ref", type=float, help="reference energy (default: known for L = 16 and 100)")
     p.add_argument("--no-build", action="store_true", help="reuse the uni20 binaries copied by an earlier run")
@@ -507,9 +511,23 @@ def fmt(x, spec):
     return "-" if x is None else format(x, spec)
 
 
+def time_to_solution(sweeps, target, tol):
+    """(seconds, sweeps) from the start until the first sweep that ends within `tol` of
+    `target` (the sum of the sweep times up to and including it); (None, None) if none does."""
+    total = 0.0
+    for k, s in enumerate(sweeps):
+        total += s["time"]
+        if s["E"] - target <= tol:
+            return total, k + 1
+    return None, None
+
+
 def summarize(args, tools, runs, e_ref):
-    """Per tool: final E, seconds and applications per converged sweep, peak memory."""
+    """Per tool: final E, seconds and applications per converged sweep, time to solution,
+    peak memory."""
     out = {}
+    finals = [r["sweeps"][-1]["E"] for t in tools for r in runs[t] if r.get("ok") and r["sweeps"]]
+    target = min(finals) if finals else None
     for t in tools:
         ok = [r for r in runs[t] if r.get("ok")]
         secs, apps = [], []
@@ -518,7 +536,13 @@ def summarize(args, tools, runs, e_ref):
             secs += [s["time"] for s in tail]
             apps += [s["applications"] for s in tail if s.get("applications") is not None]
         final = ok[0]["sweeps"][-1]["E"] if ok else None
+        tts = [time_to_solution(r["sweeps"], target, args.solution_tol) for r in ok] if target is not None else []
+        tts_s = [x for x, _ in tts if x is not None]
+        tts_n = [n for _, n in tts if n is not None]
         out[t] = {
+            "solution_target_E": target,
+            "time_to_solution_s": statistics.median(tts_s) if len(tts_s) == len(ok) and ok else None,
+            "sweeps_to_solution": statistics.median(tts_n) if len(tts_n) == len(ok) and ok else None,
             "final_E": final,
             "abs_err_ref": abs(final - e_ref) if (final is not None and e_ref is not None) else None,
             "s_per_converged_sweep": statistics.median(secs) if secs else None,
@@ -557,9 +581,10 @@ def report(args, threads, tools, runs, e_ref):
         line = "  %-17s E = %s" % (LABEL[t], fmt(s["final_E"], ".12f"))
         if e_ref is not None:
             line += "  |E - E_ref| = %s" % fmt(s["abs_err_ref"], ".1e")
-        line += "  s/sweep = %s (first %s)  applications/sweep = %s  peak RSS = %s MB" % (
+        line += "  s/sweep = %s (first %s)  applications/sweep = %s  to solution %s s (%s sweeps)  peak RSS = %s MB" % (
             fmt(s["s_per_converged_sweep"], ".3f"), fmt(s["first_sweep_s"], ".2f"),
-            fmt(s["applications_per_converged_sweep"], ".0f"), fmt(s["peak_rss_mb"], ".1f"))  # fmt: skip
+            fmt(s["applications_per_converged_sweep"], ".0f"), fmt(s["time_to_solution_s"], ".2f"),
+            fmt(s["sweeps_to_solution"], ".0f"), fmt(s["peak_rss_mb"], ".1f"))  # fmt: skip
         print(line)
         for err in s["failed"]:
             print("  %-17s FAILED: %s" % (LABEL[t], err))
@@ -579,6 +604,11 @@ def report(args, threads, tools, runs, e_ref):
         ("uni20 Sz / TeNPy Sz applications (goal <= 1)",
          summary.get("uni20-sym", {}).get("applications_per_converged_sweep"),
          summary.get("tenpy-sz", {}).get("applications_per_converged_sweep")),
+    ]  # fmt: skip
+    tts = {t: summary[t]["time_to_solution_s"] for t in tools}
+    goals += [
+        ("TeNPy Sz / uni20 Sz seconds to solution", tts.get("tenpy-sz"), tts.get("uni20-sym")),
+        ("uni20 Sz / block2 seconds to solution", tts.get("uni20-sym"), tts.get("block2")),
     ]  # fmt: skip
     shown = [(name, ratio(a, b)) for name, a, b in goals if ratio(a, b) is not None]
     if shown:
