@@ -22,6 +22,12 @@
 //! median per-round-trip time of each, their ratio and the load average (`/proc/loadavg`)
 //! before and after. Without `mpirun` (an in-process universe) it says so and exits 0.
 //!
+//! Then, unless `UNI20_BENCH_CHAIN=0`, the chain of issue 25 under MPI: [`CHAIN_STEPS`]
+//! dependent tiny contractions (`x <- x . m`, 8 x 8 f64, one block each) submitted without
+//! waiting and waited for at the end, against as many no-op round trips each waited for,
+//! in interleaved batches for the same time budget; it prints `ratio chain/noop` (the
+//! in-process form of the same comparison is `benches/chain_vs_roundtrip.rs`).
+//!
 //! For profiling one side alone (`perf record` on every rank), `UNI20_BENCH_ONLY=noop` or
 //! `UNI20_BENCH_ONLY=raw` runs only that side's batches for the time budget and prints
 //! its median.
@@ -45,6 +51,8 @@ const BATCH: u32 = 2000;
 const REQUEST_BYTES: usize = 40;
 /// Bytes each worker sends back per raw round trip (a no-op's reply is about this size).
 const REPLY_BYTES: usize = 12;
+/// Dependent contractions (and no-op round trips) per timed chain batch.
+const CHAIN_STEPS: usize = 200;
 /// Tag of the raw messages (on the duplicated communicator, so any tag would do).
 const RAW_TAG: i32 = 7;
 
@@ -131,6 +139,58 @@ fn median(mut v: Vec<Duration>) -> Duration {
 
 fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
+}
+
+/// [`CHAIN_STEPS`] dependent 8 x 8 contractions waited for at the end against as many
+/// no-op round trips, interleaved batches for about `budget`; prints the medians and
+/// their ratio.
+fn chain_vs_noop(ctl: &uni20::worker::Controller<'_>, budget: Duration) -> anyhow::Result<()> {
+    use uni20::prelude::*;
+    let workers = ctl.compute_ranks();
+    // An orthogonal 8 x 8 matrix (a permutation), so the chain stays bounded.
+    let mut perm = vec![0.0f64; 64];
+    for i in 0..8 {
+        perm[i * 8 + (i * 3 + 1) % 8] = 1.0;
+    }
+    let m_local = LocalTensor::from_f64(&[8, 8], perm)?;
+    let m = DistTensor::from_local(ctl, &m_local, 8)?;
+    let x0 = DistTensor::from_local(ctl, &m_local, 8)?;
+    let chain = || -> anyhow::Result<Duration> {
+        let t = Instant::now();
+        let mut x = x0.clone();
+        for _ in 0..CHAIN_STEPS {
+            x = uni20::dist::contract(ctl, "ij,jk->ik", &x, &m)?;
+        }
+        x.wait(ctl)?;
+        Ok(t.elapsed())
+    };
+    let noop = || -> anyhow::Result<Duration> {
+        let t = Instant::now();
+        for _ in 0..CHAIN_STEPS {
+            black_box(ctl.submit::<Noop>(&(), &workers)?);
+        }
+        Ok(t.elapsed())
+    };
+    chain()?;
+    noop()?;
+    let (mut c, mut n) = (Vec::new(), Vec::new());
+    let start = Instant::now();
+    while c.len() < 5 || start.elapsed() < budget {
+        c.push(chain()?);
+        n.push(noop()?);
+    }
+    let batches = c.len();
+    let (c, n) = (median(c), median(n));
+    let per = |d: Duration| d.as_secs_f64() * 1e6 / CHAIN_STEPS as f64;
+    println!(
+        "ratio chain/noop: {:.2} ({CHAIN_STEPS} dependent 8 x 8 contractions {:.1} us per step, {CHAIN_STEPS} \
+         no-op round trips {:.1} us each; median of {batches} interleaved batches); load average {}",
+        c.as_secs_f64() / n.as_secs_f64(),
+        per(c),
+        per(n),
+        load_average()
+    );
+    Ok(())
 }
 
 fn main() -> std::process::ExitCode {
@@ -224,6 +284,9 @@ fn main() -> std::process::ExitCode {
             us(best_raw),
             load_average()
         );
+        if env_or("UNI20_BENCH_CHAIN", 1u32) != 0 {
+            chain_vs_noop(ctl, budget)?;
+        }
         Ok(())
     });
     match result {
