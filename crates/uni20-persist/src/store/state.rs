@@ -309,18 +309,19 @@ impl State {
         let after = e.charge();
         let now_resident = e.resident();
         let old_tick = e.tick;
+        if now_resident {
+            // The entry's new place in the LRU order, set through the one
+            // lookup above.
+            self.tick += 1;
+            e.tick = self.tick;
+        }
         self.stats.bytes_resident = self.stats.bytes_resident.saturating_sub(before) + after;
         if was_resident {
             self.lru.remove(&old_tick);
             self.stats.resident_objects = self.stats.resident_objects.saturating_sub(1);
         }
         if now_resident {
-            self.tick += 1;
-            let t = self.tick;
-            if let Some(e) = self.entries.get_mut(&id) {
-                e.tick = t;
-            }
-            self.lru.insert(t, id);
+            self.lru.insert(self.tick, id);
             self.stats.resident_objects += 1;
         }
         Some(r)
