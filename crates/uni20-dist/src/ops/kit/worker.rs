@@ -114,7 +114,7 @@ const PARALLEL_CHUNK_PER_THREAD: usize = 8;
 ///
 /// # Errors
 /// The first failing transfer, item (in item order) or commit, with the
-/// item index and output block in its context.
+/// output block and the item's index in `d` in its context.
 pub fn handle_items<D: ItemWork>(ctx: &mut WorkerContext<'_>, d: D) -> Result<Vec<(usize, ObjectId)>, HandlerError> {
     let me = ctx.rank();
     let store = ctx.store();
@@ -130,7 +130,14 @@ pub fn handle_items<D: ItemWork>(ctx: &mut WorkerContext<'_>, d: D) -> Result<Ve
         .collect();
     let kernels = ctx.kernels();
     let in_item = |idx: usize, out_block: usize| {
-        move |e: HandlerError| e.context(format!("{} item {idx} (output block {out_block})", D::OPERATION))
+        // `idx` indexes the descriptor this rank received (its share of a
+        // split plan); the output block is the plan's.
+        move |e: HandlerError| {
+            e.context(format!(
+                "{} output block {out_block} (item {idx} of this rank's descriptor)",
+                D::OPERATION
+            ))
+        }
     };
     let commit = |idx: usize, out_block: usize, t: LocalTensor| {
         store
