@@ -46,8 +46,7 @@ fn a_contraction_sends_each_rank_its_share_and_matches_the_local_reference() {
                 let a = DistTensor::from_local(ctl, &la, 2).unwrap();
                 let b = DistTensor::from_local(ctl, &lb, 2).unwrap();
                 let (ma, mb) = (a.manifest(ctl).unwrap(), b.manifest(ctl).unwrap());
-                let plan =
-                    plan_contract(&ctl.compute_ranks(), "ij,jk->ik", &[&ma, &mb], &Default::default()).unwrap();
+                let plan = plan_contract(&ctl.compute_ranks(), "ij,jk->ik", &[&ma, &mb], &Default::default()).unwrap();
                 let whole = plan.descriptor_bytes() as u64;
                 let shares = plan.share_bytes();
                 assert_eq!(plan.participants, [1, 2, 3]);

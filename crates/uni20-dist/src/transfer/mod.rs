@@ -187,7 +187,11 @@ pub(crate) fn exchange_blocks(ctx: &WorkerContext<'_>, transfers: &[Transfer]) -
     }
     let mut incoming = Vec::new();
     let received_at = pair_positions(transfers, me, false);
-    for (i, t) in transfers.iter().zip(&received_at).filter_map(|(t, i)| i.map(|i| (i, t))) {
+    for (i, t) in transfers
+        .iter()
+        .zip(&received_at)
+        .filter_map(|(t, i)| i.map(|i| (i, t)))
+    {
         let (tm, tp) = transfer_tags(i);
         incoming.push((t.from, tm));
         incoming.push((t.from, tp));

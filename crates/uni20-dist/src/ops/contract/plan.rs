@@ -18,8 +18,8 @@ use crate::ops::kit::{check_plan_size, ItemPlan, MAX_BLOCK_BYTES};
 use crate::summary::PlanSummary;
 use crate::tensor::{BlockRef, Manifest, TensorMeta};
 use crate::transfer::FastHash;
+use crate::transfer::Transfer;
 use uni20_persist::ObjectId;
-use crate::transfer::{Transfer, TransferSet};
 
 /// Most block products (work-item terms) one contraction plan may hold.
 pub const MAX_BLOCK_PRODUCTS: u128 = 1 << 24;
@@ -316,6 +316,26 @@ pub(crate) fn plan(v: &Validated, workers: &[usize], inputs: &[&Manifest], cm: O
     // Block bytes, computed on first use.
     let mut bytes_of: Vec<Vec<u64>> = inputs.iter().map(|m| vec![u64::MAX; m.blocks.len()]).collect();
     let cm = cm.filter(|_| v.use_c);
+    // Every distinct object id read (inputs, then C) numbered once, so an
+    // item's distinct inputs and the (object, receiver) pairs already
+    // planned are found by index, without hashing in the item loop.
+    let mut numbers: HashMap<ObjectId, usize, FastHash> = HashMap::default();
+    let canon: Vec<Vec<usize>> = inputs
+        .iter()
+        .copied()
+        .chain(cm)
+        .map(|m| {
+            m.blocks
+                .iter()
+                .map(|b| {
+                    let n = numbers.len();
+                    *numbers.entry(b.id).or_insert(n)
+                })
+                .collect()
+        })
+        .collect();
+    let n_ids = numbers.len();
+    drop(numbers);
     let n_out = out_blocking.num_blocks();
     let n_terms = if v.empty_product {
         0
@@ -341,10 +361,17 @@ pub(crate) fn plan(v: &Validated, workers: &[usize], inputs: &[&Manifest], cm: O
     let mut load = vec![0usize; ranks.len()];
     let mut by_load: BTreeSet<(usize, usize)> = ranks.iter().map(|&w| (0, w)).collect();
     let mut items = Vec::with_capacity(n_out);
-    let mut transfers = TransferSet::new();
+    // At most one transfer per block read, and per (object, worker); the
+    // reservation is capped (pages of the unused part are never touched).
+    let reads = n_out.saturating_mul(n_terms * inputs.len() + usize::from(cm.is_some()));
+    let pairs = n_ids.saturating_mul(ranks.len());
+    let mut transfers: Vec<Transfer> = Vec::with_capacity(reads.min(pairs).min(1 << 22));
+    let mut planned = PairSet::new(n_ids, ranks.len());
     let mut index = vec![0usize; n_out_labels + v.reduce.len()];
-    let mut refs: Vec<(BlockRef, u64)> = Vec::new();
-    let mut seen: HashSet<ObjectId, FastHash> = HashSet::default();
+    // This item's reads: (block, bytes, object number).
+    let mut refs: Vec<(BlockRef, u64, usize)> = Vec::new();
+    // The last item that counted each object number.
+    let mut seen_by = vec![usize::MAX; n_ids];
     let mut local: Vec<(usize, u64)> = Vec::new();
     for o_lin in 0..n_out {
         let o = out_blocking.multi(o_lin);
@@ -356,27 +383,26 @@ pub(crate) fn plan(v: &Validated, workers: &[usize], inputs: &[&Manifest], cm: O
             let term: Vec<BlockRef> = operands
                 .iter()
                 .zip(inputs)
-                .zip(bytes_of.iter_mut())
-                .map(|(((from, strides), m), bytes)| {
+                .zip(bytes_of.iter_mut().zip(&canon))
+                .map(|(((from, strides), m), (bytes, canon))| {
                     let lin: usize = from.iter().zip(strides).map(|(&f, &s)| index[f] * s).sum();
                     if bytes[lin] == u64::MAX {
                         bytes[lin] = m.block_bytes(lin);
                     }
-                    refs.push((m.blocks[lin], bytes[lin]));
+                    refs.push((m.blocks[lin], bytes[lin], canon[lin]));
                     m.blocks[lin]
                 })
                 .collect();
             terms.push(term);
         }
         let c_in = cm.map(|c| {
-            refs.push((c.blocks[o_lin], c.block_bytes(o_lin)));
+            refs.push((c.blocks[o_lin], c.block_bytes(o_lin), canon[inputs.len()][o_lin]));
             c.blocks[o_lin]
         });
         // Locality: bytes of this item's distinct inputs already on each rank.
-        seen.clear();
         local.clear();
-        for &(r, bytes) in &refs {
-            if seen.insert(r.id) {
+        for &(r, bytes, n) in &refs {
+            if std::mem::replace(&mut seen_by[n], o_lin) != o_lin {
                 match local.iter_mut().find(|(w, _)| *w == r.owner) {
                     Some((_, b)) => *b += bytes,
                     None => local.push((r.owner, bytes)),
@@ -400,8 +426,16 @@ pub(crate) fn plan(v: &Validated, workers: &[usize], inputs: &[&Manifest], cm: O
         by_load.remove(&(load[k], rank));
         load[k] += 1;
         by_load.insert((load[k], rank));
-        for &(r, bytes) in &refs {
-            transfers.need(&r, bytes, rank);
+        // Each (object, receiver) once, in item order, then read order.
+        for &(r, bytes, n) in &refs {
+            if r.owner != rank && planned.insert(n, k) {
+                transfers.push(Transfer {
+                    id: r.id,
+                    from: r.owner,
+                    to: rank,
+                    bytes,
+                });
+            }
         }
         let out_shape = out_blocking.block_shape(&o);
         // Per term: output block elements times the term's reduction block elements.
@@ -416,7 +450,6 @@ pub(crate) fn plan(v: &Validated, workers: &[usize], inputs: &[&Manifest], cm: O
             flops,
         });
     }
-    let transfers: Vec<Transfer> = transfers.into_vec();
     let mut participants: BTreeSet<usize> = items.iter().map(|i| i.rank).collect();
     participants.extend(transfers.iter().flat_map(|t| [t.from, t.to]));
     let descriptor = ContractDescriptorV1 {
@@ -434,6 +467,43 @@ pub(crate) fn plan(v: &Validated, workers: &[usize], inputs: &[&Manifest], cm: O
         out_shape: v.out.shape.clone(),
         out_blocking: out_blocking.clone(),
         participants: participants.into_iter().collect(),
+    }
+}
+
+/// A set of (object number, worker slot) pairs: a bit matrix when it has
+/// at most `PairSet::MAX_BITS` cells (zeroed lazily by the allocator, so
+/// only the pages of pairs inserted are touched), a hash set beyond.
+enum PairSet {
+    Bits { bits: Vec<u64>, slots: usize },
+    Hashed(HashSet<(usize, usize), FastHash>),
+}
+
+impl PairSet {
+    /// Most cells of the bit matrix: 2^31 bits (256 MiB of address space).
+    const MAX_BITS: usize = 1 << 31;
+
+    fn new(objects: usize, slots: usize) -> PairSet {
+        match objects.checked_mul(slots) {
+            Some(cells) if cells <= Self::MAX_BITS => PairSet::Bits {
+                bits: vec![0; cells.div_ceil(64)],
+                slots,
+            },
+            _ => PairSet::Hashed(HashSet::default()),
+        }
+    }
+
+    /// Inserts `(object, slot)`; true when it was not there.
+    fn insert(&mut self, object: usize, slot: usize) -> bool {
+        match self {
+            PairSet::Bits { bits, slots } => {
+                let cell = object * *slots + slot;
+                let (word, bit) = (cell / 64, 1u64 << (cell % 64));
+                let new = bits[word] & bit == 0;
+                bits[word] |= bit;
+                new
+            }
+            PairSet::Hashed(set) => set.insert((object, slot)),
+        }
     }
 }
 
@@ -500,10 +570,16 @@ pub fn plan_contract(
 #[cfg(test)]
 mod reference {
     use super::*;
+    use crate::transfer::TransferSet;
 
     /// Builds the plan of a validated contraction from the operands' manifests
     /// (`inputs` in operand order). `workers` is not empty (callers check).
-    pub(crate) fn plan_reference(v: &Validated, workers: &[usize], inputs: &[&Manifest], cm: Option<&Manifest>) -> ContractPlan {
+    pub(crate) fn plan_reference(
+        v: &Validated,
+        workers: &[usize],
+        inputs: &[&Manifest],
+        cm: Option<&Manifest>,
+    ) -> ContractPlan {
         let spec = &v.spec;
         let out_labels = spec.output();
         let out_blocking = &v.out.blocking;
@@ -644,9 +720,27 @@ mod tests {
         let mut checked = 0;
         for (pa, pb) in [(0, 3), (1, 0), (2, 2), (3, 1)] {
             for workers in worker_sets {
-                let a = test_manifest(&[9, 8], vec![vec![2, 3, 4], vec![3, 5]], DType::F64, 1, owner_patterns[pa]);
-                let b = test_manifest(&[8, 7], vec![vec![3, 5], vec![1, 2, 4]], DType::F64, 2, owner_patterns[pb]);
-                let c = test_manifest(&[9, 7], vec![vec![2, 3, 4], vec![1, 2, 4]], DType::F64, 3, owner_patterns[pb]);
+                let a = test_manifest(
+                    &[9, 8],
+                    vec![vec![2, 3, 4], vec![3, 5]],
+                    DType::F64,
+                    1,
+                    owner_patterns[pa],
+                );
+                let b = test_manifest(
+                    &[8, 7],
+                    vec![vec![3, 5], vec![1, 2, 4]],
+                    DType::F64,
+                    2,
+                    owner_patterns[pb],
+                );
+                let c = test_manifest(
+                    &[9, 7],
+                    vec![vec![2, 3, 4], vec![1, 2, 4]],
+                    DType::F64,
+                    3,
+                    owner_patterns[pb],
+                );
                 let sq = test_manifest(&[8, 8], vec![vec![3, 5], vec![3, 5]], DType::F64, 4, owner_patterns[pa]);
                 let cases: Vec<(&str, Vec<&Manifest>, Option<&Manifest>, C64)> = vec![
                     ("ij,jk->ik", vec![&a, &b], None, C64::new(0.0, 0.0)),
@@ -670,5 +764,19 @@ mod tests {
             }
         }
         assert_eq!(checked, 96);
+    }
+
+    /// Both forms of the planned-pairs set answer alike.
+    #[test]
+    fn pair_sets_agree() {
+        let mut bits = PairSet::new(7, 5);
+        let mut hashed = PairSet::Hashed(HashSet::default());
+        assert!(matches!(bits, PairSet::Bits { .. }));
+        assert!(matches!(PairSet::new(1 << 20, 1 << 12), PairSet::Hashed(_)));
+        for i in 0..200usize {
+            let (o, s) = ((i * 5 + i / 7) % 7, (i * 3) % 5);
+            assert_eq!(bits.insert(o, s), hashed.insert(o, s), "pair ({o}, {s})");
+        }
+        assert!(!bits.insert(6, 4) && !hashed.insert(6, 4));
     }
 }

@@ -192,17 +192,12 @@ pub(crate) fn submit_items<'c, C>(
         n_blocks,
     } = plan;
     match split_shares(descriptor, &participants) {
-        Ok(Shares { shares, items }) => submit_filling_with::<C>(
-            ctl,
-            Sending::Each(&shares),
-            outputs,
-            keep,
-            summary,
-            move |replies| {
+        Ok(Shares { shares, items }) => {
+            submit_filling_with::<C>(ctl, Sending::Each(&shares), outputs, keep, summary, move |replies| {
                 let replies = to_plan_items(replies, &participants, &items);
                 Ok(vec![collect_item_refs(replies, &out_blocks, n_blocks)?])
-            },
-        ),
+            })
+        }
         Err(descriptor) => submit_filling::<C>(
             ctl,
             &descriptor,
@@ -327,7 +322,9 @@ mod tests {
     /// the workers in reverse order, so items need transfers both ways.
     fn simulated(workers: &[usize]) -> ItemPlan<ContractDescriptorV1> {
         let w = workers.to_vec();
-        let a = test_manifest(&[12, 8], vec![vec![2; 6], vec![4; 2]], DType::F64, 1, |b| w[b % w.len()]);
+        let a = test_manifest(&[12, 8], vec![vec![2; 6], vec![4; 2]], DType::F64, 1, |b| {
+            w[b % w.len()]
+        });
         let w = workers.to_vec();
         let b = test_manifest(&[8, 12], vec![vec![4; 2], vec![3; 4]], DType::F64, 2, |b| {
             w[w.len() - 1 - b % w.len()]
@@ -412,7 +409,10 @@ mod tests {
             let mut s = s.clone();
             s.ids_mut(&mut |id| ids.push(*id));
         }
-        assert!(!ids.is_empty() && ids.iter().all(|id| id.origin > 10 && id.seq >= 100), "{ids:?}");
+        assert!(
+            !ids.is_empty() && ids.iter().all(|id| id.origin > 10 && id.seq >= 100),
+            "{ids:?}"
+        );
     }
 
     #[test]
@@ -426,7 +426,10 @@ mod tests {
         );
         // An index outside the share, or a rank that had none.
         let bad = to_plan_items(vec![(2, vec![(2, id(1))]), (4, vec![(0, id(2))])], &[2, 5], &items);
-        assert_eq!(bad, vec![(2, vec![(usize::MAX, id(1))]), (4, vec![(usize::MAX, id(2))])]);
+        assert_eq!(
+            bad,
+            vec![(2, vec![(usize::MAX, id(1))]), (4, vec![(usize::MAX, id(2))])]
+        );
         assert!(collect_item_refs(bad, &[0, 1, 2, 3], 4).is_err());
     }
 
