@@ -302,8 +302,14 @@ fn root_state_persists_per_type() {
     assert_eq!(ctl.with_root_state(|n: &mut u32| *n), 6);
 }
 
-/// The descriptor a `Run` frame carries, and its releases.
-fn run_frame(s: &crate::scripted::Sent) -> (u64, Vec<u8>, Vec<ObjectId>) {
+/// What a `Run` frame carries: op_id, descriptor, releases.
+type RunFrame = (u64, Vec<u8>, Vec<ObjectId>);
+
+/// Where a completion callback leaves its outcome.
+type Outcome<T> = Rc<RefCell<Option<T>>>;
+
+/// The op_id, descriptor and releases of a `Run` frame.
+fn run_frame(s: &crate::scripted::Sent) -> RunFrame {
     match s.control() {
         crate::protocol::Control::Run { envelope, releases } => {
             let env = crate::envelope::Envelope::decode(&envelope).unwrap();
@@ -324,14 +330,14 @@ fn submit_nowait_each_sends_each_rank_its_own_descriptor() {
     ctl.ledger().drop_refs(&[(2, gone, 8)]);
     let mine = vec![ObjectId::new(1, 1)];
     let theirs = vec![ObjectId::new(2, 1), ObjectId::new(2, 2)];
-    let log: Rc<RefCell<Option<Result<Vec<(usize, u64)>, String>>>> = Rc::default();
+    let log: Outcome<Result<Vec<(usize, u64)>, String>> = Rc::default();
     let l = log.clone();
     let op = ctl
         .submit_nowait_each::<FlushObjects>(&[(1, mine.clone()), (2, theirs.clone())], move |_, r| {
             *l.borrow_mut() = Some(r.map_err(|e| e.to_string()));
         })
         .unwrap();
-    let frames: Vec<(usize, (u64, Vec<u8>, Vec<ObjectId>))> = t.sent().iter().map(|s| (s.dest, run_frame(s))).collect();
+    let frames: Vec<(usize, RunFrame)> = t.sent().iter().map(|s| (s.dest, run_frame(s))).collect();
     assert_eq!(
         frames,
         [
@@ -350,7 +356,7 @@ fn submit_nowait_each_runs_the_roots_own_share() {
     use crate::commands::FlushObjects;
     let t = Scripted::new(2);
     let ctl = controller(&t);
-    let log: Rc<RefCell<Option<Vec<(usize, u64)>>>> = Rc::default();
+    let log: Outcome<Vec<(usize, u64)>> = Rc::default();
     let l = log.clone();
     let op = ctl
         .submit_nowait_each::<FlushObjects>(&[(0, Vec::new()), (1, vec![ObjectId::new(1, 1)])], move |_, r| {
