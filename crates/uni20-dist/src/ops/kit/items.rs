@@ -219,13 +219,13 @@ fn to_plan_items(
     participants: &[usize],
     items: &[Vec<usize>],
 ) -> Vec<(usize, Vec<(usize, ObjectId)>)> {
+    let slot: std::collections::HashMap<usize, usize> = participants.iter().enumerate().map(|(k, &r)| (r, k)).collect();
     replies
         .into_iter()
         .map(|(rank, ids)| {
-            let share = participants
-                .binary_search(&rank)
-                .ok()
-                .and_then(|k| items.get(k))
+            let share = slot
+                .get(&rank)
+                .and_then(|&k| items.get(k))
                 .map_or(&[][..], Vec::as_slice);
             let ids = ids
                 .into_iter()
