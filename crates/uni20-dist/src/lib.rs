@@ -125,7 +125,9 @@ pub mod decomp {
 /// function, and one `command!` line naming
 /// [`handle_items`](kit::handle_items)).
 pub mod kit {
-    pub use crate::ops::kit::{defer_items, handle_items, participants_of, Assigner, CostAssigner, ItemPlan, ItemWork};
+    pub use crate::ops::kit::{
+        defer_items, handle_items, participants_of, Assigner, CostAssigner, ItemPlan, ItemWork, Shares,
+    };
     pub use crate::transfer::record::Transfer;
     pub use crate::transfer::TransferSet;
 }

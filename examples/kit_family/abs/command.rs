@@ -20,7 +20,8 @@ pub struct AbsItem {
     pub input: BlockRef,
 }
 
-/// The `example.abs.v1` descriptor, identical on every participant.
+/// The `example.abs.v1` descriptor: the whole plan on the root; each
+/// participant receives its share (its items, the transfers it takes part in).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct AbsDescV1 {
     /// Output dtype.
@@ -39,6 +40,11 @@ impl ItemWork for AbsDescV1 {
     }
     fn place(_: usize, item: &AbsItem) -> (usize, usize) {
         (item.rank, item.out_block)
+    }
+    /// The work lists, so that the root sends each rank only its share
+    /// (`place` and `compute` do not read the item's index).
+    fn work_mut(&mut self) -> Option<(&mut Vec<AbsItem>, &mut Vec<Transfer>)> {
+        Some((&mut self.items, &mut self.transfers))
     }
     /// The per-item function: the modulus of every element of the block.
     fn compute(&self, ctx: &KernelContext<'_>, _: usize, item: &AbsItem) -> Result<LocalTensor, HandlerError> {

@@ -5,7 +5,8 @@
 //! the ones it receives as verified replicas). Payloads never pass through
 //! the root.
 
-use std::collections::BTreeSet;
+use std::collections::HashSet;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use uni20_persist::{ObjectId, ObjectMeta};
 use uni20_worker::transport::{data_tag, Tag, TransportError};
@@ -17,12 +18,43 @@ pub(crate) mod record;
 
 pub(crate) use record::Transfer;
 
+/// A fast, non-cryptographic hasher for the planners' maps of object ids
+/// and ranks (the multiply-rotate of rustc's `FxHasher`): keys come from the
+/// root's own manifests, not from an adversary.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct FastHasher(u64);
+
+impl Hasher for FastHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut b = [0u8; 8];
+            b[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(b));
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// The [`FastHasher`] of a `HashMap` or `HashSet`.
+pub(crate) type FastHash = BuildHasherDefault<FastHasher>;
+
 /// Builds a plan's transfer list: each (object, receiver) pair at most
 /// once, in the order first requested; blocks already on the receiver
 /// are skipped.
 #[derive(Debug, Default)]
 pub struct TransferSet {
-    planned: BTreeSet<(ObjectId, usize)>,
+    planned: HashSet<(ObjectId, usize), FastHash>,
     transfers: Vec<Transfer>,
 }
 
@@ -44,13 +76,15 @@ impl TransferSet {
         }
     }
 
-    /// The transfers, in request order; transfer `i` uses the tags of `i`.
+    /// The transfers, in request order (the `i`-th between one sender and
+    /// one receiver uses the tags of `i`).
     pub fn into_vec(self) -> Vec<Transfer> {
         self.transfers
     }
 }
 
-/// Tags of transfer `i`: its metadata message and its payload message.
+/// Tags of the `i`-th transfer between one sender and one receiver (in
+/// list order): its metadata message and its payload message.
 fn transfer_tags(i: usize) -> (Tag, Tag) {
     let base = data_tag(2 * (i % 15_000));
     (base, base + 1)
@@ -90,11 +124,36 @@ fn exchange_failure(ctx: &WorkerContext<'_>, transfers: &[Transfer], e: Transpor
     }
 }
 
+/// Numbers each transfer of `transfers` that `me` sends (`sending`) or
+/// receives by its position among the transfers of the same sender and
+/// receiver, in list order; `None` for the others.
+pub(crate) fn pair_positions(transfers: &[Transfer], me: usize, sending: bool) -> Vec<Option<usize>> {
+    let mut next: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
+    transfers
+        .iter()
+        .map(|t| {
+            let peer = match (sending, t.from == me, t.to == me) {
+                (true, true, _) => t.to,
+                (false, _, true) => t.from,
+                _ => return None,
+            };
+            let n = next.entry(peer).or_default();
+            *n += 1;
+            Some(*n - 1)
+        })
+        .collect()
+}
+
 /// Executes this rank's part of `transfers`: sends the objects it owns
 /// (metadata, then the payload straight from the store's bytes: no copy)
 /// and receives the ones it needs, inserting each as a replica after
 /// checking its size and checksum. Returns the ids of the new replicas
 /// (the caller releases them when it is done with them).
+///
+/// The `i`-th transfer from one rank to another (in list order) uses the
+/// tags of `i`: sender and receiver agree whether each holds the whole
+/// list or only the transfers it takes part in (a plan split per rank),
+/// as long as the order is kept.
 ///
 /// # Errors
 /// A [`HandlerError`] naming the object if a send, a receive or the
@@ -103,7 +162,8 @@ pub(crate) fn exchange_blocks(ctx: &WorkerContext<'_>, transfers: &[Transfer]) -
     let me = ctx.rank();
     let store = ctx.store();
     let mut outgoing_data = Vec::new();
-    for (i, t) in transfers.iter().enumerate().filter(|(_, t)| t.from == me) {
+    let sent = pair_positions(transfers, me, true);
+    for (i, t) in transfers.iter().zip(&sent).filter_map(|(t, i)| i.map(|i| (i, t))) {
         let (meta, bytes) = store
             .encoded_for_transfer(t.id)
             .map_err(|e| HandlerError::from(e).with_object(t.id))?;
@@ -126,7 +186,12 @@ pub(crate) fn exchange_blocks(ctx: &WorkerContext<'_>, transfers: &[Transfer]) -
         outgoing.push((*to, *tp, &bytes[..]));
     }
     let mut incoming = Vec::new();
-    for (i, t) in transfers.iter().enumerate().filter(|(_, t)| t.to == me) {
+    let received_at = pair_positions(transfers, me, false);
+    for (i, t) in transfers
+        .iter()
+        .zip(&received_at)
+        .filter_map(|(t, i)| i.map(|i| (i, t)))
+    {
         let (tm, tp) = transfer_tags(i);
         incoming.push((t.from, tm));
         incoming.push((t.from, tp));

@@ -13,6 +13,10 @@
 //! [`Controller::drain`], or a data phase). Replies are matched by `op_id`,
 //! never by arrival order.
 //!
+//! Every participant receives the same descriptor ([`Controller::submit_nowait`],
+//! [`Controller::begin`]), or each its own ([`Controller::submit_nowait_each`]:
+//! a plan split per rank); either way one op_id and one reply per participant.
+//!
 //! A [`DeferredJob`] is work whose inputs are not ready yet (e.g. a
 //! contraction whose operand is still being computed). Jobs run in
 //! submission order as soon as [`DeferredJob::ready`] holds; program order of
@@ -92,6 +96,15 @@ pub struct Controller<'a> {
     running_jobs: Cell<bool>,
     counters: profile::Counters,
     root_state: RefCell<HashMap<TypeId, Box<dyn Any>>>,
+}
+
+/// What one submission sends: one descriptor for every participant, or
+/// one per participant.
+enum Descriptors<'d, D> {
+    /// `(descriptor, participants)`: every participant receives it.
+    Shared(&'d D, &'d [usize]),
+    /// `(rank, descriptor)` per participant.
+    Each(&'d [(usize, D)]),
 }
 
 /// A submitted command whose replies have not been collected yet.
@@ -288,15 +301,66 @@ impl<'a> Controller<'a> {
         });
         self.send_op::<C>(desc, participants, Some(cb))
     }
+    /// Submits one command with a different descriptor per participant and
+    /// returns its op_id at once: `shares` holds `(rank, descriptor)`, one
+    /// entry per participant. Everything else is as [`Controller::submit_nowait`]:
+    /// one op_id and one envelope per rank with the same fields, the rank's
+    /// queued releases in its frame, injected faults applied to every
+    /// share, the root running its own share at once when it is a
+    /// participant, and `on_done` called with every participant's decoded
+    /// reply (in rank order) when the operation completes.
+    ///
+    /// Use it when each rank needs only part of a plan (an item-per-block
+    /// command's own items and the transfers it takes part in); commands
+    /// whose handler needs the whole descriptor use `submit_nowait`.
+    ///
+    /// # Errors
+    /// [`JobError::Protocol`] if a rank appears twice in `shares` or is not
+    /// below [`Controller::size`] (nothing is sent); otherwise as
+    /// [`Controller::begin`]. `on_done` is not called when this fails.
+    pub fn submit_nowait_each<C: CommandSpec + 'a>(
+        &self,
+        shares: &[(usize, C::Descriptor)],
+        on_done: impl FnOnce(&Controller<'a>, Result<Vec<(usize, C::Reply)>, JobError>) + 'a,
+    ) -> Result<u64, JobError> {
+        let mut seen = std::collections::BTreeSet::new();
+        for &(r, _) in shares {
+            if r >= self.size() {
+                return Err(JobError::Protocol(format!(
+                    "`{}`: a share for rank {r} of a universe of {} ranks",
+                    C::WIRE_NAME,
+                    self.size()
+                )));
+            }
+            if !seen.insert(r) {
+                return Err(JobError::Protocol(format!(
+                    "`{}`: two shares for rank {r}",
+                    C::WIRE_NAME
+                )));
+            }
+        }
+        let cb: OnDone<'a> = Box::new(move |ctl, op_id, raw| {
+            let decoded = raw.and_then(|raw| decode_replies::<C>(raw, op_id));
+            on_done(ctl, decoded)
+        });
+        self.send_op_with::<C>(Descriptors::Each(shares), Some(cb))
+    }
     fn send_op<C: CommandSpec>(
         &self,
         desc: &C::Descriptor,
         participants: &[usize],
         on_done: Option<OnDone<'a>>,
     ) -> Result<u64, JobError> {
+        self.send_op_with::<C>(Descriptors::Shared(desc, participants), on_done)
+    }
+    fn send_op_with<C: CommandSpec>(
+        &self,
+        descs: Descriptors<'_, C::Descriptor>,
+        on_done: Option<OnDone<'a>>,
+    ) -> Result<u64, JobError> {
         let started = Instant::now();
         let handler_before = self.counters.root_handler_ns.get();
-        let r = self.send_op_untimed::<C>(desc, participants, on_done);
+        let r = self.send_op_untimed::<C>(descs, on_done);
         let handler = self.counters.root_handler_ns.get().saturating_sub(handler_before);
         profile::add(
             &self.counters.submit_ns,
@@ -306,8 +370,7 @@ impl<'a> Controller<'a> {
     }
     fn send_op_untimed<C: CommandSpec>(
         &self,
-        desc: &C::Descriptor,
-        participants: &[usize],
+        descs: Descriptors<'_, C::Descriptor>,
         on_done: Option<OnDone<'a>>,
     ) -> Result<u64, JobError> {
         if let Some(e) = self.stopped() {
@@ -320,7 +383,16 @@ impl<'a> Controller<'a> {
         let op_id = self.next_op.get();
         self.next_op.set(op_id + 1);
         profile::add(&self.counters.operations, 1);
-        let mut descriptor = encode(desc);
+        // The encoded descriptors, and per participant the one it receives.
+        let (mut descriptors, targets): (Vec<Vec<u8>>, Vec<(usize, usize)>) = match descs {
+            Descriptors::Shared(desc, participants) => {
+                (vec![encode(desc)], participants.iter().map(|&r| (r, 0)).collect())
+            }
+            Descriptors::Each(shares) => (
+                shares.iter().map(|(_, d)| encode(d)).collect(),
+                shares.iter().enumerate().map(|(k, (r, _))| (*r, k)).collect(),
+            ),
+        };
         let mut env = EnvelopeRef {
             op_id,
             command_id: command_id(C::WIRE_NAME),
@@ -340,49 +412,59 @@ impl<'a> Controller<'a> {
             match f.kind {
                 FaultKind::UnknownCmd => env.command_id = command_id("uni20.injected.unknown.v1"),
                 FaultKind::Schema => env.schema_version += 1,
-                FaultKind::Garbage => descriptor = vec![0xff; 7],
-                _ => descriptor.push(0),
+                FaultKind::Garbage => descriptors.iter_mut().for_each(|d| *d = vec![0xff; 7]),
+                _ => descriptors.iter_mut().for_each(|d| d.push(0)),
             }
         }
-        env.descriptor = &descriptor;
-        tracing::debug!(op_id, wire = C::WIRE_NAME, participants = participants.len(), "submit");
-        // One shared frame, posted to every participant: submission never
-        // waits for a worker to receive (it may be busy replying). A rank
-        // with queued releases gets them in its own copy of the frame.
-        let envelope = env.encode();
-        // The frame encoded straight from the envelope (no copy of it), into
+        tracing::debug!(
+            op_id,
+            wire = C::WIRE_NAME,
+            participants = targets.len(),
+            descriptors = descriptors.len(),
+            "submit"
+        );
+        // One encoded envelope per descriptor; with one shared descriptor,
+        // one frame posted to every participant: submission never waits for
+        // a worker to receive (it may be busy replying). A rank with queued
+        // releases gets them in its own copy of the frame.
+        let envelopes: Vec<Vec<u8>> = descriptors
+            .iter()
+            .map(|d| EnvelopeRef { descriptor: d, ..env }.encode())
+            .collect();
+        // A frame encoded straight from its envelope (no copy of it), into
         // one shared buffer of its size.
-        let run = |releases: Vec<ObjectId>| {
+        let run = |k: usize, releases: Vec<ObjectId>| {
             encode_shared(&ControlRef::Run {
-                envelope: &envelope,
+                envelope: &envelopes[k],
                 releases,
             })
         };
-        let frame = run(Vec::new());
+        let frames: Vec<Arc<[u8]>> = (0..envelopes.len()).map(|k| run(k, Vec::new())).collect();
         self.inflight.borrow_mut().insert(
             op_id,
             InFlight {
                 wire_name: C::WIRE_NAME,
-                remaining: participants.len(),
+                remaining: targets.len(),
                 replies: Vec::new(),
                 on_done,
                 result: None,
             },
         );
-        for r in participants.iter().copied().filter(|&r| r != 0) {
+        for &(r, k) in targets.iter().filter(|&&(r, _)| r != 0) {
             let releases = self.ledger.take_pending(r);
             let frame = if releases.is_empty() {
-                frame.clone()
+                frames[k].clone()
             } else {
                 self.ledger.note_piggyback();
-                run(releases)
+                run(k, releases)
             };
             if let Err(e) = self.transport.post(r, TAG_CMD, frame) {
                 self.inflight.borrow_mut().remove(&op_id);
                 return Err(self.fail_transport(e));
             }
         }
-        if participants.contains(&0) {
+        drop(frames);
+        if let Some(&(_, k)) = targets.iter().find(|&&(r, _)| r == 0) {
             self.release_on_root();
             let mut ctx = WorkerContext {
                 transport: self.transport,
@@ -394,7 +476,11 @@ impl<'a> Controller<'a> {
                 corrupt_sends: false,
             };
             let t = Instant::now();
-            let outcome = run_handler(&self.registry, &mut ctx, &env.to_envelope(), None);
+            let own = EnvelopeRef {
+                descriptor: &descriptors[k],
+                ..env
+            };
+            let outcome = run_handler(&self.registry, &mut ctx, &own.to_envelope(), None);
             let busy_ns = profile::elapsed_ns(t);
             profile::add(&self.counters.root_handler_ns, busy_ns);
             self.accept_reply(

@@ -301,3 +301,88 @@ fn root_state_persists_per_type() {
     assert_eq!(inner, 0);
     assert_eq!(ctl.with_root_state(|n: &mut u32| *n), 6);
 }
+
+/// What a `Run` frame carries: op_id, descriptor, releases.
+type RunFrame = (u64, Vec<u8>, Vec<ObjectId>);
+
+/// Where a completion callback leaves its outcome.
+type Outcome<T> = Rc<RefCell<Option<T>>>;
+
+/// The op_id, descriptor and releases of a `Run` frame.
+fn run_frame(s: &crate::scripted::Sent) -> RunFrame {
+    match s.control() {
+        crate::protocol::Control::Run { envelope, releases } => {
+            let env = crate::envelope::Envelope::decode(&envelope).unwrap();
+            (env.op_id, env.descriptor, releases)
+        }
+        crate::protocol::Control::Shutdown => panic!("a shutdown frame"),
+    }
+}
+
+#[test]
+fn submit_nowait_each_sends_each_rank_its_own_descriptor() {
+    use crate::commands::FlushObjects;
+    let t = Scripted::new(3);
+    let ctl = controller(&t);
+    // Rank 2 has a queued release: it travels in rank 2's own frame.
+    let gone = ObjectId::new(9, 9);
+    ctl.ledger().retain(&[(2, gone, 8)]);
+    ctl.ledger().drop_refs(&[(2, gone, 8)]);
+    let mine = vec![ObjectId::new(1, 1)];
+    let theirs = vec![ObjectId::new(2, 1), ObjectId::new(2, 2)];
+    let log: Outcome<Result<Vec<(usize, u64)>, String>> = Rc::default();
+    let l = log.clone();
+    let op = ctl
+        .submit_nowait_each::<FlushObjects>(&[(1, mine.clone()), (2, theirs.clone())], move |_, r| {
+            *l.borrow_mut() = Some(r.map_err(|e| e.to_string()));
+        })
+        .unwrap();
+    let frames: Vec<(usize, RunFrame)> = t.sent().iter().map(|s| (s.dest, run_frame(s))).collect();
+    assert_eq!(
+        frames,
+        [
+            (1, (op, encode(&mine), Vec::new())),
+            (2, (op, encode(&theirs), vec![gone]))
+        ]
+    );
+    t.reply(2, op, &2u64);
+    t.reply(1, op, &1u64);
+    ctl.drain().unwrap();
+    assert_eq!(*log.borrow(), Some(Ok(vec![(1, 1), (2, 2)])));
+}
+
+#[test]
+fn submit_nowait_each_runs_the_roots_own_share() {
+    use crate::commands::FlushObjects;
+    let t = Scripted::new(2);
+    let ctl = controller(&t);
+    let log: Outcome<Vec<(usize, u64)>> = Rc::default();
+    let l = log.clone();
+    let op = ctl
+        .submit_nowait_each::<FlushObjects>(&[(0, Vec::new()), (1, vec![ObjectId::new(1, 1)])], move |_, r| {
+            *l.borrow_mut() = Some(r.unwrap());
+        })
+        .unwrap();
+    // Only rank 1 got a frame; the root ran its (empty) share itself.
+    assert_eq!(t.sent().len(), 1);
+    assert_eq!(t.sent()[0].dest, 1);
+    assert_eq!(ctl.in_flight(), 1);
+    t.reply(1, op, &7u64);
+    ctl.drain().unwrap();
+    assert_eq!(*log.borrow(), Some(vec![(0, 0), (1, 7)]));
+}
+
+#[test]
+fn submit_nowait_each_refuses_a_rank_twice_or_outside_the_universe() {
+    use crate::commands::FlushObjects;
+    let t = Scripted::new(3);
+    let ctl = controller(&t);
+    for shares in [
+        vec![(1, Vec::new()), (1, Vec::new())],
+        vec![(1, Vec::new()), (3, Vec::new())],
+    ] {
+        let e = ctl.submit_nowait_each::<FlushObjects>(&shares, |_, _| {}).unwrap_err();
+        assert!(matches!(e, JobError::Protocol(_)), "{e:?}");
+    }
+    assert!(t.sent().is_empty() && ctl.in_flight() == 0 && !ctl.has_failed());
+}

@@ -1,5 +1,5 @@
-//! The `uni20.contract.v1` command: its descriptor (the whole plan,
-//! identical on every participant: ids, shapes and scalars only) and its
+//! The `uni20.contract.v1` command: its descriptor (the plan, of which
+//! each participant receives its own share: ids, shapes and scalars only) and its
 //! per-item compute: the item's block products through the local
 //! dispatcher (dense), or through one [`PairContraction`] with buffers
 //! reused across the item's block pairs (symmetric). The kit's [`handle_items`] exchanges blocks with the other
@@ -35,8 +35,10 @@ pub(crate) struct WorkItem {
     pub(crate) flops: u64,
 }
 
-/// The `uni20.contract.v1` descriptor: the whole plan, identical on every
-/// participant. Holds ids, shapes and scalars only.
+/// The `uni20.contract.v1` descriptor: the whole plan on the root; each
+/// participant receives its share (the items it computes and the transfers
+/// it sends or receives, in plan order; see [`ItemWork::work_mut`]). Holds
+/// ids, shapes and scalars only.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct ContractDescriptorV1 {
     /// The einsum spec, resolved once on the root against the global
@@ -52,7 +54,7 @@ pub(crate) struct ContractDescriptorV1 {
     pub(crate) out_dtype: DType,
     /// One item per output block.
     pub(crate) items: Vec<WorkItem>,
-    /// Worker-to-worker block transfers; transfer `i` uses the tags of `i`.
+    /// Worker-to-worker block transfers (the `i`-th between one sender and one receiver uses the tags of `i`).
     pub(crate) transfers: Vec<Transfer>,
     /// The terms are block pairs of a symmetric contraction (every label
     /// contracted or free, once per operand): computed by one

@@ -5,7 +5,7 @@
 //! load cap), and the list of blocks that must move. No transport, no
 //! controller: testable with simulated ranks.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use uni20_dispatch::backends::check_scalars;
 use uni20_dispatch::{ContractError, ContractOptions, DType, ResolveSpec, ResolvedSpec, SpecError, C64};
@@ -13,10 +13,13 @@ use uni20_dispatch::{ContractError, ContractOptions, DType, ResolveSpec, Resolve
 use super::command::{ContractDescriptorV1, WorkItem};
 use crate::error::DistError;
 use crate::layout::Blocking;
+use crate::ops::kit::items::split_shares;
 use crate::ops::kit::{check_plan_size, ItemPlan, MAX_BLOCK_BYTES};
 use crate::summary::PlanSummary;
 use crate::tensor::{BlockRef, Manifest, TensorMeta};
-use crate::transfer::{Transfer, TransferSet};
+use crate::transfer::FastHash;
+use crate::transfer::Transfer;
+use uni20_persist::ObjectId;
 
 /// Most block products (work-item terms) one contraction plan may hold.
 pub const MAX_BLOCK_PRODUCTS: u128 = 1 << 24;
@@ -36,10 +39,30 @@ pub struct ContractPlan {
 }
 
 impl ContractPlan {
-    /// Bytes of the encoded descriptor: the command frame every
-    /// participant receives.
+    /// Bytes of the whole plan's encoded descriptor. Each participant
+    /// receives only its share of it ([`ContractPlan::share_bytes`]).
     pub fn descriptor_bytes(&self) -> usize {
         uni20_worker::envelope::encode(&self.descriptor).len()
+    }
+
+    /// Per participant (ascending), the bytes of the encoded descriptor it
+    /// receives when the plan is submitted: the descriptor holding only the
+    /// items it computes and the transfers it sends or receives. Empty for
+    /// a plan without participants.
+    pub fn share_bytes(&self) -> Vec<(usize, usize)> {
+        match split_shares(self.descriptor.clone(), &self.participants) {
+            Ok(s) => s
+                .shares
+                .iter()
+                .map(|(r, d)| (*r, uni20_worker::envelope::encode(d).len()))
+                .collect(),
+            // Not split (cannot happen for a plan of `plan_contract`): each
+            // receives the whole descriptor.
+            Err(d) => {
+                let n = uni20_worker::envelope::encode(&d).len();
+                self.participants.iter().map(|&r| (r, n)).collect()
+            }
+        }
     }
 
     /// Total payload bytes moved between ranks.
@@ -257,88 +280,167 @@ pub(crate) fn validate(
 
 /// Builds the plan of a validated contraction from the operands' manifests
 /// (`inputs` in operand order). `workers` is not empty (callers check).
+///
+/// Linear in the block products: an item's rank is chosen among the owners
+/// of its inputs (and the least-loaded worker), never by scanning every
+/// worker, and its transfers are requested as it is placed (in item order,
+/// then term order, as before).
 pub(crate) fn plan(v: &Validated, workers: &[usize], inputs: &[&Manifest], cm: Option<&Manifest>) -> ContractPlan {
     let spec = &v.spec;
     let out_labels = spec.output();
     let out_blocking = &v.out.blocking;
-    let block_index = |labels: &[char], m: &Manifest, o: &[usize], r: &[usize]| -> (BlockRef, u64) {
-        let multi: Vec<usize> = labels
-            .iter()
-            .map(|l| match out_labels.iter().position(|x| x == l) {
-                Some(p) => o[p],
-                None => r[v.reduce.iter().position(|x| x == l).unwrap_or(0)],
-            })
-            .collect();
-        let lin = m.blocking.linear(&multi);
-        (m.blocks[lin], m.block_bytes(lin))
-    };
+    // Per operand: where each of its labels takes its block index from
+    // (output position, or reduction position + the output's rank), and
+    // the row-major strides of its block grid.
+    let n_out_labels = out_labels.len();
+    let operands: Vec<(Vec<usize>, Vec<usize>)> = spec
+        .inputs()
+        .iter()
+        .zip(inputs)
+        .map(|(labels, m)| {
+            let from = labels
+                .iter()
+                .map(|l| match out_labels.iter().position(|x| x == l) {
+                    Some(p) => p,
+                    None => n_out_labels + v.reduce.iter().position(|x| x == l).unwrap_or(0),
+                })
+                .collect();
+            let dims = m.blocking.dims();
+            let mut strides = vec![1; dims.len()];
+            for d in (0..dims.len().saturating_sub(1)).rev() {
+                strides[d] = strides[d + 1] * dims[d + 1];
+            }
+            (from, strides)
+        })
+        .collect();
+    // Block bytes, computed on first use.
+    let mut bytes_of: Vec<Vec<u64>> = inputs.iter().map(|m| vec![u64::MAX; m.blocks.len()]).collect();
     let cm = cm.filter(|_| v.use_c);
+    // Every distinct object id read (inputs, then C) numbered once, so an
+    // item's distinct inputs and the (object, receiver) pairs already
+    // planned are found by index, without hashing in the item loop.
+    let mut numbers: HashMap<ObjectId, usize, FastHash> = HashMap::default();
+    let canon: Vec<Vec<usize>> = inputs
+        .iter()
+        .copied()
+        .chain(cm)
+        .map(|m| {
+            m.blocks
+                .iter()
+                .map(|b| {
+                    let n = numbers.len();
+                    *numbers.entry(b.id).or_insert(n)
+                })
+                .collect()
+        })
+        .collect();
+    let n_ids = numbers.len();
+    drop(numbers);
     let n_out = out_blocking.num_blocks();
+    let n_terms = if v.empty_product {
+        0
+    } else {
+        v.reduce_blocking.num_blocks()
+    };
+    let reduce_multi: Vec<Vec<usize>> = (0..n_terms).map(|r| v.reduce_blocking.multi(r)).collect();
+    let reduce_elems: Vec<u64> = reduce_multi
+        .iter()
+        .map(|r| v.reduce_blocking.block_shape(r).iter().map(|&n| n as u64).product())
+        .collect();
     let cap = n_out.div_ceil(workers.len());
-    let mut load: BTreeMap<usize, usize> = workers.iter().map(|&w| (w, 0)).collect();
+    // Workers by rank (a duplicate counts once), their loads, and the
+    // loads ordered for the least-loaded one.
+    let mut slot: HashMap<usize, usize, FastHash> = HashMap::default();
+    let mut ranks = Vec::new();
+    for &w in workers {
+        slot.entry(w).or_insert_with(|| {
+            ranks.push(w);
+            ranks.len() - 1
+        });
+    }
+    let mut load = vec![0usize; ranks.len()];
+    let mut by_load: BTreeSet<(usize, usize)> = ranks.iter().map(|&w| (0, w)).collect();
     let mut items = Vec::with_capacity(n_out);
-    let mut sizes: BTreeMap<_, u64> = BTreeMap::new();
+    // At most one transfer per block read, and per (object, worker); the
+    // reservation is capped (pages of the unused part are never touched).
+    let reads = n_out.saturating_mul(n_terms * inputs.len() + usize::from(cm.is_some()));
+    let pairs = n_ids.saturating_mul(ranks.len());
+    let mut transfers: Vec<Transfer> = Vec::with_capacity(reads.min(pairs).min(1 << 22));
+    let mut planned = PairSet::new(n_ids, ranks.len());
+    let mut index = vec![0usize; n_out_labels + v.reduce.len()];
+    // This item's reads: (block, bytes, object number).
+    let mut refs: Vec<(BlockRef, u64, usize)> = Vec::new();
+    // The last item that counted each object number.
+    let mut seen_by = vec![usize::MAX; n_ids];
+    let mut local: Vec<(usize, u64)> = Vec::new();
     for o_lin in 0..n_out {
         let o = out_blocking.multi(o_lin);
-        let n_terms = if v.empty_product {
-            0
-        } else {
-            v.reduce_blocking.num_blocks()
-        };
+        index[..n_out_labels].copy_from_slice(&o);
+        refs.clear();
         let mut terms = Vec::with_capacity(n_terms);
-        for r_lin in 0..n_terms {
-            let r = v.reduce_blocking.multi(r_lin);
-            let term: Vec<BlockRef> = spec
-                .inputs()
+        for r in &reduce_multi {
+            index[n_out_labels..n_out_labels + r.len()].copy_from_slice(r);
+            let term: Vec<BlockRef> = operands
                 .iter()
                 .zip(inputs)
-                .map(|(labels, m)| {
-                    let (br, bytes) = block_index(labels, m, &o, &r);
-                    sizes.insert(br.id, bytes);
-                    br
+                .zip(bytes_of.iter_mut().zip(&canon))
+                .map(|(((from, strides), m), (bytes, canon))| {
+                    let lin: usize = from.iter().zip(strides).map(|(&f, &s)| index[f] * s).sum();
+                    if bytes[lin] == u64::MAX {
+                        bytes[lin] = m.block_bytes(lin);
+                    }
+                    refs.push((m.blocks[lin], bytes[lin], canon[lin]));
+                    m.blocks[lin]
                 })
                 .collect();
             terms.push(term);
         }
         let c_in = cm.map(|c| {
-            sizes.insert(c.blocks[o_lin].id, c.block_bytes(o_lin));
+            refs.push((c.blocks[o_lin], c.block_bytes(o_lin), canon[inputs.len()][o_lin]));
             c.blocks[o_lin]
         });
-        // Locality: bytes of this item's inputs already on each rank.
-        let mut local: BTreeMap<usize, u64> = BTreeMap::new();
-        let mut seen = BTreeSet::new();
-        for r in terms.iter().flatten().chain(c_in.iter()) {
-            if seen.insert(r.id) {
-                *local.entry(r.owner).or_default() += sizes[&r.id];
+        // Locality: bytes of this item's distinct inputs already on each rank.
+        local.clear();
+        for &(r, bytes, n) in &refs {
+            if std::mem::replace(&mut seen_by[n], o_lin) != o_lin {
+                match local.iter_mut().find(|(w, _)| *w == r.owner) {
+                    Some((_, b)) => *b += bytes,
+                    None => local.push((r.owner, bytes)),
+                }
             }
         }
-        let rank = workers
+        // The worker below the cap holding the most of those bytes (ties:
+        // lower load, then lower rank); else the least-loaded worker below
+        // the cap (ties: lower rank); else (never, by the cap) round-robin.
+        let holder = local
             .iter()
-            .copied()
-            .filter(|w| load[w] < cap)
-            .max_by_key(|w| {
-                (
-                    local.get(w).copied().unwrap_or(0),
-                    std::cmp::Reverse(load[w]),
-                    std::cmp::Reverse(*w),
-                )
-            })
+            .filter(|&&(_, b)| b > 0)
+            .filter_map(|&(w, b)| slot.get(&w).map(|&k| (w, k, b)))
+            .filter(|&(_, k, _)| load[k] < cap)
+            .max_by_key(|&(w, k, b)| (b, std::cmp::Reverse(load[k]), std::cmp::Reverse(w)))
+            .map(|(w, _, _)| w);
+        let rank = holder
+            .or_else(|| by_load.first().filter(|&&(l, _)| l < cap).map(|&(_, w)| w))
             .unwrap_or(workers[o_lin % workers.len()]);
-        *load.entry(rank).or_default() += 1;
+        let k = slot[&rank];
+        by_load.remove(&(load[k], rank));
+        load[k] += 1;
+        by_load.insert((load[k], rank));
+        // Each (object, receiver) once, in item order, then read order.
+        for &(r, bytes, n) in &refs {
+            if r.owner != rank && planned.insert(n, k) {
+                transfers.push(Transfer {
+                    id: r.id,
+                    from: r.owner,
+                    to: rank,
+                    bytes,
+                });
+            }
+        }
         let out_shape = out_blocking.block_shape(&o);
         // Per term: output block elements times the term's reduction block elements.
         let out_elems: u64 = out_shape.iter().map(|&n| n as u64).product();
-        let flops = (0..terms.len())
-            .map(|r_lin| {
-                let r = v.reduce_blocking.multi(r_lin);
-                out_elems
-                    * v.reduce_blocking
-                        .block_shape(&r)
-                        .iter()
-                        .map(|&n| n as u64)
-                        .product::<u64>()
-            })
-            .sum();
+        let flops = reduce_elems[..terms.len()].iter().map(|&e| out_elems * e).sum();
         items.push(WorkItem {
             rank,
             out_block: o_lin,
@@ -348,13 +450,6 @@ pub(crate) fn plan(v: &Validated, workers: &[usize], inputs: &[&Manifest], cm: O
             flops,
         });
     }
-    let mut transfers = TransferSet::new();
-    for it in &items {
-        for r in it.terms.iter().flatten().chain(it.c_in.iter()) {
-            transfers.need(r, sizes[&r.id], it.rank);
-        }
-    }
-    let transfers: Vec<Transfer> = transfers.into_vec();
     let mut participants: BTreeSet<usize> = items.iter().map(|i| i.rank).collect();
     participants.extend(transfers.iter().flat_map(|t| [t.from, t.to]));
     let descriptor = ContractDescriptorV1 {
@@ -372,6 +467,43 @@ pub(crate) fn plan(v: &Validated, workers: &[usize], inputs: &[&Manifest], cm: O
         out_shape: v.out.shape.clone(),
         out_blocking: out_blocking.clone(),
         participants: participants.into_iter().collect(),
+    }
+}
+
+/// A set of (object number, worker slot) pairs: a bit matrix when it has
+/// at most `PairSet::MAX_BITS` cells (zeroed lazily by the allocator, so
+/// only the pages of pairs inserted are touched), a hash set beyond.
+enum PairSet {
+    Bits { bits: Vec<u64>, slots: usize },
+    Hashed(HashSet<(usize, usize), FastHash>),
+}
+
+impl PairSet {
+    /// Most cells of the bit matrix: 2^31 bits (256 MiB of address space).
+    const MAX_BITS: usize = 1 << 31;
+
+    fn new(objects: usize, slots: usize) -> PairSet {
+        match objects.checked_mul(slots) {
+            Some(cells) if cells <= Self::MAX_BITS => PairSet::Bits {
+                bits: vec![0; cells.div_ceil(64)],
+                slots,
+            },
+            _ => PairSet::Hashed(HashSet::default()),
+        }
+    }
+
+    /// Inserts `(object, slot)`; true when it was not there.
+    fn insert(&mut self, object: usize, slot: usize) -> bool {
+        match self {
+            PairSet::Bits { bits, slots } => {
+                let cell = object * *slots + slot;
+                let (word, bit) = (cell / 64, 1u64 << (cell % 64));
+                let new = bits[word] & bit == 0;
+                bits[word] |= bit;
+                new
+            }
+            PairSet::Hashed(set) => set.insert((object, slot)),
+        }
     }
 }
 
@@ -431,4 +563,220 @@ pub fn plan_contract(
     }
     let v = validate(spec, &meta_refs, cmeta.as_ref(), opts.alpha, opts.beta, opts.conj)?;
     Ok(plan(&v, workers, inputs, opts.c))
+}
+
+/// The planner as it was before it was made linear (one scan of every
+/// worker per item), kept as the oracle of `tests`.
+#[cfg(test)]
+mod reference {
+    use super::*;
+    use crate::transfer::TransferSet;
+
+    /// Builds the plan of a validated contraction from the operands' manifests
+    /// (`inputs` in operand order). `workers` is not empty (callers check).
+    pub(crate) fn plan_reference(
+        v: &Validated,
+        workers: &[usize],
+        inputs: &[&Manifest],
+        cm: Option<&Manifest>,
+    ) -> ContractPlan {
+        let spec = &v.spec;
+        let out_labels = spec.output();
+        let out_blocking = &v.out.blocking;
+        let block_index = |labels: &[char], m: &Manifest, o: &[usize], r: &[usize]| -> (BlockRef, u64) {
+            let multi: Vec<usize> = labels
+                .iter()
+                .map(|l| match out_labels.iter().position(|x| x == l) {
+                    Some(p) => o[p],
+                    None => r[v.reduce.iter().position(|x| x == l).unwrap_or(0)],
+                })
+                .collect();
+            let lin = m.blocking.linear(&multi);
+            (m.blocks[lin], m.block_bytes(lin))
+        };
+        let cm = cm.filter(|_| v.use_c);
+        let n_out = out_blocking.num_blocks();
+        let cap = n_out.div_ceil(workers.len());
+        let mut load: BTreeMap<usize, usize> = workers.iter().map(|&w| (w, 0)).collect();
+        let mut items = Vec::with_capacity(n_out);
+        let mut sizes: BTreeMap<_, u64> = BTreeMap::new();
+        for o_lin in 0..n_out {
+            let o = out_blocking.multi(o_lin);
+            let n_terms = if v.empty_product {
+                0
+            } else {
+                v.reduce_blocking.num_blocks()
+            };
+            let mut terms = Vec::with_capacity(n_terms);
+            for r_lin in 0..n_terms {
+                let r = v.reduce_blocking.multi(r_lin);
+                let term: Vec<BlockRef> = spec
+                    .inputs()
+                    .iter()
+                    .zip(inputs)
+                    .map(|(labels, m)| {
+                        let (br, bytes) = block_index(labels, m, &o, &r);
+                        sizes.insert(br.id, bytes);
+                        br
+                    })
+                    .collect();
+                terms.push(term);
+            }
+            let c_in = cm.map(|c| {
+                sizes.insert(c.blocks[o_lin].id, c.block_bytes(o_lin));
+                c.blocks[o_lin]
+            });
+            // Locality: bytes of this item's inputs already on each rank.
+            let mut local: BTreeMap<usize, u64> = BTreeMap::new();
+            let mut seen = BTreeSet::new();
+            for r in terms.iter().flatten().chain(c_in.iter()) {
+                if seen.insert(r.id) {
+                    *local.entry(r.owner).or_default() += sizes[&r.id];
+                }
+            }
+            let rank = workers
+                .iter()
+                .copied()
+                .filter(|w| load[w] < cap)
+                .max_by_key(|w| {
+                    (
+                        local.get(w).copied().unwrap_or(0),
+                        std::cmp::Reverse(load[w]),
+                        std::cmp::Reverse(*w),
+                    )
+                })
+                .unwrap_or(workers[o_lin % workers.len()]);
+            *load.entry(rank).or_default() += 1;
+            let out_shape = out_blocking.block_shape(&o);
+            // Per term: output block elements times the term's reduction block elements.
+            let out_elems: u64 = out_shape.iter().map(|&n| n as u64).product();
+            let flops = (0..terms.len())
+                .map(|r_lin| {
+                    let r = v.reduce_blocking.multi(r_lin);
+                    out_elems
+                        * v.reduce_blocking
+                            .block_shape(&r)
+                            .iter()
+                            .map(|&n| n as u64)
+                            .product::<u64>()
+                })
+                .sum();
+            items.push(WorkItem {
+                rank,
+                out_block: o_lin,
+                out_shape,
+                terms,
+                c_in,
+                flops,
+            });
+        }
+        let mut transfers = TransferSet::new();
+        for it in &items {
+            for r in it.terms.iter().flatten().chain(it.c_in.iter()) {
+                transfers.need(r, sizes[&r.id], it.rank);
+            }
+        }
+        let transfers: Vec<Transfer> = transfers.into_vec();
+        let mut participants: BTreeSet<usize> = items.iter().map(|i| i.rank).collect();
+        participants.extend(transfers.iter().flat_map(|t| [t.from, t.to]));
+        let descriptor = ContractDescriptorV1 {
+            spec: spec.clone(),
+            alpha: v.alpha,
+            beta: if v.use_c { v.beta } else { C64::new(0.0, 0.0) },
+            conj: v.conj,
+            out_dtype: v.out.dtype,
+            items,
+            transfers,
+            block_pairs: false,
+        };
+        ContractPlan {
+            descriptor,
+            out_shape: v.out.shape.clone(),
+            out_blocking: out_blocking.clone(),
+            participants: participants.into_iter().collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tensor::test_manifest;
+    use uni20_dispatch::DType;
+
+    /// The linear planner builds exactly the plan of the one it replaced:
+    /// matrix products, a product with C, a contraction of a repeated
+    /// label, over owner patterns that favour a few ranks (so the cap
+    /// binds), owners outside the workers, and duplicate workers.
+    #[test]
+    fn the_planner_matches_the_reference_planner() {
+        let owner_patterns: [fn(usize) -> usize; 4] = [
+            |b| 1 + b % 3,
+            |_| 2,
+            |b| [0, 1, 5, 2, 2, 9][b % 6],
+            |b| 1 + (b * 7 + b / 3) % 5,
+        ];
+        let worker_sets: [&[usize]; 4] = [&[1, 2, 3], &[2], &[1, 2, 3, 4, 5, 6, 7], &[3, 1, 3, 2]];
+        let mut checked = 0;
+        for (pa, pb) in [(0, 3), (1, 0), (2, 2), (3, 1)] {
+            for workers in worker_sets {
+                let a = test_manifest(
+                    &[9, 8],
+                    vec![vec![2, 3, 4], vec![3, 5]],
+                    DType::F64,
+                    1,
+                    owner_patterns[pa],
+                );
+                let b = test_manifest(
+                    &[8, 7],
+                    vec![vec![3, 5], vec![1, 2, 4]],
+                    DType::F64,
+                    2,
+                    owner_patterns[pb],
+                );
+                let c = test_manifest(
+                    &[9, 7],
+                    vec![vec![2, 3, 4], vec![1, 2, 4]],
+                    DType::F64,
+                    3,
+                    owner_patterns[pb],
+                );
+                let sq = test_manifest(&[8, 8], vec![vec![3, 5], vec![3, 5]], DType::F64, 4, owner_patterns[pa]);
+                let cases: Vec<(&str, Vec<&Manifest>, Option<&Manifest>, C64)> = vec![
+                    ("ij,jk->ik", vec![&a, &b], None, C64::new(0.0, 0.0)),
+                    ("ij,jk->ik", vec![&a, &b], Some(&c), C64::new(0.5, 0.0)),
+                    ("ij,jk->ki", vec![&a, &b], None, C64::new(0.0, 0.0)),
+                    ("ij,kj->ik", vec![&a, &a], None, C64::new(0.0, 0.0)),
+                    ("ii,ij->j", vec![&sq, &b], None, C64::new(0.0, 0.0)),
+                    ("ij->", vec![&a], None, C64::new(0.0, 0.0)),
+                ];
+                for (spec, ins, cm, beta) in cases {
+                    let metas: Vec<TensorMeta> = ins.iter().map(|m| m.meta()).collect();
+                    let refs: Vec<&TensorMeta> = metas.iter().collect();
+                    let cmeta = cm.map(Manifest::meta);
+                    let v = validate(spec, &refs, cmeta.as_ref(), C64::new(1.0, 0.0), beta, [false, false])
+                        .unwrap_or_else(|e| panic!("{spec}: {e}"));
+                    let got = plan(&v, workers, &ins, cm);
+                    let want = reference::plan_reference(&v, workers, &ins, cm);
+                    assert_eq!(got, want, "{spec} over {workers:?}");
+                    checked += 1;
+                }
+            }
+        }
+        assert_eq!(checked, 96);
+    }
+
+    /// Both forms of the planned-pairs set answer alike.
+    #[test]
+    fn pair_sets_agree() {
+        let mut bits = PairSet::new(7, 5);
+        let mut hashed = PairSet::Hashed(HashSet::default());
+        assert!(matches!(bits, PairSet::Bits { .. }));
+        assert!(matches!(PairSet::new(1 << 20, 1 << 12), PairSet::Hashed(_)));
+        for i in 0..200usize {
+            let (o, s) = ((i * 5 + i / 7) % 7, (i * 3) % 5);
+            assert_eq!(bits.insert(o, s), hashed.insert(o, s), "pair ({o}, {s})");
+        }
+        assert!(!bits.insert(6, 4) && !hashed.insert(6, 4));
+    }
 }

@@ -43,7 +43,7 @@ pub(crate) struct MatrixDescV1 {
     pub(crate) cols: Vec<usize>,
     /// Block extent of the new index `k`.
     pub(crate) k_block: usize,
-    /// Input blocks moving to the factorizing worker; transfer `i` uses the tags of `i`.
+    /// Input blocks moving to the factorizing worker (the `i`-th between one sender and one receiver uses the tags of `i`).
     pub(crate) transfers: Vec<Transfer>,
 }
 
@@ -227,7 +227,7 @@ command!(
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct DistributeFactorsDescV1 {
     /// Factor blocks moving from the factorizing worker to their owners;
-    /// the sender drops its copy afterwards. Transfer `i` uses the tags of `i`.
+    /// the sender drops its copy afterwards. The `i`-th transfer between one sender and one receiver uses the tags of `i`.
     pub(crate) transfers: Vec<Transfer>,
 }
 

@@ -68,7 +68,7 @@ pub(crate) struct SymFactorizeDescV1 {
     pub(crate) workers: Vec<usize>,
     /// The input blocks of each sector matrix.
     pub(crate) sector_blocks: Vec<Vec<usize>>,
-    /// Input blocks moving to the sectors' workers; transfer `i` uses the tags of `i`.
+    /// Input blocks moving to the sectors' workers (the `i`-th between one sender and one receiver uses the tags of `i`).
     pub(crate) transfers: Vec<Transfer>,
 }
 

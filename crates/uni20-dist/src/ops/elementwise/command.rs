@@ -61,7 +61,8 @@ pub(crate) struct ElementwiseItem {
     pub(crate) b: Option<BoxSource>,
 }
 
-/// The `uni20.elementwise.v1` descriptor, identical on every participant.
+/// The `uni20.elementwise.v1` descriptor: the whole plan, of which each participant
+/// receives its share (its own items and the transfers it takes part in).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct ElementwiseDescV1 {
     /// The operation.
@@ -70,7 +71,7 @@ pub(crate) struct ElementwiseDescV1 {
     pub(crate) out_dtype: DType,
     /// One item per output block.
     pub(crate) items: Vec<ElementwiseItem>,
-    /// Worker-to-worker block transfers; transfer `i` uses the tags of `i`.
+    /// Worker-to-worker block transfers (the `i`-th between one sender and one receiver uses the tags of `i`).
     pub(crate) transfers: Vec<Transfer>,
 }
 

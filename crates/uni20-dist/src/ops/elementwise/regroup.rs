@@ -52,14 +52,15 @@ pub(crate) struct RegroupItem {
     pub(crate) pieces: Vec<RegroupPiece>,
 }
 
-/// The `uni20.regroup.v1` descriptor, identical on every participant.
+/// The `uni20.regroup.v1` descriptor: the whole plan, of which each participant
+/// receives its share (its own items and the transfers it takes part in).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct RegroupDescV1 {
     /// Element type of input and output.
     pub(crate) dtype: DType,
     /// One item per output block.
     pub(crate) items: Vec<RegroupItem>,
-    /// Worker-to-worker block transfers; transfer `i` uses the tags of `i`.
+    /// Worker-to-worker block transfers (the `i`-th between one sender and one receiver uses the tags of `i`).
     pub(crate) transfers: Vec<Transfer>,
 }
 

@@ -120,6 +120,15 @@ impl<'c> DeferredJob<'c> for OpJob<'c> {
     }
 }
 
+/// What a submission sends: one descriptor to every participant, or one
+/// per participant (a plan split per rank).
+pub(crate) enum Sending<'d, D> {
+    /// `(descriptor, participants)`.
+    Whole(&'d D, &'d [usize]),
+    /// `(rank, descriptor)` per participant.
+    Each(&'d [(usize, D)]),
+}
+
 /// Submits command `C` without waiting and fills `outputs` from the
 /// replies: `collect` turns every participant's reply into one block map
 /// per output. On any failure (submission, a failed reply, `collect`)
@@ -134,6 +143,18 @@ pub(crate) fn submit_filling<'c, C: CommandSpec>(
     summary: PlanSummary,
     collect: impl FnOnce(Vec<(usize, C::Reply)>) -> Result<Vec<Vec<BlockRef>>, DistError> + 'c,
 ) {
+    submit_filling_with::<C>(ctl, Sending::Whole(desc, participants), outputs, keep, summary, collect);
+}
+
+/// As [`submit_filling`], with the descriptors given by `sending`.
+pub(crate) fn submit_filling_with<'c, C: CommandSpec>(
+    ctl: &Controller<'c>,
+    sending: Sending<'_, C::Descriptor>,
+    outputs: Vec<Output>,
+    keep: Vec<DistTensor>,
+    summary: PlanSummary,
+    collect: impl FnOnce(Vec<(usize, C::Reply)>) -> Result<Vec<Vec<BlockRef>>, DistError> + 'c,
+) {
     tracing::debug!("{summary}");
     for o in &outputs {
         o.tensor.set_plan_summary(summary.clone());
@@ -142,7 +163,7 @@ pub(crate) fn submit_filling<'c, C: CommandSpec>(
     // submission failure can poison the outputs with its error.
     let slot = Rc::new(RefCell::new(Some(outputs)));
     let cb_slot = slot.clone();
-    let submitted = ctl.submit_nowait::<C>(desc, participants, move |_, replies| {
+    let on_done = move |_: &Controller<'c>, replies: Result<Vec<(usize, C::Reply)>, JobError>| {
         let _keep = keep;
         let Some(outputs) = cb_slot.borrow_mut().take() else {
             return;
@@ -167,7 +188,11 @@ pub(crate) fn submit_filling<'c, C: CommandSpec>(
                 }
             }
         }
-    });
+    };
+    let submitted = match sending {
+        Sending::Whole(desc, participants) => ctl.submit_nowait::<C>(desc, participants, on_done),
+        Sending::Each(shares) => ctl.submit_nowait_each::<C>(shares, on_done),
+    };
     if let Err(e) = submitted {
         if let Some(outputs) = slot.borrow_mut().take() {
             let e = std::sync::Arc::new(DistError::from(e));

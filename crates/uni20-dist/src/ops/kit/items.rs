@@ -10,7 +10,8 @@ use std::collections::BTreeSet;
 use uni20_persist::ObjectId;
 use uni20_worker::{CommandSpec, Controller};
 
-use super::deferred::{submit_filling, Input, OpJob, Output};
+use super::deferred::{submit_filling, submit_filling_with, Input, OpJob, Output, Sending};
+use super::worker::ItemWork;
 use crate::error::DistError;
 use crate::summary::PlanSummary;
 use crate::tensor::{collect_item_refs, DistTensor, Manifest, TensorMeta};
@@ -59,12 +60,14 @@ impl<D> ItemPlan<D> {
         }
     }
 
-    /// The descriptor every participant receives.
+    /// The whole plan's descriptor. Families whose descriptor gives its
+    /// work lists ([`ItemWork::work_mut`]) send each participant only its
+    /// share of it ([`ItemPlan::shares`]); others send it whole.
     pub fn descriptor(&self) -> &D {
         &self.descriptor
     }
 
-    /// The ranks that receive the descriptor, ascending.
+    /// The ranks that receive the descriptor (or their share), ascending.
     pub fn participants(&self) -> &[usize] {
         &self.participants
     }
@@ -73,6 +76,90 @@ impl<D> ItemPlan<D> {
     pub fn summary_mut(&mut self) -> &mut PlanSummary {
         &mut self.summary
     }
+}
+
+impl<D: ItemWork + Clone> ItemPlan<D> {
+    /// The plan split per participant, as it is submitted: for each
+    /// participant (ascending) a copy of the descriptor holding only the
+    /// items it computes and the transfers it sends or receives, both in
+    /// plan order, and the plan's index of each of its items. `None` when
+    /// the family's descriptor is sent whole ([`ItemWork::work_mut`] gives
+    /// `None`) or an item or transfer names a rank outside the
+    /// participants.
+    pub fn shares(&self) -> Option<Shares<D>> {
+        split_shares(self.descriptor.clone(), &self.participants).ok()
+    }
+}
+
+/// A plan split per rank ([`ItemPlan::shares`]).
+#[derive(Clone, Debug)]
+pub struct Shares<D> {
+    /// `(rank, descriptor share)` per participant, ascending by rank.
+    pub shares: Vec<(usize, D)>,
+    /// Per participant (same order), the plan's item index of each item of
+    /// its share: a reply's item `i` of rank `shares[k].0` is the plan's
+    /// item `items[k][i]`.
+    pub items: Vec<Vec<usize>>,
+}
+
+/// Splits `d` per participant (see [`ItemPlan::shares`]); gives `d` back
+/// unchanged when it cannot be split.
+pub(crate) fn split_shares<D: ItemWork + Clone>(mut d: D, participants: &[usize]) -> Result<Shares<D>, D> {
+    const NONE: usize = usize::MAX;
+    let Some(&max) = participants.iter().max() else {
+        return Err(d);
+    };
+    let mut slot = vec![NONE; max + 1];
+    for (k, &r) in participants.iter().enumerate() {
+        if slot[r] != NONE {
+            return Err(d);
+        }
+        slot[r] = k;
+    }
+    let slot_of = |r: usize| slot.get(r).copied().filter(|&k| k != NONE);
+    let fits = {
+        let (items, transfers) = d.work();
+        items
+            .iter()
+            .enumerate()
+            .all(|(idx, item)| slot_of(D::place(idx, item).0).is_some())
+            && transfers
+                .iter()
+                .all(|t| slot_of(t.from).is_some() && slot_of(t.to).is_some())
+    };
+    let (items, transfers) = match (fits, d.work_mut()) {
+        (true, Some((items, transfers))) => (std::mem::take(items), std::mem::take(transfers)),
+        _ => return Err(d),
+    };
+    let n = participants.len();
+    let mut share_items: Vec<Vec<D::Item>> = (0..n).map(|_| Vec::new()).collect();
+    let mut indices: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (idx, item) in items.into_iter().enumerate() {
+        let k = slot[D::place(idx, &item).0];
+        share_items[k].push(item);
+        indices[k].push(idx);
+    }
+    let mut share_transfers: Vec<Vec<Transfer>> = vec![Vec::new(); n];
+    for t in transfers {
+        let (a, b) = (slot[t.from], slot[t.to]);
+        if a != b {
+            share_transfers[a].push(t.clone());
+        }
+        share_transfers[b].push(t);
+    }
+    let shares = participants
+        .iter()
+        .zip(share_items.into_iter().zip(share_transfers))
+        .map(|(&r, (items, transfers))| {
+            let mut share = d.clone();
+            if let Some((i, t)) = share.work_mut() {
+                *i = items;
+                *t = transfers;
+            }
+            (r, share)
+        })
+        .collect();
+    Ok(Shares { shares, items: indices })
 }
 
 /// The participants of a plan: the ranks of its items and both ends of
@@ -84,7 +171,10 @@ pub fn participants_of(item_ranks: impl IntoIterator<Item = usize>, transfers: &
 }
 
 /// Submits an item-per-block command without waiting and fills the one
-/// output from the `(item, object id)` replies.
+/// output from the `(item, object id)` replies. The plan is split per rank
+/// when the family allows it ([`ItemWork::work_mut`]): each participant
+/// receives its own items and transfers, and the item indices of its reply
+/// are mapped back to the plan's.
 pub(crate) fn submit_items<'c, C>(
     ctl: &Controller<'c>,
     plan: ItemPlan<C::Descriptor>,
@@ -92,6 +182,7 @@ pub(crate) fn submit_items<'c, C>(
     keep: Vec<DistTensor>,
 ) where
     C: CommandSpec<Reply = Vec<(usize, ObjectId)>> + 'c,
+    C::Descriptor: ItemWork + Clone,
 {
     let ItemPlan {
         descriptor,
@@ -100,15 +191,49 @@ pub(crate) fn submit_items<'c, C>(
         out_blocks,
         n_blocks,
     } = plan;
-    submit_filling::<C>(
-        ctl,
-        &descriptor,
-        &participants,
-        outputs,
-        keep,
-        summary,
-        move |replies| Ok(vec![collect_item_refs(replies, &out_blocks, n_blocks)?]),
-    );
+    match split_shares(descriptor, &participants) {
+        Ok(Shares { shares, items }) => {
+            submit_filling_with::<C>(ctl, Sending::Each(&shares), outputs, keep, summary, move |replies| {
+                let replies = to_plan_items(replies, &participants, &items);
+                Ok(vec![collect_item_refs(replies, &out_blocks, n_blocks)?])
+            })
+        }
+        Err(descriptor) => submit_filling::<C>(
+            ctl,
+            &descriptor,
+            &participants,
+            outputs,
+            keep,
+            summary,
+            move |replies| Ok(vec![collect_item_refs(replies, &out_blocks, n_blocks)?]),
+        ),
+    }
+}
+
+/// The replies of a split plan with the plan's item indices: rank
+/// `participants[k]`'s item `i` is the plan's item `items[k][i]`. An index
+/// outside its share (or a rank outside the participants) becomes
+/// `usize::MAX`, which [`collect_item_refs`] reports as a protocol error.
+fn to_plan_items(
+    replies: Vec<(usize, Vec<(usize, ObjectId)>)>,
+    participants: &[usize],
+    items: &[Vec<usize>],
+) -> Vec<(usize, Vec<(usize, ObjectId)>)> {
+    let slot: std::collections::HashMap<usize, usize> = participants.iter().enumerate().map(|(k, &r)| (r, k)).collect();
+    replies
+        .into_iter()
+        .map(|(rank, ids)| {
+            let share = slot
+                .get(&rank)
+                .and_then(|&k| items.get(k))
+                .map_or(&[][..], Vec::as_slice);
+            let ids = ids
+                .into_iter()
+                .map(|(i, id)| (share.get(i).copied().unwrap_or(usize::MAX), id))
+                .collect();
+            (rank, ids)
+        })
+        .collect()
 }
 
 /// Queues an item-per-block command over `inputs` and returns its pending
@@ -128,6 +253,7 @@ pub fn defer_items<'c, C>(
 ) -> DistTensor
 where
     C: CommandSpec<Reply = Vec<(usize, ObjectId)>> + 'c,
+    C::Descriptor: ItemWork + Clone,
 {
     defer_items_with::<C>(ctl, out, inputs, move |_, workers, manifests, keep| {
         plan(workers, manifests, keep)
@@ -144,6 +270,7 @@ pub(crate) fn defer_items_with<'c, C>(
 ) -> DistTensor
 where
     C: CommandSpec<Reply = Vec<(usize, ObjectId)>> + 'c,
+    C::Descriptor: ItemWork + Clone,
 {
     let (tensor, write) = DistTensor::pending(ctl, out);
     let output = Output {
@@ -182,5 +309,136 @@ mod tests {
         assert_eq!(p.summary.work_items, 3);
         assert_eq!(p.summary.block_products, 5);
         assert_eq!(p.summary.bytes_moved, 8);
+    }
+
+    use crate::ops::contract::ContractDescriptorV1;
+    use crate::ops::kit::Rebind;
+    use crate::tensor::test_manifest;
+    use crate::transfer::pair_positions;
+    use uni20_dispatch::DType;
+
+    /// A simulated matrix product over `workers`: A (12 x 8, blocks 2 x 4)
+    /// block-cyclic over the workers, B (8 x 12, blocks 4 x 3) owned by
+    /// the workers in reverse order, so items need transfers both ways.
+    fn simulated(workers: &[usize]) -> ItemPlan<ContractDescriptorV1> {
+        let w = workers.to_vec();
+        let a = test_manifest(&[12, 8], vec![vec![2; 6], vec![4; 2]], DType::F64, 1, |b| {
+            w[b % w.len()]
+        });
+        let w = workers.to_vec();
+        let b = test_manifest(&[8, 12], vec![vec![4; 2], vec![3; 4]], DType::F64, 2, |b| {
+            w[w.len() - 1 - b % w.len()]
+        });
+        let p = crate::ops::contract::plan_contract(workers, "ij,jk->ik", &[&a, &b], &Default::default()).unwrap();
+        p.into_items(24)
+    }
+
+    /// Each rank's share holds exactly the items it computes and the
+    /// transfers it sends or receives, both in plan order, with everything
+    /// else of the descriptor unchanged; the indices map back to the plan's
+    /// items; both ends of every transfer number it alike (its tags).
+    fn check_shares(plan: &ItemPlan<ContractDescriptorV1>) {
+        let whole = &plan.descriptor;
+        let split = plan.shares().expect("a contraction plan splits");
+        let ranks: Vec<usize> = split.shares.iter().map(|(r, _)| *r).collect();
+        assert_eq!(ranks, plan.participants);
+        assert!(!whole.transfers.is_empty(), "the test plan moves blocks");
+        let mut seen_items = 0;
+        for ((r, share), idx) in split.shares.iter().zip(&split.items) {
+            let want: Vec<usize> = (0..whole.items.len()).filter(|&i| whole.items[i].rank == *r).collect();
+            assert_eq!(idx, &want, "rank {r}'s items");
+            let items: Vec<_> = want.iter().map(|&i| whole.items[i].clone()).collect();
+            assert_eq!(share.items, items);
+            let transfers: Vec<_> = whole
+                .transfers
+                .iter()
+                .filter(|t| t.from == *r || t.to == *r)
+                .cloned()
+                .collect();
+            assert_eq!(share.transfers, transfers, "rank {r}'s transfers");
+            let mut shell = whole.clone();
+            shell.items = share.items.clone();
+            shell.transfers = share.transfers.clone();
+            assert_eq!(&shell, share);
+            // What the handler does with the share is what it did with the plan.
+            for sending in [true, false] {
+                let from_whole: Vec<_> = pair_positions(&whole.transfers, *r, sending)
+                    .into_iter()
+                    .flatten()
+                    .collect();
+                let from_share: Vec<_> = pair_positions(&share.transfers, *r, sending)
+                    .into_iter()
+                    .flatten()
+                    .collect();
+                assert_eq!(from_share, from_whole, "rank {r}'s transfer tags");
+            }
+            seen_items += idx.len();
+        }
+        assert_eq!(seen_items, whole.items.len());
+        // The sender's and the receiver's numbering of each transfer agree.
+        for t in &whole.transfers {
+            let position = |r: usize, sending: bool| {
+                let (_, share) = split.shares.iter().find(|(q, _)| *q == r).unwrap();
+                let k = share.transfers.iter().position(|u| u == t).unwrap();
+                pair_positions(&share.transfers, r, sending)[k]
+            };
+            assert_eq!(position(t.from, true), position(t.to, false));
+            assert!(position(t.from, true).is_some());
+        }
+    }
+
+    #[test]
+    fn a_split_plan_gives_each_rank_its_items_and_transfers() {
+        check_shares(&simulated(&[1, 2, 3, 4]));
+        check_shares(&simulated(&[1, 2, 3, 4, 5, 6, 7]));
+        // One worker: the share is the whole plan.
+        let one = simulated(&[1]);
+        let split = one.shares().unwrap();
+        assert_eq!(split.shares, vec![(1, one.descriptor.clone())]);
+    }
+
+    #[test]
+    fn a_rebound_plan_splits_with_its_new_ids() {
+        let mut plan = simulated(&[1, 2, 3]);
+        plan.descriptor
+            .ids_mut(&mut |id| *id = ObjectId::new(id.origin + 10, id.seq + 100));
+        check_shares(&plan);
+        let split = plan.shares().unwrap();
+        let mut ids = Vec::new();
+        for (_, s) in &split.shares {
+            let mut s = s.clone();
+            s.ids_mut(&mut |id| ids.push(*id));
+        }
+        assert!(
+            !ids.is_empty() && ids.iter().all(|id| id.origin > 10 && id.seq >= 100),
+            "{ids:?}"
+        );
+    }
+
+    #[test]
+    fn replies_of_a_share_map_back_to_the_plans_items() {
+        let id = |n| ObjectId::new(1, n);
+        let items = vec![vec![0, 3], vec![1, 2]];
+        let replies = vec![(2, vec![(0, id(5)), (1, id(6))]), (5, vec![(1, id(7)), (0, id(8))])];
+        assert_eq!(
+            to_plan_items(replies, &[2, 5], &items),
+            vec![(2, vec![(0, id(5)), (3, id(6))]), (5, vec![(2, id(7)), (1, id(8))])]
+        );
+        // An index outside the share, or a rank that had none.
+        let bad = to_plan_items(vec![(2, vec![(2, id(1))]), (4, vec![(0, id(2))])], &[2, 5], &items);
+        assert_eq!(
+            bad,
+            vec![(2, vec![(usize::MAX, id(1))]), (4, vec![(usize::MAX, id(2))])]
+        );
+        assert!(collect_item_refs(bad, &[0, 1, 2, 3], 4).is_err());
+    }
+
+    #[test]
+    fn a_plan_naming_a_rank_outside_its_participants_is_sent_whole() {
+        let mut plan = simulated(&[1, 2]);
+        plan.participants = vec![1];
+        assert!(plan.shares().is_none());
+        let whole = plan.descriptor.clone();
+        assert_eq!(split_shares(whole.clone(), &plan.participants).unwrap_err(), whole);
     }
 }

@@ -7,7 +7,7 @@
 //! | `source` | [`BoxSource`], `Piece`: a box of a tensor and the blocks that overlap it (plan and worker side); [`place_reading`]: an item's rank and input transfers |
 //! | `tiling` | [`Tiling`] (how a caller names a tiling), [`check_block_bytes`], [`MAX_BLOCK_BYTES`] |
 //! | `cache` | the plan cache: structural keys, plans re-bound to new object ids, LRU bound ([`plan_cache_stats`]) |
-//! | `items` | the root side of an item-per-block command: [`ItemPlan`], [`participants_of`], [`submit_items`], [`defer_items`] |
+//! | `items` | the root side of an item-per-block command: [`ItemPlan`], [`participants_of`], [`submit_items`] (which splits the plan per rank: [`Shares`]), [`defer_items`] |
 //! | `worker` | the worker side: the [`ItemWork`] trait and its one generic handler [`handle_items`] |
 //! | `deferred` | waiting for inputs in program order, submitting without blocking, filling or poisoning outputs |
 //!
@@ -35,7 +35,7 @@ pub use cache::{
     DEFAULT_PLAN_CACHE_ENTRIES,
 };
 pub(crate) use items::submit_items;
-pub use items::{defer_items, participants_of, ItemPlan};
+pub use items::{defer_items, participants_of, ItemPlan, Shares};
 pub(crate) use source::{place_reading, rebuilt_bytes, BoxSource};
 pub(crate) use tiling::{check_block_bytes, check_plan_size, Tiling, MAX_BLOCK_BYTES};
 pub(crate) use worker::item_work_fields;

@@ -24,8 +24,8 @@ pub trait ItemWork: Sync {
     /// The operation, for diagnostics and logs (`"reblock"`).
     const OPERATION: &'static str;
     /// Every item of the command, in item order (the reply's indices),
-    /// and the worker-to-worker transfers they need (transfer `i` uses the
-    /// tags of `i`).
+    /// and the worker-to-worker transfers they need (the `i`-th transfer
+    /// between one sender and one receiver uses the tags of `i`).
     fn work(&self) -> (&[Self::Item], &[Transfer]);
     /// Rank that computes and owns item `idx`, and its output block number.
     fn place(idx: usize, item: &Self::Item) -> (usize, usize);
@@ -48,6 +48,19 @@ pub trait ItemWork: Sync {
         let _ = item;
         None
     }
+
+    /// The descriptor's item list and transfer list, for the root to split
+    /// the plan into per-rank shares at submission: each participant then
+    /// receives a copy of the descriptor holding only the items it computes
+    /// (in item order) and the transfers it sends or receives (in transfer
+    /// order), and the root maps its reply's item indices back. A family
+    /// returns them only when its `place` and `compute` do not depend on
+    /// the item's index (the share renumbers items from 0) and every other
+    /// field is the same for every rank. `None` (the default): every
+    /// participant receives the whole descriptor.
+    fn work_mut(&mut self) -> Option<(&mut Vec<Self::Item>, &mut Vec<Transfer>)> {
+        None
+    }
 }
 
 /// Least estimated work ([`ItemWork::cost`], summed over a rank's items of
@@ -59,7 +72,8 @@ pub trait ItemWork: Sync {
 /// than with one thread (`docs/performance.md`).
 pub(crate) const PARALLEL_MIN_COST: u64 = 1 << 18;
 
-/// The `Item` type, `work` and `place` of an [`ItemWork`] impl whose
+/// The `Item` type, `work`, `place` and `work_mut` (the plan is split per
+/// rank at submission) of an [`ItemWork`] impl whose
 /// descriptor holds `items: Vec<$item>` and `transfers: Vec<Transfer>` and
 /// whose items carry the `rank` that computes them and their `out_block`.
 /// Used inside the impl block; the family writes `OPERATION` and `compute`.
@@ -71,6 +85,9 @@ macro_rules! item_work_fields {
         }
         fn place(_: usize, item: &$item) -> (usize, usize) {
             (item.rank, item.out_block)
+        }
+        fn work_mut(&mut self) -> Option<(&mut Vec<$item>, &mut Vec<$crate::transfer::Transfer>)> {
+            Some((&mut self.items, &mut self.transfers))
         }
     };
 }
@@ -85,6 +102,10 @@ const PARALLEL_CHUNK_PER_THREAD: usize = 8;
 /// in item order and replies `(item index, object id)` for each; the
 /// replicas received for the command are released before the reply.
 ///
+/// `d` is the whole plan or this rank's share of it ([`ItemWork::work_mut`]):
+/// the item indices of the reply are indices into `d`'s items, which the
+/// root maps back to the plan's for a share.
+///
 /// With a thread budget above 1 and several items on this rank, the items
 /// run in parallel on the rank's pool, each with a budget of one thread
 /// (many small sector blocks: one fork-join per command rather than one
@@ -93,7 +114,7 @@ const PARALLEL_CHUNK_PER_THREAD: usize = 8;
 ///
 /// # Errors
 /// The first failing transfer, item (in item order) or commit, with the
-/// item index and output block in its context.
+/// output block and the item's index in `d` in its context.
 pub fn handle_items<D: ItemWork>(ctx: &mut WorkerContext<'_>, d: D) -> Result<Vec<(usize, ObjectId)>, HandlerError> {
     let me = ctx.rank();
     let store = ctx.store();
@@ -109,7 +130,14 @@ pub fn handle_items<D: ItemWork>(ctx: &mut WorkerContext<'_>, d: D) -> Result<Ve
         .collect();
     let kernels = ctx.kernels();
     let in_item = |idx: usize, out_block: usize| {
-        move |e: HandlerError| e.context(format!("{} item {idx} (output block {out_block})", D::OPERATION))
+        // `idx` indexes the descriptor this rank received (its share of a
+        // split plan); the output block is the plan's.
+        move |e: HandlerError| {
+            e.context(format!(
+                "{} output block {out_block} (item {idx} of this rank's descriptor)",
+                D::OPERATION
+            ))
+        }
     };
     let commit = |idx: usize, out_block: usize, t: LocalTensor| {
         store

@@ -22,12 +22,13 @@ pub(crate) struct ReblockItem {
     pub(crate) source: BoxSource,
 }
 
-/// The `uni20.reblock.v1` descriptor, identical on every participant.
+/// The `uni20.reblock.v1` descriptor: the whole plan, of which each participant
+/// receives its share (its own items and the transfers it takes part in).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct ReblockDescV1 {
     /// One item per new block.
     pub(crate) items: Vec<ReblockItem>,
-    /// Worker-to-worker transfers of old blocks; transfer `i` uses the tags of `i`.
+    /// Worker-to-worker transfers of old blocks (the `i`-th between one sender and one receiver uses the tags of `i`).
     pub(crate) transfers: Vec<Transfer>,
 }
 

@@ -53,7 +53,7 @@ pub(crate) struct ReduceDescV1 {
     pub(crate) op: ReduceOp,
     /// One item per block of `a`.
     pub(crate) items: Vec<ReduceItem>,
-    /// Worker-to-worker block transfers; transfer `i` uses the tags of `i`.
+    /// Worker-to-worker block transfers (the `i`-th between one sender and one receiver uses the tags of `i`).
     pub(crate) transfers: Vec<Transfer>,
     /// Every participant, ascending; the first is the leader.
     pub(crate) participants: Vec<usize>,

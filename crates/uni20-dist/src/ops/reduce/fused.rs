@@ -38,7 +38,7 @@ pub(crate) struct ReduceManyDescV1 {
     /// The reductions, in the caller's order.
     pub(crate) reductions: Vec<FusedReduction>,
     /// Worker-to-worker block transfers of all the reductions, each
-    /// (object, receiver) once; transfer `i` uses the tags of `i`.
+    /// (object, receiver) once (the `i`-th between one sender and one receiver uses the tags of `i`).
     pub(crate) transfers: Vec<Transfer>,
     /// Every participant, ascending; the first is the leader.
     pub(crate) participants: Vec<usize>,

@@ -18,7 +18,7 @@ command!(
 /// Descriptor of [`ReplicateV1`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct ReplicateDesc {
-    /// The copies to make; transfer `i` uses the tags of `i`.
+    /// The copies to make (the `i`-th between one sender and one receiver uses the tags of `i`).
     pub(crate) transfers: Vec<Transfer>,
     /// Drop the new replicas again after verifying them (for benchmarks:
     /// every repetition then moves the bytes again).
