@@ -84,8 +84,8 @@ impl<D: ItemWork + Clone> ItemPlan<D> {
     /// items it computes and the transfers it sends or receives, both in
     /// plan order, and the plan's index of each of its items. `None` when
     /// the family's descriptor is sent whole ([`ItemWork::work_mut`] gives
-    /// `None`) or an item or transfer names a rank outside the
-    /// participants.
+    /// `None`), the plan has one participant (its share would be the whole
+    /// plan) or an item or transfer names a rank outside the participants.
     pub fn shares(&self) -> Option<Shares<D>> {
         split_shares(self.descriptor.clone(), &self.participants).ok()
     }
@@ -106,6 +106,11 @@ pub struct Shares<D> {
 /// unchanged when it cannot be split.
 pub(crate) fn split_shares<D: ItemWork + Clone>(mut d: D, participants: &[usize]) -> Result<Shares<D>, D> {
     const NONE: usize = usize::MAX;
+    // One participant: its share is the whole plan, sent as it is (no copy
+    // of the descriptor, no index map for its reply).
+    if participants.len() < 2 {
+        return Err(d);
+    }
     let Some(&max) = participants.iter().max() else {
         return Err(d);
     };
@@ -391,10 +396,14 @@ mod tests {
     fn a_split_plan_gives_each_rank_its_items_and_transfers() {
         check_shares(&simulated(&[1, 2, 3, 4]));
         check_shares(&simulated(&[1, 2, 3, 4, 5, 6, 7]));
-        // One worker: the share is the whole plan.
+        // One worker: its share would be the whole plan, so the plan is
+        // sent as it is, unsplit.
         let one = simulated(&[1]);
-        let split = one.shares().unwrap();
-        assert_eq!(split.shares, vec![(1, one.descriptor.clone())]);
+        assert!(one.shares().is_none());
+        assert_eq!(
+            split_shares(one.descriptor.clone(), &one.participants).unwrap_err(),
+            one.descriptor
+        );
     }
 
     #[test]
