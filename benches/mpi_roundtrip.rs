@@ -25,8 +25,10 @@
 //! Then, unless `UNI20_BENCH_CHAIN=0`, the chain of issue 25 under MPI: [`CHAIN_STEPS`]
 //! dependent tiny contractions (`x <- x . m`, 8 x 8 f64, one block each) submitted without
 //! waiting and waited for at the end, against as many no-op round trips each waited for,
-//! in interleaved batches for the same time budget; it prints `ratio chain/noop` (the
-//! in-process form of the same comparison is `benches/chain_vs_roundtrip.rs`).
+//! in interleaved batches for the same time budget, pipelined (the default) and with
+//! pipelined submission off (each step planned once its input has replied); it prints
+//! `ratio chain/noop` for both (the in-process form of the same comparison is
+//! `benches/chain_vs_roundtrip.rs`).
 //!
 //! For profiling one side alone (`perf record` on every rank), `UNI20_BENCH_ONLY=noop` or
 //! `UNI20_BENCH_ONLY=raw` runs only that side's batches for the time budget and prints
@@ -155,7 +157,8 @@ fn chain_vs_noop(ctl: &uni20::worker::Controller<'_>, budget: Duration) -> anyho
     let m_local = LocalTensor::from_f64(&[8, 8], perm)?;
     let m = DistTensor::from_local(ctl, &m_local, 8)?;
     let x0 = DistTensor::from_local(ctl, &m_local, 8)?;
-    let chain = || -> anyhow::Result<Duration> {
+    let chain = |pipelined: bool| -> anyhow::Result<Duration> {
+        uni20::dist::set_pipelining(ctl, pipelined);
         let t = Instant::now();
         let mut x = x0.clone();
         for _ in 0..CHAIN_STEPS {
@@ -171,22 +174,28 @@ fn chain_vs_noop(ctl: &uni20::worker::Controller<'_>, budget: Duration) -> anyho
         }
         Ok(t.elapsed())
     };
-    chain()?;
+    chain(true)?;
+    chain(false)?;
     noop()?;
-    let (mut c, mut n) = (Vec::new(), Vec::new());
+    let (mut c, mut u, mut n) = (Vec::new(), Vec::new(), Vec::new());
     let start = Instant::now();
     while c.len() < 5 || start.elapsed() < budget {
-        c.push(chain()?);
+        c.push(chain(true)?);
+        u.push(chain(false)?);
         n.push(noop()?);
     }
+    uni20::dist::set_pipelining(ctl, true);
     let batches = c.len();
-    let (c, n) = (median(c), median(n));
+    let (c, u, n) = (median(c), median(u), median(n));
     let per = |d: Duration| d.as_secs_f64() * 1e6 / CHAIN_STEPS as f64;
     println!(
-        "ratio chain/noop: {:.2} ({CHAIN_STEPS} dependent 8 x 8 contractions {:.1} us per step, {CHAIN_STEPS} \
-         no-op round trips {:.1} us each; median of {batches} interleaved batches); load average {}",
+        "ratio chain/noop: {:.2} pipelined, {:.2} unpipelined ({CHAIN_STEPS} dependent 8 x 8 contractions \
+         {:.1} us per step pipelined, {:.1} us unpipelined, {CHAIN_STEPS} no-op round trips {:.1} us each; \
+         median of {batches} interleaved batches); load average {}",
         c.as_secs_f64() / n.as_secs_f64(),
+        u.as_secs_f64() / n.as_secs_f64(),
         per(c),
+        per(u),
         per(n),
         load_average()
     );

@@ -1,7 +1,8 @@
 //! Distributed operations ordered by epochs (uni20-async): `contract`
 //! returns at once with a tensor whose block map is written when the
-//! workers reply; dependent operations wait on read epochs; failures poison
-//! every dependent tensor with the first error.
+//! workers reply, or at submission when the outputs are named (pipelined
+//! submission, the default); dependent operations wait on read epochs;
+//! failures poison every dependent tensor with the first error.
 
 use uni20::dispatch::{contract as local_contract, BackendList};
 use uni20::dist::{BlockRef, Manifest};
@@ -37,6 +38,8 @@ fn chained_contractions_are_submitted_without_waiting() {
             let a = DistTensor::from_local(ctl, &la, 2).unwrap();
             let b = DistTensor::from_local(ctl, &lb, 2).unwrap();
             let d = DistTensor::from_local(ctl, &ld, 2).unwrap();
+            // Unpipelined first: E is planned only once C has completed.
+            uni20::dist::set_pipelining(ctl, false);
             let c = contract(ctl, "ij,jk->ik", &a, &b).unwrap();
             // C's contraction is on the wire, not finished: E cannot be planned yet.
             assert_eq!(ctl.in_flight(), 1);
@@ -45,6 +48,19 @@ fn chained_contractions_are_submitted_without_waiting() {
             assert!(!e.is_ready());
             assert_eq!(ctl.deferred(), 1, "E waits for C's epoch");
             assert_eq!(e.shape(), &[6, 4]);
+            let want = local("ik,kl->il", &local("ij,jk->ik", &la, &lb), &ld);
+            assert!(e.to_local(ctl).unwrap().max_abs_diff(&want).unwrap() < 1e-12);
+            // Pipelined (the default): C's outputs are named at submission,
+            // so E is planned and sent at once, before C's replies.
+            uni20::dist::set_pipelining(ctl, true);
+            let c = contract(ctl, "ij,jk->ik", &a, &b).unwrap();
+            let e = contract(ctl, "ik,kl->il", &c, &d).unwrap();
+            assert!(!e.is_ready());
+            assert_eq!(
+                (ctl.in_flight(), ctl.deferred()),
+                (2, 0),
+                "C and E are both on the wire"
+            );
             // Reading E drives both operations, in program order.
             let got = e.to_local(ctl).unwrap();
             let want = local("ik,kl->il", &local("ij,jk->ik", &la, &lb), &ld);
@@ -62,7 +78,8 @@ fn chained_contractions_are_submitted_without_waiting() {
                 lx = local("ij,jk->ik", &lx, &lsq);
                 pending.push(x.clone());
             }
-            assert!(ctl.deferred() >= 4, "dependent operations queue up");
+            assert_eq!(ctl.deferred(), 0, "dependent operations are sent at once");
+            assert!(ctl.in_flight() >= 6, "the chain is on the wire together");
             let got = x.to_local(ctl).unwrap();
             assert!(got.max_abs_diff(&lx).unwrap() < 1e-10);
             assert!(pending.iter().all(DistTensor::is_ready));

@@ -208,6 +208,12 @@ pub enum DistError {
     /// A submitted command failed, or the job was aborted.
     #[error(transparent)]
     Job(#[from] JobError),
+    /// The pipelined operation that produced the tensor failed after its
+    /// block map was already written (`docs/architecture.md`, "Pipelined
+    /// submission"): the error its completion reported, shared by every
+    /// handle of the tensor.
+    #[error(transparent)]
+    Failed(std::sync::Arc<DistError>),
     /// Replies that do not fit the plan (a rank reported a block it was not
     /// asked for, or none reported some block): a runtime bug.
     #[error("protocol violation: {0}")]

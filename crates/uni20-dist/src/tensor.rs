@@ -360,6 +360,21 @@ struct Inner {
     ledger: Arc<ReleaseLedger>,
     /// The blocks this handle set retains in the ledger (once known).
     held: Mutex<Vec<HeldBlock>>,
+    /// Whether the operation producing a pipelined tensor has completed
+    /// (its block map is written at submission).
+    flight: Mutex<Flight>,
+}
+
+/// Completion of the operation producing a tensor whose block map was
+/// written at submission (pipelined submission).
+#[derive(Clone, Debug)]
+enum Flight {
+    /// Completed, or never pipelined (the block map is written on completion).
+    Settled,
+    /// Submitted with named outputs; the replies have not all arrived.
+    Pending,
+    /// The pipelined operation failed after its block map was written.
+    Failed(Arc<DistError>),
 }
 
 impl Drop for Inner {
@@ -397,6 +412,7 @@ impl DistTensor {
             universe: ctl.universe_id(),
             ledger: ctl.ledger().clone(),
             held: Mutex::new(Vec::new()),
+            flight: Mutex::new(Flight::Settled),
         });
         let w = inner.blocks.write();
         (DistTensor { inner }, w)
@@ -519,7 +535,32 @@ impl DistTensor {
 
     /// True once the producing operation has completed or failed.
     pub fn is_ready(&self) -> bool {
-        self.inner.blocks.read().is_ready()
+        self.inner.blocks.read().is_ready() && !matches!(*self.inner.flight.lock(), Flight::Pending)
+    }
+
+    /// Marks the tensor's producing operation as submitted with named
+    /// outputs: its block map is written before the operation completes,
+    /// and [`DistTensor::is_ready`] waits for [`DistTensor::settle`].
+    pub(crate) fn begin_flight(&self) {
+        *self.inner.flight.lock() = Flight::Pending;
+    }
+
+    /// Records the completion of a pipelined producing operation: `None`
+    /// when it succeeded, its error otherwise.
+    pub(crate) fn settle(&self, failure: Option<Arc<DistError>>) {
+        *self.inner.flight.lock() = match failure {
+            None => Flight::Settled,
+            Some(e) => Flight::Failed(e),
+        };
+    }
+
+    /// The failure of the pipelined operation that produced this tensor,
+    /// once known.
+    pub(crate) fn pipelined_failure(&self) -> Option<Arc<DistError>> {
+        match &*self.inner.flight.lock() {
+            Flight::Failed(e) => Some(e.clone()),
+            _ => None,
+        }
     }
 
     /// A read epoch of the block map, taken now (for operations that consume
@@ -545,10 +586,15 @@ impl DistTensor {
     /// # Errors
     /// [`DistError::WrongUniverse`] for a tensor of another universe; the
     /// producing operation's failure, or the first failure of the job
-    /// (fail-stop), as [`DistError::Async`] / [`DistError::Job`].
+    /// (fail-stop), as [`DistError::Async`] / [`DistError::Job`], or as
+    /// [`DistError::Failed`] when the operation was pipelined (its block map
+    /// was written at submission).
     pub fn wait(&self, ctl: &Controller<'_>) -> Result<(), DistError> {
         self.check_universe(ctl)?;
         ctl.wait_until(|| self.is_ready())?;
+        if let Some(e) = self.pipelined_failure() {
+            return Err(DistError::Failed(e));
+        }
         self.inner.blocks.read().wait().map(|_| ()).map_err(DistError::from)
     }
 

@@ -635,3 +635,49 @@ fn evict_spills_an_unwritten_commit_first() {
     assert_eq!(s.stats().spills, 1);
     assert_eq!(&*s.load_wait(p).unwrap(), &[9u8; 64]);
 }
+
+/// Objects committed under a name given before they existed (the root's,
+/// pipelined submission: this rank as origin, the universe's nonce) are
+/// the store's own: evicted, they are written to disk, not forgotten as a
+/// replica would be; they are served after a restart. A name with another
+/// origin, the nil nonce or the store's own nonce, or a name used twice, is
+/// refused, and fresh IDs are unaffected.
+#[test]
+fn named_commits_are_own_objects_and_foreign_names_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let namer = 0x5eed_0000_0000_0001u64;
+    let id = ObjectId::with_nonce(2, namer, 0);
+    {
+        let s = open(tmp.path(), 2);
+        assert_ne!(s.nonce(), namer);
+        let fresh = s.commit(vec![1u64; 4]).unwrap().id();
+        let p = s.commit_as(id, vec![7u64; 32]).unwrap();
+        assert_eq!(p.id(), id);
+        assert_eq!(s.commit(vec![2u64; 4]).unwrap().id().seq, fresh.seq + 1);
+        for bad in [
+            id,
+            ObjectId::with_nonce(1, namer, 5),
+            ObjectId::new(2, 5),
+            ObjectId::with_nonce(2, s.nonce(), fresh.seq + 100),
+        ] {
+            assert!(
+                matches!(s.commit_as(bad, vec![8u64; 1]), Err(PersistError::Conflict(_))),
+                "{bad}"
+            );
+        }
+        assert!(s.evict(id));
+        assert!(s.object_path(id).unwrap().exists(), "spilled, not dropped");
+        assert_eq!(*s.load_wait(p).unwrap(), vec![7u64; 32]);
+        // A replica of the same shape under another namer's ID is dropped.
+        let replica = ObjectId::with_nonce(2, namer + 1, 0);
+        let bytes = vec![9u64; 2].encode();
+        s.insert_replica(ObjectMeta::of_parts(replica, <Vec<u64>>::TYPE_NAME, &[&bytes]), bytes)
+            .unwrap();
+        assert!(s.evict(replica));
+        assert!(!s.contains(replica), "a replica is forgotten");
+        s.flush_all().unwrap();
+    }
+    let s = open(tmp.path(), 2);
+    let p = PersistentPtr::<Vec<u64>>::from_id(id);
+    assert_eq!(*s.load_wait(p).unwrap(), vec![7u64; 32]);
+}

@@ -36,6 +36,28 @@ impl Store {
         Ok(ObjectId::with_nonce(self.inner.rank, self.inner.nonce, seq))
     }
 
+    /// Commits `value` under `id`, an ID named by another party before the
+    /// object existed (the root, planning a dependent operation against
+    /// outputs not computed yet: pipelined submission,
+    /// `docs/architecture.md`, "Operations in flight"); otherwise as
+    /// [`Store::commit`]. The ID must have this store's rank as origin and
+    /// a nonce that is neither nil nor this store's: a namer's nonce (the
+    /// universe's identity), so it can never collide with an ID this store
+    /// issues, before or after a restart. The object is this store's own:
+    /// [`evict`](Store::evict) writes it to disk first, as for a fresh
+    /// commit, instead of forgetting it as a replica.
+    ///
+    /// # Errors
+    /// [`PersistError::Conflict`] if `id` has another origin, the nil nonce
+    /// or this store's nonce, or already names an object; as
+    /// [`Store::commit`] otherwise.
+    pub fn commit_as<T: Persist>(&self, id: ObjectId, value: T) -> Result<PersistentPtr<T>, PersistError> {
+        if id.origin != self.inner.rank || id.nonce == ObjectId::NIL_NONCE || id.nonce == self.inner.nonce {
+            return Err(PersistError::Conflict(id));
+        }
+        self.commit_value(Some(id), value)
+    }
+
     /// Commits `value` as a new immutable object and returns its handle.
     ///
     /// The value is encoded once (to compute its size and CRC-32), then kept resident
@@ -57,6 +79,11 @@ impl Store {
     /// deletion of released objects' files) does not fail the commit; see
     /// [`Store::take_background_error`].
     pub fn commit<T: Persist>(&self, value: T) -> Result<PersistentPtr<T>, PersistError> {
+        self.commit_value(None, value)
+    }
+
+    /// [`Store::commit`] under a fresh ID (`named` is `None`) or a reserved one.
+    fn commit_value<T: Persist>(&self, named: Option<ObjectId>, value: T) -> Result<PersistentPtr<T>, PersistError> {
         let refs = value.references();
         let id = {
             let value = Arc::new(value);
@@ -75,7 +102,7 @@ impl Store {
                     [&owned, &[]]
                 }
             };
-            self.commit_parts::<T>(&parts, refs, move || Resident::Value(resident))?
+            self.commit_parts::<T>(named, &parts, refs, move || Resident::Value(resident))?
         };
         // After the local handle is gone, so the new entry is not counted as pinned.
         self.sweep_released(true);
@@ -92,21 +119,25 @@ impl Store {
         refs: Vec<ObjectId>,
     ) -> Result<PersistentPtr<T>, PersistError> {
         let bytes: Arc<Vec<u8>> = bytes.into();
-        let id = self.commit_parts::<T>(&[&bytes], refs, || Resident::Bytes(bytes.clone()))?;
+        let id = self.commit_parts::<T>(None, &[&bytes], refs, || Resident::Bytes(bytes.clone()))?;
         self.sweep_released(true);
         self.enforce_budget();
         Ok(PersistentPtr::from_id(id))
     }
 
-    /// Allocates an ID for the encoding `bytes` (its parts, in order), then inserts the entry (no file yet) with the resident form made by `resident`. No ID escapes on error.
+    /// Allocates an ID (or takes the reserved `named` one) for the encoding `bytes` (its parts, in order), then inserts the entry (no file yet) with the resident form made by `resident`. No ID escapes on error.
     /// The caller enforces the memory budget afterwards.
     fn commit_parts<T: Persist>(
         &self,
+        named: Option<ObjectId>,
         bytes: &[&[u8]],
         refs: Vec<ObjectId>,
         resident: impl FnOnce() -> Resident,
     ) -> Result<ObjectId, PersistError> {
-        let id = self.alloc_id()?;
+        let id = match named {
+            Some(id) => id,
+            None => self.alloc_id()?,
+        };
         self.take_injected_io_failure(id)?;
         let meta = ObjectMeta::of_parts(id, T::TYPE_NAME, bytes);
         // Write-behind: a disk store writes the object's file only when it is
@@ -116,18 +147,22 @@ impl Store {
         {
             let mut st = self.inner.state.lock();
             if st.entries.contains_key(&id) {
-                // Only possible if a replica of a not-yet-allocated own ID was inserted.
+                // A reserved ID committed twice, or a replica of a
+                // not-yet-allocated own ID inserted before.
                 return Err(PersistError::Conflict(id));
             }
             st.refs_fns.entry(T::TYPE_NAME.to_owned()).or_insert(refs_erased::<T>);
             let form = resident();
             st.insert(Entry::new(meta, OnDisk::No, Some(refs)));
-            st.update(id, |e| match form {
-                Resident::Value(v) => {
-                    e.value = Some(v);
-                    e.encoder = Some(encode_erased::<T>);
+            st.update(id, |e| {
+                e.named = named.is_some();
+                match form {
+                    Resident::Value(v) => {
+                        e.value = Some(v);
+                        e.encoder = Some(encode_erased::<T>);
+                    }
+                    Resident::Bytes(b) => e.bytes = Some(b),
                 }
-                Resident::Bytes(b) => e.bytes = Some(b),
             });
             st.stats.commits += 1;
         }

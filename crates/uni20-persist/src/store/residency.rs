@@ -28,7 +28,9 @@ impl Store {
     /// owner can serve again) this store forgets it entirely, as nothing else holds
     /// its bytes. No other I/O. Returns `true` if anything was dropped.
     pub fn evict(&self, id: ObjectId) -> bool {
-        if self.inner.disk.is_some() && id.origin == self.inner.rank && id.nonce == self.inner.nonce {
+        let own = id.origin == self.inner.rank
+            && (id.nonce == self.inner.nonce || self.inner.state.lock().entries.get(&id).is_some_and(|e| e.named));
+        if self.inner.disk.is_some() && own {
             if let Err(err) = self.write_back(id) {
                 tracing::error!(object = %id, error = %err, "evict: cannot write the object's file; it stays resident");
                 let mut st = self.inner.state.lock();

@@ -186,6 +186,10 @@ pub(super) struct Entry {
     /// A released object's value, still referenced by live `PValue`s: the store
     /// dropped its own strong reference so that the memory goes with the last one.
     pub(super) held: Option<WeakAny>,
+    /// Committed here under a name given by another party
+    /// ([`Store::commit_as`](crate::Store::commit_as)): this store's own
+    /// object although its ID's nonce is not the store's.
+    pub(super) named: bool,
 }
 
 impl Entry {
@@ -205,6 +209,7 @@ impl Entry {
             released: false,
             rooted: false,
             held: None,
+            named: false,
         }
     }
 

@@ -56,6 +56,9 @@ pub(crate) struct ContractDescriptorV1 {
     pub(crate) items: Vec<WorkItem>,
     /// Worker-to-worker block transfers (the `i`-th between one sender and one receiver uses the tags of `i`).
     pub(crate) transfers: Vec<Transfer>,
+    /// Output IDs named by the root before submission, one entry per rank
+    /// with items (empty: each rank's store issues fresh IDs).
+    pub(crate) out_names: Vec<crate::ops::kit::NamedOutputs>,
     /// The terms are block pairs of a symmetric contraction (every label
     /// contracted or free, once per operand): computed by one
     /// [`PairContraction`] per item instead of one dispatch per term.
@@ -65,7 +68,7 @@ pub(crate) struct ContractDescriptorV1 {
 command!(
     /// The command `uni20.contract.v1`. Reply of each participant: `(item
     /// index, object id)` of every item it computed.
-    pub(crate) ContractV1 = "uni20.contract.v1", schema 3, ContractDescriptorV1 => Vec<(usize, ObjectId)>, handle_items::<ContractDescriptorV1>
+    pub(crate) ContractV1 = "uni20.contract.v1", schema 4, ContractDescriptorV1 => Vec<(usize, ObjectId)>, handle_items::<ContractDescriptorV1>
 );
 
 impl crate::ops::kit::Rebind for ContractDescriptorV1 {

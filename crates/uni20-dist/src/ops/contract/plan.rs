@@ -460,6 +460,7 @@ pub(crate) fn plan(v: &Validated, workers: &[usize], inputs: &[&Manifest], cm: O
         out_dtype: v.out.dtype,
         items,
         transfers,
+        out_names: Vec::new(),
         block_pairs: false,
     };
     ContractPlan {
@@ -687,6 +688,7 @@ mod reference {
             out_dtype: v.out.dtype,
             items,
             transfers,
+            out_names: Vec::new(),
             block_pairs: false,
         };
         ContractPlan {

@@ -396,6 +396,7 @@ pub(crate) fn plan_symmetric(
         out_dtype: v.out.dtype,
         items,
         transfers,
+        out_names: Vec::new(),
         block_pairs: true,
     };
     ContractPlan {

@@ -73,12 +73,15 @@ pub(crate) struct ElementwiseDescV1 {
     pub(crate) items: Vec<ElementwiseItem>,
     /// Worker-to-worker block transfers (the `i`-th between one sender and one receiver uses the tags of `i`).
     pub(crate) transfers: Vec<Transfer>,
+    /// Output IDs named by the root before submission, one entry per rank
+    /// with items (empty: each rank's store issues fresh IDs).
+    pub(crate) out_names: Vec<crate::ops::kit::NamedOutputs>,
 }
 
 command!(
     /// The command `uni20.elementwise.v1`. Reply of each participant: `(item
     /// index, object id)` of every output block it committed.
-    pub(crate) ElementwiseV1 = "uni20.elementwise.v1", schema 1, ElementwiseDescV1 => Vec<(usize, ObjectId)>, handle_items::<ElementwiseDescV1>
+    pub(crate) ElementwiseV1 = "uni20.elementwise.v1", schema 2, ElementwiseDescV1 => Vec<(usize, ObjectId)>, handle_items::<ElementwiseDescV1>
 );
 
 impl ItemWork for ElementwiseDescV1 {

@@ -95,6 +95,7 @@ pub(crate) fn plan(
             out_dtype: v.out.dtype,
             items,
             transfers: transfers.clone(),
+            out_names: Vec::new(),
         },
         &ranks,
         out_blocks,

@@ -62,12 +62,15 @@ pub(crate) struct RegroupDescV1 {
     pub(crate) items: Vec<RegroupItem>,
     /// Worker-to-worker block transfers (the `i`-th between one sender and one receiver uses the tags of `i`).
     pub(crate) transfers: Vec<Transfer>,
+    /// Output IDs named by the root before submission, one entry per rank
+    /// with items (empty: each rank's store issues fresh IDs).
+    pub(crate) out_names: Vec<crate::ops::kit::NamedOutputs>,
 }
 
 command!(
     /// The command `uni20.regroup.v1`. Reply of each participant: `(item
     /// index, object id)` of every output block it committed.
-    pub(crate) RegroupV1 = "uni20.regroup.v1", schema 1, RegroupDescV1 => Vec<(usize, ObjectId)>, handle_items::<RegroupDescV1>
+    pub(crate) RegroupV1 = "uni20.regroup.v1", schema 2, RegroupDescV1 => Vec<(usize, ObjectId)>, handle_items::<RegroupDescV1>
 );
 
 /// True when every element a strided box touches lies below `len`.

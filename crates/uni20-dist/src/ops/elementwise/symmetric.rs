@@ -397,6 +397,7 @@ pub(crate) fn plan_regroup(
             dtype: out.dtype,
             items,
             transfers: transfers.clone(),
+            out_names: Vec::new(),
         },
         &ranks,
         (0..n).collect(),

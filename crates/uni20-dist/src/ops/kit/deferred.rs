@@ -90,10 +90,13 @@ impl<'c> DeferredJob<'c> for OpJob<'c> {
         let mut keep = Vec::with_capacity(inputs.len());
         let mut failure = None;
         for i in inputs {
-            match i.read.wait() {
-                Ok(blocks) => manifests.push(Manifest::new(i.tensor.meta(), blocks.clone())),
-                Err(e) => {
-                    failure.get_or_insert(e);
+            match (i.read.wait(), i.tensor.pipelined_failure()) {
+                (Ok(_), Some(e)) => {
+                    failure.get_or_insert(Failure::Pipelined(e));
+                }
+                (Ok(blocks), None) => manifests.push(Manifest::new(i.tensor.meta(), blocks.clone())),
+                (Err(e), _) => {
+                    failure.get_or_insert(Failure::Poisoned(e));
                 }
             }
             drop(i.read);
@@ -101,7 +104,10 @@ impl<'c> DeferredJob<'c> for OpJob<'c> {
         }
         if let Some(e) = failure {
             for o in outputs {
-                o.fail(e.clone());
+                match &e {
+                    Failure::Poisoned(e) => o.fail(e.clone()),
+                    Failure::Pipelined(e) => o.fail(SharedDistError(e.clone())),
+                }
             }
             return;
         }
@@ -118,6 +124,13 @@ impl<'c> DeferredJob<'c> for OpJob<'c> {
             o.fail(SharedDistError(e.clone()));
         }
     }
+}
+
+/// Why an operation's input is unusable: its block map is poisoned, or
+/// the pipelined operation that wrote it failed afterwards.
+enum Failure {
+    Poisoned(uni20_async::AsyncError),
+    Pipelined(std::sync::Arc<DistError>),
 }
 
 /// What a submission sends: one descriptor to every participant, or one
@@ -199,6 +212,72 @@ pub(crate) fn submit_filling_with<'c, C: CommandSpec>(
             for o in outputs {
                 o.fail(SharedDistError(e.clone()));
             }
+        }
+    }
+}
+
+/// As [`submit_filling_with`] for a command whose outputs were named
+/// before submission (pipelined submission): `early` is the one output's
+/// block map, written as soon as the command is sent, so that dependent
+/// operations are planned and sent without waiting for its replies. The
+/// output stays not ready ([`DistTensor::is_ready`]) until the replies
+/// have arrived; they must name exactly `early` (else a protocol error).
+/// A failure after submission is recorded on the output
+/// ([`DistTensor::settle`]): [`DistTensor::wait`] reports it, and an
+/// operation still to be planned on it fails with it. Under fail-stop the
+/// first failure also completes every operation in flight, so every later
+/// operation reports it.
+pub(crate) fn submit_pipelined<'c, C: CommandSpec>(
+    ctl: &Controller<'c>,
+    sending: Sending<'_, C::Descriptor>,
+    outputs: Vec<Output>,
+    keep: Vec<DistTensor>,
+    summary: PlanSummary,
+    early: Vec<BlockRef>,
+    collect: impl FnOnce(Vec<(usize, C::Reply)>) -> Result<Vec<Vec<BlockRef>>, DistError> + 'c,
+) {
+    let [output]: [Output; 1] = match outputs.try_into() {
+        Ok(one) => one,
+        Err(outputs) => {
+            let e = std::sync::Arc::new(DistError::Protocol(format!(
+                "a pipelined command with {} outputs",
+                outputs.len()
+            )));
+            for o in outputs {
+                o.fail(SharedDistError(e.clone()));
+            }
+            return;
+        }
+    };
+    tracing::debug!("{summary} (pipelined)");
+    output.tensor.set_plan_summary(summary);
+    let tensor = output.tensor.clone();
+    tensor.begin_flight();
+    let named = early.clone();
+    let settled = tensor.clone();
+    let on_done = move |_: &Controller<'c>, replies: Result<Vec<(usize, C::Reply)>, JobError>| {
+        let _keep = keep;
+        let checked = replies.map_err(DistError::from).and_then(collect).and_then(|maps| {
+            if maps.len() == 1 && maps[0] == named {
+                Ok(())
+            } else {
+                Err(DistError::Protocol(
+                    "the replies of a pipelined command name other blocks than the root named".into(),
+                ))
+            }
+        });
+        settled.settle(checked.err().map(std::sync::Arc::new));
+    };
+    let submitted = match sending {
+        Sending::Whole(desc, participants) => ctl.submit_nowait::<C>(desc, participants, on_done),
+        Sending::Each(shares) => ctl.submit_nowait_each::<C>(shares, on_done),
+    };
+    match submitted {
+        Ok(_) => output.fill(early),
+        Err(e) => {
+            let e = std::sync::Arc::new(DistError::from(e));
+            tensor.settle(Some(e.clone()));
+            output.fail(SharedDistError(e));
         }
     }
 }

@@ -10,11 +10,11 @@ use std::collections::BTreeSet;
 use uni20_persist::ObjectId;
 use uni20_worker::{CommandSpec, Controller};
 
-use super::deferred::{submit_filling, submit_filling_with, Input, OpJob, Output, Sending};
-use super::worker::ItemWork;
+use super::deferred::{submit_filling_with, submit_pipelined, Input, OpJob, Output, Sending};
+use super::worker::{ItemWork, NamedOutputs};
 use crate::error::DistError;
 use crate::summary::PlanSummary;
-use crate::tensor::{collect_item_refs, DistTensor, Manifest, TensorMeta};
+use crate::tensor::{collect_item_refs, BlockRef, DistTensor, Manifest, TensorMeta};
 use crate::transfer::record::Transfer;
 
 /// A planned item-per-block command: what is sent, to whom, the summary,
@@ -161,6 +161,9 @@ pub(crate) fn split_shares<D: ItemWork + Clone>(mut d: D, participants: &[usize]
                 *i = items;
                 *t = transfers;
             }
+            if let Some(names) = share.out_names_mut() {
+                names.retain(|n| n.rank == r);
+            }
             (r, share)
         })
         .collect();
@@ -175,8 +178,12 @@ pub fn participants_of(item_ranks: impl IntoIterator<Item = usize>, transfers: &
     p.into_iter().collect()
 }
 
+/// Turns a command's replies into its outputs' block maps.
+type Collect<'c, R> = Box<dyn FnOnce(Vec<(usize, R)>) -> Result<Vec<Vec<BlockRef>>, DistError> + 'c>;
+
 /// Submits an item-per-block command without waiting and fills the one
-/// output from the `(item, object id)` replies. The plan is split per rank
+/// output from the `(item, object id)` replies, or at submission when the
+/// outputs are named (pipelined submission, [`pipelining`]). The plan is split per rank
 /// when the family allows it ([`ItemWork::work_mut`]): each participant
 /// receives its own items and transfers, and the item indices of its reply
 /// are mapped back to the plan's.
@@ -190,29 +197,124 @@ pub(crate) fn submit_items<'c, C>(
     C::Descriptor: ItemWork + Clone,
 {
     let ItemPlan {
-        descriptor,
+        mut descriptor,
         participants,
         summary,
         out_blocks,
         n_blocks,
     } = plan;
+    let early = name_outputs(ctl, &mut descriptor, n_blocks);
+    // Named outputs: the output's block map is written at submission.
+    let submit = move |sending: Sending<'_, C::Descriptor>, collect: Collect<'c, C::Reply>| match early {
+        Some(blocks) => submit_pipelined::<C>(ctl, sending, outputs, keep, summary, blocks, collect),
+        None => submit_filling_with::<C>(ctl, sending, outputs, keep, summary, collect),
+    };
     match split_shares(descriptor, &participants) {
-        Ok(Shares { shares, items }) => {
-            submit_filling_with::<C>(ctl, Sending::Each(&shares), outputs, keep, summary, move |replies| {
+        Ok(Shares { shares, items }) => submit(
+            Sending::Each(&shares),
+            Box::new(move |replies| {
                 let replies = to_plan_items(replies, &participants, &items);
                 Ok(vec![collect_item_refs(replies, &out_blocks, n_blocks)?])
-            })
-        }
-        Err(descriptor) => submit_filling::<C>(
-            ctl,
-            &descriptor,
-            &participants,
-            outputs,
-            keep,
-            summary,
-            move |replies| Ok(vec![collect_item_refs(replies, &out_blocks, n_blocks)?]),
+            }),
+        ),
+        Err(descriptor) => submit(
+            Sending::Whole(&descriptor, &participants),
+            Box::new(move |replies| Ok(vec![collect_item_refs(replies, &out_blocks, n_blocks)?])),
         ),
     }
+}
+
+/// Whether this universe names outputs at submission (pipelined
+/// submission, on by default): a dependent item-per-block operation is
+/// then planned and sent without waiting for its inputs' replies. The
+/// default comes from `UNI20_PIPELINE` (`0` turns it off: every dependent
+/// operation waits for its inputs' replies, as before 2026-12-05);
+/// [`set_pipelining`] changes it for the universe of `ctl`.
+pub fn pipelining(ctl: &Controller<'_>) -> bool {
+    ctl.with_root_state(|s: &mut PipelineSwitch| *s.on.get_or_insert_with(pipelining_default))
+}
+
+/// Turns pipelined submission on or off for the universe of `ctl` from
+/// the next operation planned on; operations already submitted are not
+/// affected (see [`pipelining`]).
+pub fn set_pipelining(ctl: &Controller<'_>, on: bool) {
+    ctl.with_root_state(|s: &mut PipelineSwitch| s.on = Some(on));
+}
+
+/// `UNI20_PIPELINE`, read once per process: anything but `0` (or unset) is on.
+fn pipelining_default() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("UNI20_PIPELINE").map_or(true, |v| v.trim() != "0"))
+}
+
+/// The universe's pipelining switch (root state).
+#[derive(Default)]
+struct PipelineSwitch {
+    on: Option<bool>,
+}
+
+/// The sequence numbers of output IDs named by the root (root state of
+/// the universe): the next one to give.
+#[derive(Default)]
+struct NameCounter {
+    next: u64,
+}
+
+/// Names the outputs of `d` before submission when pipelining is on and
+/// the family carries names ([`ItemWork::out_names_mut`]), writes the
+/// names into the descriptor and returns the output block map they give.
+/// A name is `ObjectId::with_nonce(owner, universe id, seq)`, `seq` from
+/// the universe's counter: the universe's identity is random and never a
+/// store's nonce, so the names never collide with IDs a store issues
+/// ([`uni20_persist::Store::commit_as`]) nor with another universe's.
+/// `None`: the outputs are known only from the replies (pipelining off, a
+/// one-rank universe, where the root runs every command at once, a family
+/// without names, or items that do not cover every output block exactly
+/// once).
+fn name_outputs<D: ItemWork>(ctl: &Controller<'_>, d: &mut D, n_blocks: usize) -> Option<Vec<BlockRef>> {
+    if ctl.size() == 1 || d.out_names_mut().is_none() || !pipelining(ctl) {
+        return None;
+    }
+    let mut counts: std::collections::BTreeMap<usize, usize> = std::collections::BTreeMap::new();
+    let mut slots: Vec<Option<(usize, usize)>> = vec![None; n_blocks];
+    for (idx, item) in d.work().0.iter().enumerate() {
+        let (rank, block) = D::place(idx, item);
+        let k = counts.entry(rank).or_insert(0);
+        match slots.get_mut(block) {
+            Some(slot @ None) => *slot = Some((rank, *k)),
+            _ => return None,
+        }
+        *k += 1;
+    }
+    if slots.iter().any(Option::is_none) {
+        return None;
+    }
+    let nonce = ctl.universe_id();
+    let names: Vec<NamedOutputs> = ctl.with_root_state(|c: &mut NameCounter| {
+        counts
+            .iter()
+            .map(|(&rank, &n)| {
+                let first = c.next;
+                c.next += n as u64;
+                NamedOutputs { rank, nonce, first }
+            })
+            .collect()
+    });
+    let blocks = slots
+        .into_iter()
+        .flatten()
+        .map(|(rank, k)| {
+            let n = names[names.partition_point(|n| n.rank < rank)];
+            BlockRef {
+                owner: rank,
+                id: n.id(k),
+            }
+        })
+        .collect();
+    if let Some(slot) = d.out_names_mut() {
+        *slot = names;
+    }
+    Some(blocks)
 }
 
 /// The replies of a split plan with the plan's item indices: rank

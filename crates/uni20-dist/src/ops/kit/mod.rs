@@ -35,8 +35,8 @@ pub use cache::{
     DEFAULT_PLAN_CACHE_ENTRIES,
 };
 pub(crate) use items::submit_items;
-pub use items::{defer_items, participants_of, ItemPlan, Shares};
+pub use items::{defer_items, participants_of, pipelining, set_pipelining, ItemPlan, Shares};
 pub(crate) use source::{place_reading, rebuilt_bytes, BoxSource};
 pub(crate) use tiling::{check_block_bytes, check_plan_size, Tiling, MAX_BLOCK_BYTES};
 pub(crate) use worker::item_work_fields;
-pub use worker::{handle_items, ItemWork};
+pub use worker::{handle_items, ItemWork, NamedOutputs};

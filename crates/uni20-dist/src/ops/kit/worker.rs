@@ -61,6 +61,46 @@ pub trait ItemWork: Sync {
     fn work_mut(&mut self) -> Option<(&mut Vec<Self::Item>, &mut Vec<Transfer>)> {
         None
     }
+
+    /// The object IDs the root named for this command's outputs before
+    /// submitting it (pipelined submission, [`NamedOutputs`]); empty: each
+    /// rank's store issues fresh IDs (the default).
+    fn out_names(&self) -> &[NamedOutputs] {
+        &[]
+    }
+
+    /// The descriptor's list of named outputs, for the root to fill at
+    /// submission; `None` (the default): the family cannot carry names,
+    /// and its outputs are known only from the replies.
+    fn out_names_mut(&mut self) -> Option<&mut Vec<NamedOutputs>> {
+        None
+    }
+}
+
+/// Output IDs named by the root for one rank of an item-per-block command
+/// before the command runs, so that a dependent operation can be planned
+/// and sent without waiting for this one's replies (pipelined submission,
+/// `docs/architecture.md`, "Operations in flight"). The rank commits the
+/// `k`-th of its items (in the item order of the descriptor it received,
+/// which is the plan's order restricted to its items) under
+/// `ObjectId::with_nonce(rank, nonce, first + k)`
+/// ([`uni20_persist::Store::commit_as`]); the nonce is the universe's
+/// identity, which no store issues.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct NamedOutputs {
+    /// The rank whose items these are.
+    pub rank: usize,
+    /// The namer's nonce (the universe's identity).
+    pub nonce: u64,
+    /// The sequence number of the rank's first item.
+    pub first: u64,
+}
+
+impl NamedOutputs {
+    /// The ID of the rank's `k`-th item.
+    pub fn id(&self, k: usize) -> ObjectId {
+        ObjectId::with_nonce(self.rank as u32, self.nonce, self.first + k as u64)
+    }
 }
 
 /// Least estimated work ([`ItemWork::cost`], summed over a rank's items of
@@ -72,9 +112,11 @@ pub trait ItemWork: Sync {
 /// than with one thread (`docs/performance.md`).
 pub(crate) const PARALLEL_MIN_COST: u64 = 1 << 18;
 
-/// The `Item` type, `work`, `place` and `work_mut` (the plan is split per
-/// rank at submission) of an [`ItemWork`] impl whose
-/// descriptor holds `items: Vec<$item>` and `transfers: Vec<Transfer>` and
+/// The `Item` type, `work`, `place`, `work_mut` (the plan is split per
+/// rank at submission), `out_names` and `out_names_mut` (outputs named at
+/// submission) of an [`ItemWork`] impl whose descriptor holds
+/// `items: Vec<$item>`, `transfers: Vec<Transfer>` and
+/// `out_names: Vec<NamedOutputs>`, and
 /// whose items carry the `rank` that computes them and their `out_block`.
 /// Used inside the impl block; the family writes `OPERATION` and `compute`.
 macro_rules! item_work_fields {
@@ -88,6 +130,12 @@ macro_rules! item_work_fields {
         }
         fn work_mut(&mut self) -> Option<(&mut Vec<$item>, &mut Vec<$crate::transfer::Transfer>)> {
             Some((&mut self.items, &mut self.transfers))
+        }
+        fn out_names(&self) -> &[$crate::ops::kit::NamedOutputs] {
+            &self.out_names
+        }
+        fn out_names_mut(&mut self) -> Option<&mut Vec<$crate::ops::kit::NamedOutputs>> {
+            Some(&mut self.out_names)
         }
     };
 }
@@ -139,11 +187,16 @@ pub fn handle_items<D: ItemWork>(ctx: &mut WorkerContext<'_>, d: D) -> Result<Ve
             ))
         }
     };
-    let commit = |idx: usize, out_block: usize, t: LocalTensor| {
-        store
-            .commit(Block(t))
-            .map(|p| (idx, p.id()))
-            .map_err(|e| in_item(idx, out_block)(HandlerError::from(e).context("committing the output block")))
+    // Outputs named by the root: the k-th item of this rank commits under
+    // its k-th name.
+    let named = d.out_names().iter().find(|n| n.rank == me).copied();
+    let commit = |k: usize, idx: usize, out_block: usize, t: LocalTensor| {
+        match named {
+            Some(n) => store.commit_as(n.id(k), Block(t)),
+            None => store.commit(Block(t)),
+        }
+        .map(|p| (idx, p.id()))
+        .map_err(|e| in_item(idx, out_block)(HandlerError::from(e).context("committing the output block")))
     };
     let threads = kernels.threads();
     let mut out = Vec::with_capacity(mine.len());
@@ -162,13 +215,13 @@ pub fn handle_items<D: ItemWork>(ctx: &mut WorkerContext<'_>, d: D) -> Result<Ve
                 .map(|&(idx, out_block, item)| d.compute(&one, idx, item).map_err(in_item(idx, out_block)))
                 .collect();
             for (&(idx, out_block, _), t) in chunk.iter().zip(computed) {
-                out.push(commit(idx, out_block, t?)?);
+                out.push(commit(out.len(), idx, out_block, t?)?);
             }
         }
     } else {
         for &(idx, out_block, item) in &mine {
             let t = d.compute(&kernels, idx, item).map_err(in_item(idx, out_block))?;
-            out.push(commit(idx, out_block, t)?);
+            out.push(commit(out.len(), idx, out_block, t)?);
         }
     }
     tracing::debug!(

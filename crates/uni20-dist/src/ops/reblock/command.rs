@@ -30,6 +30,9 @@ pub(crate) struct ReblockDescV1 {
     pub(crate) items: Vec<ReblockItem>,
     /// Worker-to-worker transfers of old blocks (the `i`-th between one sender and one receiver uses the tags of `i`).
     pub(crate) transfers: Vec<Transfer>,
+    /// Output IDs named by the root before submission, one entry per rank
+    /// with items (empty: each rank's store issues fresh IDs).
+    pub(crate) out_names: Vec<crate::ops::kit::NamedOutputs>,
 }
 
 impl ItemWork for ReblockDescV1 {
@@ -43,5 +46,5 @@ impl ItemWork for ReblockDescV1 {
 command!(
     /// The command `uni20.reblock.v1`. Reply of each participant: `(item
     /// index, object id)` of every new block it committed.
-    pub(crate) ReblockV1 = "uni20.reblock.v1", schema 1, ReblockDescV1 => Vec<(usize, ObjectId)>, handle_items::<ReblockDescV1>
+    pub(crate) ReblockV1 = "uni20.reblock.v1", schema 2, ReblockDescV1 => Vec<(usize, ObjectId)>, handle_items::<ReblockDescV1>
 );

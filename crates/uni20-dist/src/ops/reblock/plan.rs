@@ -43,6 +43,7 @@ pub(crate) fn plan_reblock(workers: &[usize], m: &Manifest, to: &TensorMeta) -> 
         ReblockDescV1 {
             items,
             transfers: transfers.clone(),
+            out_names: Vec::new(),
         },
         &ranks,
         (0..n).collect(),
