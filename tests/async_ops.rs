@@ -53,14 +53,11 @@ fn chained_contractions_are_submitted_without_waiting() {
             // Pipelined (the default): C's outputs are named at submission,
             // so E is planned and sent at once, before C's replies.
             uni20::dist::set_pipelining(ctl, true);
+            let sent = ctl.profile().operations;
             let c = contract(ctl, "ij,jk->ik", &a, &b).unwrap();
             let e = contract(ctl, "ik,kl->il", &c, &d).unwrap();
-            assert!(!e.is_ready());
-            assert_eq!(
-                (ctl.in_flight(), ctl.deferred()),
-                (2, 0),
-                "C and E are both on the wire"
-            );
+            assert_eq!(ctl.deferred(), 0, "E did not wait for C");
+            assert_eq!(ctl.profile().operations - sent, 2, "C and E are both sent");
             // Reading E drives both operations, in program order.
             let got = e.to_local(ctl).unwrap();
             let want = local("ik,kl->il", &local("ij,jk->ik", &la, &lb), &ld);
@@ -79,7 +76,6 @@ fn chained_contractions_are_submitted_without_waiting() {
                 pending.push(x.clone());
             }
             assert_eq!(ctl.deferred(), 0, "dependent operations are sent at once");
-            assert!(ctl.in_flight() >= 6, "the chain is on the wire together");
             let got = x.to_local(ctl).unwrap();
             assert!(got.max_abs_diff(&lx).unwrap() < 1e-10);
             assert!(pending.iter().all(DistTensor::is_ready));
@@ -100,11 +96,21 @@ fn a_failed_first_contraction_fails_the_dependent_one_with_the_first_error() {
         };
         let bad = DistTensor::from_manifest(ctl, m).unwrap();
         let c = contract(ctl, "ij,jk->ik", &bad, &a).unwrap();
-        let e = contract(ctl, "ik,kl->il", &c, &a).unwrap();
-        let f = contract(ctl, "il,lm->im", &e, &a).unwrap();
+        // Pipelined, E and F are sent behind C; if the root has already
+        // collected C's failure (it collects the replies in after each
+        // submission), the call itself returns it.
+        let e = contract(ctl, "ik,kl->il", &c, &a);
+        let f = e.as_ref().ok().map(|e| contract(ctl, "il,lm->im", e, &a));
         // Read the last one first: it must fail with C's error, not hang.
-        let ef = f.to_local(ctl).unwrap_err();
-        let ee = e.wait(ctl).unwrap_err();
+        let ef = match f {
+            Some(Ok(f)) => f.to_local(ctl).unwrap_err(),
+            Some(Err(err)) => err,
+            None => contract(ctl, "il,lm->im", &c, &a).unwrap_err(),
+        };
+        let ee = match e {
+            Ok(e) => e.wait(ctl).unwrap_err(),
+            Err(err) => err,
+        };
         let ec = c.to_local(ctl).unwrap_err();
         seen = Some((ec, ee, ef));
     });
@@ -122,5 +128,8 @@ fn a_failed_first_contraction_fails_the_dependent_one_with_the_first_error() {
             "{name} must carry the first failure (op 2): {text}"
         );
     }
-    assert!(matches!(ef, DistError::Job(_) | DistError::Async(_)), "{ef:?}");
+    assert!(
+        matches!(ef, DistError::Job(_) | DistError::Async(_) | DistError::Failed(_)),
+        "{ef:?}"
+    );
 }

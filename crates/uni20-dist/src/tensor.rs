@@ -341,7 +341,11 @@ impl Manifest {
 /// symmetric layout) is
 /// fixed when the tensor is created; its block map (owner rank and object
 /// id of every block) lives behind an [`Async`] and is written when the
-/// operation producing the tensor completes, or poisoned when it fails. An
+/// operation producing the tensor completes, or poisoned when it fails;
+/// for a pipelined operation (outputs named at submission,
+/// [`pipelining`](crate::pipelining)) it is written when the operation is
+/// sent, and a later failure is kept with the tensor and reported by
+/// [`DistTensor::wait`] as [`DistError::Failed`]. An
 /// operation on the tensor takes a read epoch of that `Async` when it is
 /// called (program order is causal order) and runs once the block map is
 /// ready. Cloning shares the same tensor.
@@ -363,6 +367,17 @@ struct Inner {
     /// Whether the operation producing a pipelined tensor has completed
     /// (its block map is written at submission).
     flight: Mutex<Flight>,
+}
+
+/// A handle that does not keep a tensor alive (the completion callback of
+/// a pipelined command holds one).
+pub(crate) struct WeakDistTensor(std::sync::Weak<Inner>);
+
+impl WeakDistTensor {
+    /// The tensor, if a handle still names it.
+    pub(crate) fn upgrade(&self) -> Option<DistTensor> {
+        self.0.upgrade().map(|inner| DistTensor { inner })
+    }
 }
 
 /// Completion of the operation producing a tensor whose block map was
@@ -536,6 +551,11 @@ impl DistTensor {
     /// True once the producing operation has completed or failed.
     pub fn is_ready(&self) -> bool {
         self.inner.blocks.read().is_ready() && !matches!(*self.inner.flight.lock(), Flight::Pending)
+    }
+
+    /// A handle that does not keep the tensor alive.
+    pub(crate) fn downgrade(&self) -> WeakDistTensor {
+        WeakDistTensor(Arc::downgrade(&self.inner))
     }
 
     /// Marks the tensor's producing operation as submitted with named

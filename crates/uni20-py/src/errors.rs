@@ -145,8 +145,15 @@ fn job_in_chain<'a>(e: &'a (dyn StdError + 'static)) -> Option<&'a JobError> {
         if let Some(j) = err.downcast_ref::<JobError>() {
             return Some(j);
         }
-        if let Some(DistError::Job(j)) = err.downcast_ref::<DistError>() {
-            return Some(j);
+        match err.downcast_ref::<DistError>() {
+            Some(DistError::Job(j)) => return Some(j),
+            // A pipelined operation's failure, kept with its tensor
+            // (transparent, so `source` would skip the inner error).
+            Some(DistError::Failed(inner)) => {
+                cur = Some(&**inner);
+                continue;
+            }
+            _ => {}
         }
         cur = err.source();
     }

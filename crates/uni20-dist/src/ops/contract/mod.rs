@@ -69,8 +69,11 @@ pub fn contract_with(
 /// (errors here mean nothing was submitted); the contraction itself is
 /// planned and submitted as soon as the operands (and C_in) are ready, in
 /// program order, and the result's block map is written when the workers
-/// reply. A failure of any input's producing operation, or of this
-/// contraction, poisons the result with the first error:
+/// reply (pipelined, the default in a universe of several ranks: when the
+/// contraction is sent, so that operations on the result are sent at once
+/// too; see [`pipelining`](crate::pipelining)). A failure of any input's
+/// producing operation, or of this contraction, reaches the result with
+/// the first error:
 /// [`DistTensor::wait`], [`DistTensor::to_local`] and every later
 /// operation on it report it. The operands stay alive until the
 /// contraction has completed, even if the caller drops them.

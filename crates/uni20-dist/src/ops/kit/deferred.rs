@@ -224,7 +224,9 @@ pub(crate) fn submit_filling_with<'c, C: CommandSpec>(
 /// have arrived; they must name exactly `early` (else a protocol error).
 /// A failure after submission is recorded on the output
 /// ([`DistTensor::settle`]): [`DistTensor::wait`] reports it, and an
-/// operation still to be planned on it fails with it. Under fail-stop the
+/// operation still to be planned on it fails with it. After sending, the
+/// replies already in are collected ([`Controller::progress`]), so the
+/// inputs of completed commands are released while a chain is sent. Under fail-stop the
 /// first failure also completes every operation in flight, so every later
 /// operation reports it.
 pub(crate) fn submit_pipelined<'c, C: CommandSpec>(
@@ -254,7 +256,9 @@ pub(crate) fn submit_pipelined<'c, C: CommandSpec>(
     let tensor = output.tensor.clone();
     tensor.begin_flight();
     let named = early.clone();
-    let settled = tensor.clone();
+    // Weak: a handle dropped (or `release`d) while the command is in
+    // flight frees its blocks as soon as the command has run.
+    let settled = tensor.downgrade();
     let on_done = move |_: &Controller<'c>, replies: Result<Vec<(usize, C::Reply)>, JobError>| {
         let _keep = keep;
         let checked = replies.map_err(DistError::from).and_then(collect).and_then(|maps| {
@@ -266,14 +270,25 @@ pub(crate) fn submit_pipelined<'c, C: CommandSpec>(
                 ))
             }
         });
-        settled.settle(checked.err().map(std::sync::Arc::new));
+        if let Some(t) = settled.upgrade() {
+            t.settle(checked.err().map(std::sync::Arc::new));
+        }
     };
     let submitted = match sending {
         Sending::Whole(desc, participants) => ctl.submit_nowait::<C>(desc, participants, on_done),
         Sending::Each(shares) => ctl.submit_nowait_each::<C>(shares, on_done),
     };
     match submitted {
-        Ok(_) => output.fill(early),
+        Ok(_) => {
+            output.fill(early);
+            // Collect the replies already in, so the inputs of completed
+            // commands are let go (their blocks queued for release) while
+            // a long chain is still being sent, not only when the root
+            // next waits. Never blocks; a failure found here is recorded
+            // (fail-stop) and reported by the next call.
+            drop(tensor);
+            let _ = ctl.progress();
+        }
         Err(e) => {
             let e = std::sync::Arc::new(DistError::from(e));
             tensor.settle(Some(e.clone()));
