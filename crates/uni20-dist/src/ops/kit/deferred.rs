@@ -142,6 +142,21 @@ pub(crate) enum Sending<'d, D> {
     Each(&'d [(usize, D)]),
 }
 
+impl<D> Sending<'_, D> {
+    /// Sends command `C` as described (`submit_nowait` or
+    /// `submit_nowait_each`); `on_done` runs on completion.
+    fn submit<'c, C: CommandSpec<Descriptor = D> + 'c>(
+        self,
+        ctl: &Controller<'c>,
+        on_done: impl FnOnce(&Controller<'c>, Result<Vec<(usize, C::Reply)>, JobError>) + 'c,
+    ) -> Result<u64, JobError> {
+        match self {
+            Sending::Whole(desc, participants) => ctl.submit_nowait::<C>(desc, participants, on_done),
+            Sending::Each(shares) => ctl.submit_nowait_each::<C>(shares, on_done),
+        }
+    }
+}
+
 /// Submits command `C` without waiting and fills `outputs` from the
 /// replies: `collect` turns every participant's reply into one block map
 /// per output. On any failure (submission, a failed reply, `collect`)
@@ -202,10 +217,7 @@ pub(crate) fn submit_filling_with<'c, C: CommandSpec>(
             }
         }
     };
-    let submitted = match sending {
-        Sending::Whole(desc, participants) => ctl.submit_nowait::<C>(desc, participants, on_done),
-        Sending::Each(shares) => ctl.submit_nowait_each::<C>(shares, on_done),
-    };
+    let submitted = sending.submit::<C>(ctl, on_done);
     if let Err(e) = submitted {
         if let Some(outputs) = slot.borrow_mut().take() {
             let e = std::sync::Arc::new(DistError::from(e));
@@ -274,10 +286,7 @@ pub(crate) fn submit_pipelined<'c, C: CommandSpec>(
             t.settle(checked.err().map(std::sync::Arc::new));
         }
     };
-    let submitted = match sending {
-        Sending::Whole(desc, participants) => ctl.submit_nowait::<C>(desc, participants, on_done),
-        Sending::Each(shares) => ctl.submit_nowait_each::<C>(shares, on_done),
-    };
+    let submitted = sending.submit::<C>(ctl, on_done);
     match submitted {
         Ok(_) => {
             output.fill(early);
