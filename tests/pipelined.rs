@@ -157,6 +157,50 @@ fn a_failure_in_the_middle_of_a_pipelined_chain_reaches_every_later_operation() 
     assert_eq!(outputs_checked, 14);
 }
 
+/// The variant [`DistTensor::wait`] returns for a pipelined operation whose
+/// command failed, when its failing reply was collected before the wait
+/// (`first`) and when the wait collects it.
+fn wait_error_of_failed_pipelined_op(collect_first: bool) -> DistError {
+    let (x0, m) = (ramp(&[8, 8], 1.0), ramp(&[8, 8], 0.7));
+    let failing = ops_before_chain(&x0, &m) + 1;
+    let mut seen = None;
+    let out = uni20::universe()
+        .ranks(3)
+        .faults(FaultPlan::parse(&format!("error@rank=2,op={failing}")).unwrap())
+        .run(|ctl| {
+            let m = DistTensor::from_local(ctl, &m, 4).unwrap();
+            let x = DistTensor::from_local(ctl, &x0, 4).unwrap();
+            x.wait(ctl).unwrap();
+            m.wait(ctl).unwrap();
+            let y = contract(ctl, "ij,jk->ik", &x, &m).unwrap();
+            if collect_first {
+                let start = std::time::Instant::now();
+                while !y.is_ready() {
+                    assert!(start.elapsed().as_secs() < 30, "the failing reply never came");
+                    // Collects replies without blocking; it reports the
+                    // failure it collects.
+                    let _ = ctl.progress();
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+            }
+            seen = Some(y.wait(ctl).unwrap_err());
+        });
+    assert!(out.is_err());
+    seen.unwrap()
+}
+
+#[test]
+fn wait_returns_the_command_failure_whether_its_reply_came_before_or_during_the_wait() {
+    for collect_first in [true, false] {
+        let e = wait_error_of_failed_pipelined_op(collect_first);
+        let DistError::Job(uni20::worker::JobError::Command(d)) = &e else {
+            panic!("collected first: {collect_first}: expected a command failure, got {e:?}")
+        };
+        assert_eq!(d.rank, 2, "{e}");
+        assert!(e.to_string().contains("injected error"), "{e}");
+    }
+}
+
 /// Objects held by every rank's store.
 fn objects_on_ranks(ctl: &Controller<'_>) -> u64 {
     ctl.store_stats().unwrap().iter().map(|s| s.objects).sum()

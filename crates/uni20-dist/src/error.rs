@@ -211,7 +211,9 @@ pub enum DistError {
     /// The pipelined operation that produced the tensor failed after its
     /// block map was already written (`docs/architecture.md`, "Pipelined
     /// submission"): the error its completion reported, shared by every
-    /// handle of the tensor.
+    /// handle of the tensor. [`DistTensor::wait`](crate::DistTensor::wait)
+    /// returns a copy of a command failure or fail-stop error instead, so
+    /// this wraps only errors that cannot be copied (I/O, store).
     #[error(transparent)]
     Failed(std::sync::Arc<DistError>),
     /// Replies that do not fit the plan (a rank reported a block it was not
@@ -298,6 +300,26 @@ pub enum DistError {
     /// flux or legs, a truncation that keeps nothing).
     #[error(transparent)]
     SymDecomp(#[from] SymDecompError),
+}
+
+impl DistError {
+    /// The error to report again for a failure kept on a tensor (a
+    /// pipelined operation's completion, shared by every handle): a copy
+    /// where the error can be copied, so that callers see the same variant
+    /// whether the failing reply arrived before or during their wait;
+    /// [`DistError::Failed`] around the shared error otherwise.
+    pub(crate) fn reissue(shared: &std::sync::Arc<DistError>) -> DistError {
+        match &**shared {
+            DistError::Job(JobError::Command(d)) => DistError::Job(JobError::Command(d.clone())),
+            DistError::Job(JobError::Stopped(s)) => DistError::Job(JobError::Stopped(s.clone())),
+            DistError::Job(JobError::Disagreement(d)) => DistError::Job(JobError::Disagreement(d.clone())),
+            DistError::Job(JobError::Protocol(s)) => DistError::Job(JobError::Protocol(s.clone())),
+            DistError::Async(e) => DistError::Async(e.clone()),
+            DistError::Protocol(s) => DistError::Protocol(s.clone()),
+            DistError::Failed(inner) => DistError::reissue(inner),
+            _ => DistError::Failed(shared.clone()),
+        }
+    }
 }
 
 /// Operands of the wrong layout ([`DistError::Layout`]).

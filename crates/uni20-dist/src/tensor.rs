@@ -344,8 +344,8 @@ impl Manifest {
 /// operation producing the tensor completes, or poisoned when it fails;
 /// for a pipelined operation (outputs named at submission,
 /// [`pipelining`](crate::pipelining)) it is written when the operation is
-/// sent, and a later failure is kept with the tensor and reported by
-/// [`DistTensor::wait`] as [`DistError::Failed`]. An
+/// sent, and a later failure is kept with the tensor and reported again
+/// by [`DistTensor::wait`]. An
 /// operation on the tensor takes a read epoch of that `Async` when it is
 /// called (program order is causal order) and runs once the block map is
 /// ready. Cloning shares the same tensor.
@@ -606,14 +606,17 @@ impl DistTensor {
     /// # Errors
     /// [`DistError::WrongUniverse`] for a tensor of another universe; the
     /// producing operation's failure, or the first failure of the job
-    /// (fail-stop), as [`DistError::Async`] / [`DistError::Job`], or as
-    /// [`DistError::Failed`] when the operation was pipelined (its block map
-    /// was written at submission).
+    /// (fail-stop), as [`DistError::Async`] / [`DistError::Job`]. The
+    /// variant does not depend on when the failing reply arrived: for a
+    /// pipelined operation (block map written at submission) whose failure
+    /// was collected before this call, the same command diagnostic is
+    /// returned again; only an error that cannot be copied (an I/O error
+    /// on the root) comes back wrapped as [`DistError::Failed`].
     pub fn wait(&self, ctl: &Controller<'_>) -> Result<(), DistError> {
         self.check_universe(ctl)?;
         ctl.wait_until(|| self.is_ready())?;
         if let Some(e) = self.pipelined_failure() {
-            return Err(DistError::Failed(e));
+            return Err(DistError::reissue(&e));
         }
         self.inner.blocks.read().wait().map(|_| ()).map_err(DistError::from)
     }
