@@ -884,7 +884,9 @@ fn main() -> ExitCode {
 /// The `--profile` line on where one sweep's wall time went: the workers'
 /// busy time (kernels and block transfers; the busiest rank and the mean)
 /// against the root's planning, submission and waiting, and the rest of
-/// the root's time (the sweep engine itself), with the plan-cache hit rate.
+/// the root's time (the sweep engine itself), with the plan-cache hit rate
+/// and the block bytes the sweep's contractions and element-wise steps
+/// moved between ranks (and found already held as replicas).
 fn print_runtime_profile(p: &uni20::RootProfile, wall: f64) {
     let pct = |x: f64| if wall > 0.0 { 100.0 * x / wall } else { 0.0 };
     let busy = p.worker_busy_max();
@@ -892,7 +894,7 @@ fn print_runtime_profile(p: &uni20::RootProfile, wall: f64) {
     println!(
         "  runtime: {} operations; workers busy {:.2} s ({:.0} %, busiest rank; mean {:.2} s), outside them {:.2} s \
          ({:.0} %); root: plan {:.3} s ({:.0} %), submit {:.3} s ({:.0} %), wait {:.2} s ({:.0} %), other {:.2} s \
-         ({:.0} %); plan cache {} hits / {} lookups ({:.1} %)",
+         ({:.0} %); plan cache {} hits / {} lookups ({:.1} %); blocks moved {:.1} MB, {:.1} MB found as replicas",
         p.operations,
         busy,
         pct(busy),
@@ -909,6 +911,8 @@ fn print_runtime_profile(p: &uni20::RootProfile, wall: f64) {
         pct(rest),
         p.plan_cache_hits,
         p.plan_cache_hits + p.plan_cache_misses,
-        100.0 * p.plan_cache_hit_rate()
+        100.0 * p.plan_cache_hit_rate(),
+        p.bytes_moved as f64 * 1e-6,
+        p.bytes_from_replicas as f64 * 1e-6
     );
 }

@@ -1,7 +1,8 @@
 //! MPI integration test (run by `cargo xtask test` under `mpirun -n 3`):
 //! 10,000 chained 64 x 64 contractions (block 32); every rank's resident
-//! store bytes after step 10,000 are within 2x of those after step 100, and
-//! releases travel mostly inside command frames.
+//! store bytes after step 10,000 are within 2x of those after step 100,
+//! releases travel mostly inside command frames, and the replicas the
+//! ranks keep are those the root's table records.
 // uni20-mpi-ranks: 3
 
 use uni20::prelude::*;
@@ -41,6 +42,15 @@ fn main() {
             }
             let s = ctl.ledger().stats();
             assert!(s.release_commands * 50 <= s.drops, "{s:?}");
+            // Each step moves blocks of the new x (m stays where it is
+            // used), so replicas save nothing here; but every one was
+            // released with its x, and what the root's table records, the
+            // ranks hold (beyond the 4 blocks each of m and x).
+            assert_eq!(s.replicas_recorded, s.replicas_released + s.replicas_evicted + (0..ctl.size()).map(|r| ctl.ledger().replica_usage(r).replicas).sum::<u64>(), "{s:?}");
+            ctl.collect().unwrap();
+            let objects: u64 = ctl.store_stats().unwrap().iter().map(|s| s.objects).sum();
+            let replicas: u64 = (0..ctl.size()).map(|r| ctl.ledger().replica_usage(r).replicas).sum();
+            assert_eq!(objects, 8 + replicas, "{s:?}");
             // M^10000 for the orthogonal M: compare with the root's local chain.
             let backends = uni20::BackendList::default_cpu(1);
             let (mm, mut want) = (orthogonal(n), eye);
@@ -50,11 +60,13 @@ fn main() {
             }
             assert!(x.to_local(ctl).unwrap().max_abs_diff(&want).unwrap() < 1e-9);
             println!(
-                "mpi_lifetimes: 10,000 steps on {} ranks; resident bytes per rank after 100: {at_100:?}, after 10,000: {at_10000:?}; {} drops, {} release messages, {} piggybacked frames",
+                "mpi_lifetimes: 10,000 steps on {} ranks; resident bytes per rank after 100: {at_100:?}, after 10,000: {at_10000:?}; {} drops, {} release messages, {} piggybacked frames, {} transfers saved by replicas ({} bytes)",
                 ctl.size(),
                 s.drops,
                 s.release_commands,
-                s.piggybacked_frames
+                s.piggybacked_frames,
+                s.replica_hits,
+                s.replica_bytes_saved
             );
         })
         .unwrap();

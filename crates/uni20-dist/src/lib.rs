@@ -82,6 +82,9 @@ pub use ops::kit::{
 // Pipelined submission (outputs named at submission).
 pub use ops::kit::{pipelining, set_pipelining};
 
+// Replicas kept between commands.
+pub use ops::kit::{replica_budget, set_replica_budget};
+
 // Element-wise operations, redistribution and replication.
 pub use ops::elementwise::{axpby, conj, fuse_legs, permute, reshape, scale, split_leg};
 pub use ops::reblock::reblock;
@@ -193,7 +196,7 @@ mod tests {
     fn every_command_keeps_its_wire_name_schema_and_debug_name() {
         let registry = uni20_worker::Registry::linked().unwrap();
         let expected = [
-            ("uni20.contract.v1", 4, "contract"),
+            ("uni20.contract.v1", 5, "contract"),
             ("uni20.svd.v1", 1, "svd"),
             ("uni20.qr.v1", 1, "qr"),
             ("uni20.eigh.v1", 1, "eigh"),
@@ -205,9 +208,9 @@ mod tests {
             ("uni20.get_blocks.v1", 1, "get_blocks"),
             ("uni20.npy_read.v1", 2, "npy_read"),
             ("uni20.npy_write.v1", 1, "npy_write"),
-            ("uni20.elementwise.v1", 2, "elementwise"),
-            ("uni20.regroup.v1", 2, "regroup"),
-            ("uni20.reblock.v1", 2, "reblock"),
+            ("uni20.elementwise.v1", 3, "elementwise"),
+            ("uni20.regroup.v1", 3, "regroup"),
+            ("uni20.reblock.v1", 3, "reblock"),
             ("uni20.reduce.v1", 1, "reduce"),
             ("uni20.reduce_many.v1", 1, "reduce_many"),
             ("uni20.create.v1", 1, "create"),

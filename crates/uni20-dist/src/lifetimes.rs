@@ -40,6 +40,9 @@ pub struct GcTotals {
 pub fn gc(ctl: &Controller<'_>) -> Result<GcTotals, DistError> {
     ctl.drain()?;
     ctl.collect()?;
+    // Every rank removes what no live handle or keep names, the replicas
+    // it holds included: the root's table of them starts afresh.
+    ctl.ledger().forget_replicas();
     let mut keep: BTreeMap<usize, Vec<ObjectId>> = BTreeMap::new();
     for (owner, id) in ctl.ledger().live() {
         keep.entry(owner).or_default().push(id);

@@ -198,6 +198,12 @@ impl<'c> DeferredJob<'c> for ResidencyJob<'c> {
         if let Err(e) = r {
             tracing::debug!("residency command not submitted: {e}");
         }
+        if kind == Kind::Offload {
+            // Copies held on other ranks would keep the blocks in memory
+            // there: they go too (after every command already sent).
+            let ids: Vec<_> = blocks.iter().map(|b| b.id).collect();
+            ctl.ledger().drop_replicas(&ids);
+        }
     }
 
     fn abandon(self: Box<Self>, _error: JobError) {}

@@ -54,6 +54,12 @@ pub struct PlanSummary {
     /// The plan was reused from the root's plan cache (re-bound to this
     /// operation's object ids) instead of planned again.
     pub cached: bool,
+    /// Transfers not made because the receiving rank already held a
+    /// replica of the block from an earlier command (replicas kept between
+    /// commands); they are not counted in `transfers` and `bytes_moved`.
+    pub replica_hits: usize,
+    /// Payload bytes of those transfers.
+    pub bytes_from_replicas: u64,
 }
 
 impl PlanSummary {
@@ -93,7 +99,31 @@ impl PlanSummary {
             per_rank,
             notes: Vec::new(),
             cached: false,
+            replica_hits: 0,
+            bytes_from_replicas: 0,
         }
+    }
+
+    /// Takes `skipped` (transfers of this plan whose receiver held a
+    /// replica) out of the transfer numbers and counts them as replica
+    /// hits; `participants` is the plan's new participant list.
+    pub(crate) fn use_replicas(&mut self, skipped: &[Transfer], participants: &[usize]) {
+        for t in skipped {
+            self.transfers = self.transfers.saturating_sub(1);
+            self.bytes_moved = self.bytes_moved.saturating_sub(t.bytes);
+            if t.from == 0 || t.to == 0 {
+                self.bytes_through_root = self.bytes_through_root.saturating_sub(t.bytes);
+            }
+            if let Some(r) = self.per_rank.get_mut(&t.from) {
+                r.bytes_sent = r.bytes_sent.saturating_sub(t.bytes);
+            }
+            if let Some(r) = self.per_rank.get_mut(&t.to) {
+                r.bytes_received = r.bytes_received.saturating_sub(t.bytes);
+            }
+            self.replica_hits += 1;
+            self.bytes_from_replicas += t.bytes;
+        }
+        self.participants = participants.to_vec();
     }
 
     /// Sets the multiply-adds of the plan from `(rank, flops)` per work item
@@ -113,8 +143,9 @@ impl PlanSummary {
 impl fmt::Display for PlanSummary {
     /// One line: `contract: 4 work items, 8 block products, 6 transfers,
     /// 1536 bytes moved, 0 bytes through the root`, then `, N multiply-adds`
-    /// when the family counts them, then `; note` per note, then `; plan
-    /// reused from the cache` when it was.
+    /// when the family counts them, then `; note` per note, then `; N
+    /// blocks (B bytes) already held as replicas` when some were, then
+    /// `; plan reused from the cache` when it was.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
@@ -131,6 +162,13 @@ impl fmt::Display for PlanSummary {
         }
         for n in &self.notes {
             write!(f, "; {n}")?;
+        }
+        if self.replica_hits > 0 {
+            write!(
+                f,
+                "; {} blocks ({} bytes) already held as replicas",
+                self.replica_hits, self.bytes_from_replicas
+            )?;
         }
         if self.cached {
             write!(f, "; plan reused from the cache")?;

@@ -235,6 +235,7 @@ pub(crate) fn root_main<R>(
         storage_ranks,
         config.faults.clone(),
     );
+    ctl.ledger().set_replica_budget(config.replica_bytes);
     let out = catch_unwind(AssertUnwindSafe(|| {
         let v = f(&ctl);
         // Operations submitted without waiting finish before shutdown, and

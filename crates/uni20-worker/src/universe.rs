@@ -66,6 +66,7 @@ pub struct UniverseBuilder {
     backends: Option<BackendChoice>,
     chunk_bytes: Option<usize>,
     max_envelope_bytes: Option<usize>,
+    replica_bytes: Option<u64>,
 }
 
 impl Default for UniverseBuilder {
@@ -148,6 +149,7 @@ impl UniverseBuilder {
             backends: None,
             chunk_bytes: None,
             max_envelope_bytes: None,
+            replica_bytes: None,
         }
     }
 
@@ -206,6 +208,11 @@ impl UniverseBuilder {
         /// Largest envelope a worker decodes (default `UNI20_MAX_ENVELOPE_BYTES`,
         /// else [`DEFAULT_MAX_ENVELOPE_BYTES`](crate::envelope::DEFAULT_MAX_ENVELOPE_BYTES)).
         fn max_envelope_bytes(bytes: usize);
+        /// Payload bytes of the replicas each rank keeps between commands
+        /// (default `UNI20_REPLICA_BYTES`, else
+        /// [`DEFAULT_REPLICA_BYTES`](crate::config::DEFAULT_REPLICA_BYTES));
+        /// 0 drops every replica after the command that received it.
+        fn replica_bytes(bytes: u64);
     }
 
     /// Chooses the transport.
@@ -260,6 +267,7 @@ impl UniverseBuilder {
         c.backends = self.backends.unwrap_or(c.backends);
         c.chunk_bytes = self.chunk_bytes.unwrap_or(c.chunk_bytes);
         c.max_envelope_bytes = self.max_envelope_bytes.unwrap_or(c.max_envelope_bytes);
+        c.replica_bytes = self.replica_bytes.unwrap_or(c.replica_bytes);
         c.validate()?;
         // A tuning file that exists but cannot be read is a start-up error.
         c.tuning()?;

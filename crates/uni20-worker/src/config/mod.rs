@@ -16,6 +16,7 @@
 //! | `UNI20_STORE_DIR` | directory | stores in memory |
 //! | `UNI20_STORE_BUDGET` | size | unlimited |
 //! | `UNI20_STORAGE_RANKS` | integer >= 0 | 0 |
+//! | `UNI20_REPLICA_BYTES` | size (`0`: replicas dropped after each command) | [`DEFAULT_REPLICA_BYTES`] (256 MiB per rank) |
 //! | `UNI20_INJECT_FAULT` | `KIND@rank=R[,op=N]`, `;`-separated ([`crate::fault`]) | none |
 //! | `UNI20_BACKENDS` | `cpu` or `gpu-first` | `cpu` |
 //! | `UNI20_MAX_ENVELOPE_BYTES` | size | [`DEFAULT_MAX_ENVELOPE_BYTES`] (256 MiB) |
@@ -52,6 +53,11 @@ use crate::fault::FaultPlan;
 /// with its own mailbox and store; more ranks than this on one machine is a
 /// configuration mistake (use MPI).
 pub const MAX_IN_PROCESS_RANKS: usize = 1024;
+
+/// Bytes of replicas each rank keeps between commands unless
+/// `UNI20_REPLICA_BYTES` says otherwise (the root's table evicts the least
+/// recently used beyond it; see [`crate::ledger::replicas`]).
+pub const DEFAULT_REPLICA_BYTES: u64 = 256 << 20;
 
 /// Default number of ranks of the in-process universe (`UNI20_RANKS` unset).
 pub const DEFAULT_RANKS: usize = 4;
@@ -227,6 +233,9 @@ pub struct RankConfig {
     pub store_budget: Option<u64>,
     /// Number of storage ranks, the last ranks of the universe (`UNI20_STORAGE_RANKS`).
     pub storage_ranks: usize,
+    /// Payload bytes of the replicas each rank keeps between commands
+    /// (`UNI20_REPLICA_BYTES`; 0: each command drops what it received).
+    pub replica_bytes: u64,
     /// Injected faults (`UNI20_INJECT_FAULT`), checked against the universe
     /// size at launch.
     pub faults: FaultPlan,
@@ -261,6 +270,7 @@ impl Default for RankConfig {
             store_dir: None,
             store_budget: None,
             storage_ranks: 0,
+            replica_bytes: DEFAULT_REPLICA_BYTES,
             faults: FaultPlan::default(),
             backends: BackendChoice::Cpu,
             max_envelope_bytes: DEFAULT_MAX_ENVELOPE_BYTES,
@@ -351,6 +361,7 @@ impl RankConfig {
             .filter(|v| !v.to_string_lossy().trim().is_empty())
             .map(PathBuf::from);
         c.store_budget = with("UNI20_STORE_BUDGET", parse::SIZE_FORM, &parse::size)?;
+        c.replica_bytes = with("UNI20_REPLICA_BYTES", parse::SIZE_FORM, &parse::size)?.unwrap_or(c.replica_bytes);
         c.storage_ranks = with("UNI20_STORAGE_RANKS", "a non-negative integer", &|v| {
             parse::count(v, 0, usize::MAX).map(|n| n as u64)
         })?

@@ -131,10 +131,16 @@ fn sizes_accept_units_and_refuse_everything_else() {
         "20000000TiB",
         "0x10",
     ] {
-        let (expected, text) = refused("UNI20_STORE_BUDGET", bad);
-        assert!(expected.contains("64KiB") && expected.contains("10MB"), "{expected}");
-        assert!(text.starts_with("UNI20_STORE_BUDGET="), "{text}");
+        for var in ["UNI20_STORE_BUDGET", "UNI20_REPLICA_BYTES"] {
+            let (expected, text) = refused(var, bad);
+            assert!(expected.contains("64KiB") && expected.contains("10MB"), "{expected}");
+            assert!(text.starts_with(&format!("{var}=")), "{text}");
+        }
     }
+    let r = |v| parse(&[("UNI20_REPLICA_BYTES", v)]).unwrap().replica_bytes;
+    assert_eq!(r("0"), 0);
+    assert_eq!(r("16MiB"), 16 << 20);
+    assert_eq!(r(""), crate::config::DEFAULT_REPLICA_BYTES);
 }
 
 #[test]

@@ -24,6 +24,8 @@ pub(super) struct Counters {
     pub(super) busy_ns: RefCell<BTreeMap<usize, u64>>,
     pub(super) cache_hits: Cell<u64>,
     pub(super) cache_misses: Cell<u64>,
+    pub(super) bytes_moved: Cell<u64>,
+    pub(super) bytes_from_replicas: Cell<u64>,
 }
 
 pub(super) fn add(c: &Cell<u64>, ns: u64) {
@@ -60,6 +62,13 @@ pub struct RootProfile {
     pub plan_cache_hits: u64,
     /// Plan-cache lookups that planned from scratch.
     pub plan_cache_misses: u64,
+    /// Payload bytes that item-per-block commands (contractions,
+    /// element-wise operations, regroup, reblock) moved between ranks, by
+    /// their plans.
+    pub bytes_moved: u64,
+    /// Payload bytes those commands did not move because the receiving
+    /// rank held a replica from an earlier command.
+    pub bytes_from_replicas: u64,
 }
 
 impl RootProfile {
@@ -78,6 +87,8 @@ impl RootProfile {
                 .collect(),
             plan_cache_hits: self.plan_cache_hits.saturating_sub(earlier.plan_cache_hits),
             plan_cache_misses: self.plan_cache_misses.saturating_sub(earlier.plan_cache_misses),
+            bytes_moved: self.bytes_moved.saturating_sub(earlier.bytes_moved),
+            bytes_from_replicas: self.bytes_from_replicas.saturating_sub(earlier.bytes_from_replicas),
         }
     }
 
@@ -121,6 +132,8 @@ impl<'a> Controller<'a> {
             worker_busy_seconds: c.busy_ns.borrow().iter().map(|(&r, &ns)| (r, s(ns))).collect(),
             plan_cache_hits: c.cache_hits.get(),
             plan_cache_misses: c.cache_misses.get(),
+            bytes_moved: c.bytes_moved.get(),
+            bytes_from_replicas: c.bytes_from_replicas.get(),
         }
     }
 
@@ -137,6 +150,13 @@ impl<'a> Controller<'a> {
     }
 
     /// Adds `ns` nanoseconds of handler time reported by `rank`.
+    /// Counts the payload bytes a plan moves between ranks and those it
+    /// found already held as replicas ([`RootProfile::bytes_moved`]).
+    pub fn note_transfers(&self, moved: u64, from_replicas: u64) {
+        add(&self.counters.bytes_moved, moved);
+        add(&self.counters.bytes_from_replicas, from_replicas);
+    }
+
     pub(super) fn note_busy(&self, rank: usize, ns: u64) {
         let mut b = self.counters.busy_ns.borrow_mut();
         let e = b.entry(rank).or_default();

@@ -59,6 +59,10 @@ pub(crate) struct ContractDescriptorV1 {
     /// Output IDs named by the root before submission, one entry per rank
     /// with items (empty: each rank's store issues fresh IDs).
     pub(crate) out_names: Vec<crate::ops::kit::NamedOutputs>,
+    /// Keep the replicas this command's transfers deliver after it: the
+    /// root records them and releases them later (replicas kept between
+    /// commands); `false`: each rank drops them when the command is done.
+    pub(crate) hold_replicas: bool,
     /// The terms are block pairs of a symmetric contraction (every label
     /// contracted or free, once per operand): computed by one
     /// [`PairContraction`] per item instead of one dispatch per term.
@@ -68,7 +72,7 @@ pub(crate) struct ContractDescriptorV1 {
 command!(
     /// The command `uni20.contract.v1`. Reply of each participant: `(item
     /// index, object id)` of every item it computed.
-    pub(crate) ContractV1 = "uni20.contract.v1", schema 4, ContractDescriptorV1 => Vec<(usize, ObjectId)>, handle_items::<ContractDescriptorV1>
+    pub(crate) ContractV1 = "uni20.contract.v1", schema 5, ContractDescriptorV1 => Vec<(usize, ObjectId)>, handle_items::<ContractDescriptorV1>
 );
 
 impl crate::ops::kit::Rebind for ContractDescriptorV1 {

@@ -461,6 +461,7 @@ pub(crate) fn plan(v: &Validated, workers: &[usize], inputs: &[&Manifest], cm: O
         items,
         transfers,
         out_names: Vec::new(),
+        hold_replicas: false,
         block_pairs: false,
     };
     ContractPlan {
@@ -689,6 +690,7 @@ mod reference {
             items,
             transfers,
             out_names: Vec::new(),
+            hold_replicas: false,
             block_pairs: false,
         };
         ContractPlan {

@@ -397,6 +397,7 @@ pub(crate) fn plan_symmetric(
         items,
         transfers,
         out_names: Vec::new(),
+        hold_replicas: false,
         block_pairs: true,
     };
     ContractPlan {

@@ -76,12 +76,16 @@ pub(crate) struct ElementwiseDescV1 {
     /// Output IDs named by the root before submission, one entry per rank
     /// with items (empty: each rank's store issues fresh IDs).
     pub(crate) out_names: Vec<crate::ops::kit::NamedOutputs>,
+    /// Keep the replicas this command's transfers deliver after it: the
+    /// root records them and releases them later (replicas kept between
+    /// commands); `false`: each rank drops them when the command is done.
+    pub(crate) hold_replicas: bool,
 }
 
 command!(
     /// The command `uni20.elementwise.v1`. Reply of each participant: `(item
     /// index, object id)` of every output block it committed.
-    pub(crate) ElementwiseV1 = "uni20.elementwise.v1", schema 2, ElementwiseDescV1 => Vec<(usize, ObjectId)>, handle_items::<ElementwiseDescV1>
+    pub(crate) ElementwiseV1 = "uni20.elementwise.v1", schema 3, ElementwiseDescV1 => Vec<(usize, ObjectId)>, handle_items::<ElementwiseDescV1>
 );
 
 impl ItemWork for ElementwiseDescV1 {

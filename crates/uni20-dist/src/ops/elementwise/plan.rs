@@ -96,6 +96,7 @@ pub(crate) fn plan(
             items,
             transfers: transfers.clone(),
             out_names: Vec::new(),
+            hold_replicas: false,
         },
         &ranks,
         out_blocks,

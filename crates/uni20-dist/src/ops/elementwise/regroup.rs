@@ -65,12 +65,16 @@ pub(crate) struct RegroupDescV1 {
     /// Output IDs named by the root before submission, one entry per rank
     /// with items (empty: each rank's store issues fresh IDs).
     pub(crate) out_names: Vec<crate::ops::kit::NamedOutputs>,
+    /// Keep the replicas this command's transfers deliver after it: the
+    /// root records them and releases them later (replicas kept between
+    /// commands); `false`: each rank drops them when the command is done.
+    pub(crate) hold_replicas: bool,
 }
 
 command!(
     /// The command `uni20.regroup.v1`. Reply of each participant: `(item
     /// index, object id)` of every output block it committed.
-    pub(crate) RegroupV1 = "uni20.regroup.v1", schema 2, RegroupDescV1 => Vec<(usize, ObjectId)>, handle_items::<RegroupDescV1>
+    pub(crate) RegroupV1 = "uni20.regroup.v1", schema 3, RegroupDescV1 => Vec<(usize, ObjectId)>, handle_items::<RegroupDescV1>
 );
 
 /// True when every element a strided box touches lies below `len`.

@@ -398,6 +398,7 @@ pub(crate) fn plan_regroup(
             items,
             transfers: transfers.clone(),
             out_names: Vec::new(),
+            hold_replicas: false,
         },
         &ranks,
         (0..n).collect(),

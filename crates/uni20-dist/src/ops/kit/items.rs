@@ -198,11 +198,13 @@ pub(crate) fn submit_items<'c, C>(
 {
     let ItemPlan {
         mut descriptor,
-        participants,
-        summary,
+        mut participants,
+        mut summary,
         out_blocks,
         n_blocks,
     } = plan;
+    let held = super::replicas::use_replicas(ctl, &mut descriptor, &mut participants, &mut summary);
+    ctl.note_transfers(summary.bytes_moved, summary.bytes_from_replicas);
     let early = name_outputs(ctl, &mut descriptor, n_blocks);
     // Named outputs: the output's block map is written at submission.
     let submit = move |sending: Sending<'_, C::Descriptor>, collect: Collect<'c, C::Reply>| match early {
@@ -222,6 +224,8 @@ pub(crate) fn submit_items<'c, C>(
             Box::new(move |replies| Ok(vec![collect_item_refs(replies, &out_blocks, n_blocks)?])),
         ),
     }
+    // After the command is sent: an eviction's release travels after it.
+    super::replicas::record_replicas(ctl, held);
 }
 
 /// Whether this universe names outputs at submission (pipelined

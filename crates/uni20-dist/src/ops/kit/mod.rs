@@ -8,6 +8,7 @@
 //! | `tiling` | [`Tiling`] (how a caller names a tiling), [`check_block_bytes`], [`MAX_BLOCK_BYTES`] |
 //! | `cache` | the plan cache: structural keys, plans re-bound to new object ids, LRU bound ([`plan_cache_stats`]) |
 //! | `items` | the root side of an item-per-block command: [`ItemPlan`], [`participants_of`], [`submit_items`] (which splits the plan per rank: [`Shares`]), [`defer_items`] |
+//! | `replicas` | replicas kept between commands: transfers to a rank that holds the block taken out of the plan, the command told to keep what it receives ([`set_replica_budget`]) |
 //! | `worker` | the worker side: the [`ItemWork`] trait and its one generic handler [`handle_items`] |
 //! | `deferred` | waiting for inputs in program order, submitting without blocking, filling or poisoning outputs |
 //!
@@ -24,6 +25,7 @@ pub(crate) mod assign;
 pub(crate) mod cache;
 pub(crate) mod deferred;
 pub(crate) mod items;
+pub(crate) mod replicas;
 pub(crate) mod source;
 pub(crate) mod tiling;
 pub(crate) mod worker;
@@ -36,6 +38,7 @@ pub use cache::{
 };
 pub(crate) use items::submit_items;
 pub use items::{defer_items, participants_of, pipelining, set_pipelining, ItemPlan, Shares};
+pub use replicas::{replica_budget, set_replica_budget};
 pub(crate) use source::{place_reading, rebuilt_bytes, BoxSource};
 pub(crate) use tiling::{check_block_bytes, check_plan_size, Tiling, MAX_BLOCK_BYTES};
 pub(crate) use worker::item_work_fields;

@@ -75,6 +75,21 @@ pub trait ItemWork: Sync {
     fn out_names_mut(&mut self) -> Option<&mut Vec<NamedOutputs>> {
         None
     }
+
+    /// Whether each rank keeps the replicas this command's transfers
+    /// deliver after the command, for the root to release later (replicas
+    /// kept between commands, `docs/architecture.md`); `false` (the
+    /// default): [`handle_items`] drops them before it replies.
+    fn hold_replicas(&self) -> bool {
+        false
+    }
+
+    /// The descriptor's replica switch, for the root to set at submission;
+    /// `None` (the default): the family cannot carry it, and its replicas
+    /// are dropped after each command.
+    fn hold_replicas_mut(&mut self) -> Option<&mut bool> {
+        None
+    }
 }
 
 /// Output IDs named by the root for one rank of an item-per-block command
@@ -114,9 +129,10 @@ pub(crate) const PARALLEL_MIN_COST: u64 = 1 << 18;
 
 /// The `Item` type, `work`, `place`, `work_mut` (the plan is split per
 /// rank at submission), `out_names` and `out_names_mut` (outputs named at
-/// submission) of an [`ItemWork`] impl whose descriptor holds
-/// `items: Vec<$item>`, `transfers: Vec<Transfer>` and
-/// `out_names: Vec<NamedOutputs>`, and
+/// submission), `hold_replicas` and `hold_replicas_mut` (replicas kept
+/// between commands) of an [`ItemWork`] impl whose descriptor holds
+/// `items: Vec<$item>`, `transfers: Vec<Transfer>`,
+/// `out_names: Vec<NamedOutputs>` and `hold_replicas: bool`, and
 /// whose items carry the `rank` that computes them and their `out_block`.
 /// Used inside the impl block; the family writes `OPERATION` and `compute`.
 macro_rules! item_work_fields {
@@ -137,6 +153,12 @@ macro_rules! item_work_fields {
         fn out_names_mut(&mut self) -> Option<&mut Vec<$crate::ops::kit::NamedOutputs>> {
             Some(&mut self.out_names)
         }
+        fn hold_replicas(&self) -> bool {
+            self.hold_replicas
+        }
+        fn hold_replicas_mut(&mut self) -> Option<&mut bool> {
+            Some(&mut self.hold_replicas)
+        }
     };
 }
 pub(crate) use item_work_fields;
@@ -148,7 +170,9 @@ const PARALLEL_CHUNK_PER_THREAD: usize = 8;
 /// The handler of every [`ItemWork`] command: exchanges the blocks of
 /// `d.work()`, computes the items this rank owns, commits each output block
 /// in item order and replies `(item index, object id)` for each; the
-/// replicas received for the command are released before the reply.
+/// replicas received for the command are released before the reply, or
+/// kept when [`ItemWork::hold_replicas`] says so (the root then releases
+/// them later, see `uni20_worker::ledger::replicas`).
 ///
 /// `d` is the whole plan or this rank's share of it ([`ItemWork::work_mut`]):
 /// the item indices of the reply are indices into `d`'s items, which the
@@ -231,8 +255,10 @@ pub fn handle_items<D: ItemWork>(ctx: &mut WorkerContext<'_>, d: D) -> Result<Ve
         replicas = replicas.len(),
         "output blocks committed"
     );
-    store
-        .release_many(&replicas)
-        .map_err(|e| HandlerError::from(e).context("dropping the replicas of this command"))?;
+    if !d.hold_replicas() {
+        store
+            .release_many(&replicas)
+            .map_err(|e| HandlerError::from(e).context("dropping the replicas of this command"))?;
+    }
     Ok(out)
 }

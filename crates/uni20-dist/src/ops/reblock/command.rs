@@ -33,6 +33,10 @@ pub(crate) struct ReblockDescV1 {
     /// Output IDs named by the root before submission, one entry per rank
     /// with items (empty: each rank's store issues fresh IDs).
     pub(crate) out_names: Vec<crate::ops::kit::NamedOutputs>,
+    /// Keep the replicas this command's transfers deliver after it: the
+    /// root records them and releases them later (replicas kept between
+    /// commands); `false`: each rank drops them when the command is done.
+    pub(crate) hold_replicas: bool,
 }
 
 impl ItemWork for ReblockDescV1 {
@@ -46,5 +50,5 @@ impl ItemWork for ReblockDescV1 {
 command!(
     /// The command `uni20.reblock.v1`. Reply of each participant: `(item
     /// index, object id)` of every new block it committed.
-    pub(crate) ReblockV1 = "uni20.reblock.v1", schema 2, ReblockDescV1 => Vec<(usize, ObjectId)>, handle_items::<ReblockDescV1>
+    pub(crate) ReblockV1 = "uni20.reblock.v1", schema 3, ReblockDescV1 => Vec<(usize, ObjectId)>, handle_items::<ReblockDescV1>
 );

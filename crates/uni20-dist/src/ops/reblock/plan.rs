@@ -44,6 +44,7 @@ pub(crate) fn plan_reblock(workers: &[usize], m: &Manifest, to: &TensorMeta) -> 
             items,
             transfers: transfers.clone(),
             out_names: Vec::new(),
+            hold_replicas: false,
         },
         &ranks,
         (0..n).collect(),

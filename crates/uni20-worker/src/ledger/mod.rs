@@ -12,6 +12,11 @@
 //! until it has completed, so nothing in use is ever queued. The ledger is
 //! thread-safe (a handle may be dropped on any thread) and never blocks on
 //! the network: dropping a handle only queues.
+//!
+//! The ledger also holds the root's table of **replicas** that workers
+//! keep between commands ([`replicas`]): which rank holds a copy of which
+//! block, within a per-rank byte budget, evicted least recently used; the
+//! release of a replica travels in the same queues as an owner's.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -41,6 +46,20 @@ pub struct LedgerStats {
     pub release_commands: u64,
     /// Objects kept by checkpoints or named roots (never released).
     pub kept: u64,
+    /// Replicas recorded as kept by the ranks that received them
+    /// ([`ReleaseLedger::hold_replicas`]).
+    pub replicas_recorded: u64,
+    /// Transfers not planned because the receiver held a replica
+    /// ([`ReleaseLedger::use_replicas`]).
+    pub replica_hits: u64,
+    /// Payload bytes of those transfers.
+    pub replica_bytes_saved: u64,
+    /// Replicas released to stay within the per-rank budget (least
+    /// recently used first).
+    pub replicas_evicted: u64,
+    /// Replicas released with their block (its last handle dropped, or the
+    /// block offloaded).
+    pub replicas_released: u64,
 }
 
 #[derive(Debug)]
@@ -52,8 +71,18 @@ struct Entry {
 
 #[derive(Debug, Default)]
 struct Pending {
+    /// Objects this rank owns.
     ids: Vec<ObjectId>,
+    /// Replicas this rank holds of other ranks' objects (never taken out by
+    /// [`ReleaseLedger::keep`], which keeps the owner's copy).
+    replicas: Vec<ObjectId>,
     bytes: u64,
+}
+
+impl Pending {
+    fn len(&self) -> usize {
+        self.ids.len() + self.replicas.len()
+    }
 }
 
 #[derive(Debug, Default)]
@@ -62,6 +91,8 @@ struct State {
     refs: HashMap<ObjectId, Entry>,
     kept: HashMap<ObjectId, u32>,
     pending: BTreeMap<usize, Pending>,
+    replicas: replicas::ReplicaTable,
+    replica_budget: u64,
     stats: LedgerStats,
 }
 
@@ -76,6 +107,8 @@ pub struct ReleaseLedger {
 /// One block a handle names: its owner rank, object id and payload bytes.
 pub type HeldBlock = (usize, ObjectId, u64);
 
+pub mod replicas;
+
 impl ReleaseLedger {
     /// An open ledger of the universe identified by `universe`.
     pub fn new(universe: u64) -> ReleaseLedger {
@@ -83,6 +116,7 @@ impl ReleaseLedger {
             universe,
             state: Mutex::new(State {
                 open: true,
+                replica_budget: crate::config::DEFAULT_REPLICA_BYTES,
                 ..State::default()
             }),
         }
@@ -123,6 +157,9 @@ impl ReleaseLedger {
                 continue;
             }
             let Some(e) = st.refs.remove(&id) else { continue };
+            // The copies other ranks hold go with the last handle, even
+            // when a checkpoint keeps the owner's.
+            st.release_replicas_of(id);
             if st.kept.contains_key(&id) {
                 continue;
             }
@@ -203,7 +240,14 @@ impl ReleaseLedger {
     /// Takes rank `rank`'s queued releases (to send them).
     pub fn take_pending(&self, rank: usize) -> Vec<ObjectId> {
         let mut st = self.state.lock();
-        let taken = st.pending.remove(&rank).map(|p| p.ids).unwrap_or_default();
+        let taken = st
+            .pending
+            .remove(&rank)
+            .map(|mut p| {
+                p.ids.append(&mut p.replicas);
+                p.ids
+            })
+            .unwrap_or_default();
         st.stats.objects_sent += taken.len() as u64;
         taken
     }
@@ -214,7 +258,7 @@ impl ReleaseLedger {
             .lock()
             .pending
             .iter()
-            .filter(|(_, p)| p.ids.len() >= RELEASE_BATCH_OBJECTS || p.bytes >= RELEASE_BATCH_BYTES)
+            .filter(|(_, p)| p.len() >= RELEASE_BATCH_OBJECTS || p.bytes >= RELEASE_BATCH_BYTES)
             .map(|(r, _)| *r)
             .collect()
     }
@@ -225,14 +269,14 @@ impl ReleaseLedger {
             .lock()
             .pending
             .iter()
-            .filter(|(_, p)| !p.ids.is_empty())
+            .filter(|(_, p)| p.len() > 0)
             .map(|(r, _)| *r)
             .collect()
     }
 
     /// Number of objects queued for `rank`.
     pub fn pending_count(&self, rank: usize) -> usize {
-        self.state.lock().pending.get(&rank).map_or(0, |p| p.ids.len())
+        self.state.lock().pending.get(&rank).map_or(0, Pending::len)
     }
 
     /// The counters.
@@ -255,6 +299,7 @@ impl ReleaseLedger {
         st.open = false;
         st.refs.clear();
         st.pending.clear();
+        st.replicas = replicas::ReplicaTable::default();
     }
 }
 
