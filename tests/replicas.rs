@@ -8,7 +8,7 @@
 //! under a tiny memory budget spills held replicas instead of losing them.
 
 use uni20::dispatch::{contract as local_contract, BackendList};
-use uni20::dist::PlanSummary;
+use uni20::dist::{Placement, PlanSummary};
 use uni20::prelude::*;
 
 fn ramp(shape: &[usize], scale: f64) -> LocalTensor {
@@ -224,4 +224,109 @@ fn held_replicas_spill_under_a_tiny_store_budget_and_are_found_again() {
             assert!(s.replica_hits > 0, "step {k}: {s}");
         }
     }
+}
+
+/// `place` gives a block a new owner under the same object id. A rank that
+/// held the block as a replica and then became its owner keeps it as an
+/// owned copy: offloading the original (which drops the original's
+/// replicas) must not release it.
+#[test]
+fn a_replica_that_becomes_an_owned_copy_by_place_is_not_released_with_the_original() {
+    let m = ramp(&[8, 8], 0.3);
+    let x = ramp(&[64, 8], 1.0);
+    uni20::universe()
+        .ranks(3)
+        .run(|ctl| {
+            let base = objects_on_ranks(ctl);
+            let md = DistTensor::from_local_on(ctl, &m, 8, &Placement::Ranks(vec![1])).unwrap();
+            let xd = DistTensor::from_local(ctl, &x, 16).unwrap();
+            contract(ctl, "ij,jk->ik", &xd, &md).unwrap().wait(ctl).unwrap();
+            assert_eq!(
+                ctl.ledger().replica_usage(2).replicas,
+                1,
+                "m's block is a replica on rank 2"
+            );
+            let s = uni20::dist::place(ctl, &md, &Placement::Ranks(vec![2])).unwrap();
+            assert_eq!(ctl.ledger().replica_usage(2).replicas, 0, "rank 2 owns the copy now");
+            uni20::dist::offload(ctl, &md).unwrap();
+            ctl.drain().unwrap();
+            ctl.collect().unwrap();
+            assert!(s.to_local(ctl).unwrap().max_abs_diff(&m).unwrap() < 1e-12);
+            let y = contract(ctl, "ij,jk->ik", &xd, &s).unwrap().to_local(ctl).unwrap();
+            assert!(y.max_abs_diff(&local_matmul(&x, &m)).unwrap() < 1e-12);
+            drop((md, s, xd));
+            ctl.drain().unwrap();
+            ctl.collect().unwrap();
+            assert_eq!(objects_on_ranks(ctl), base, "{:?}", ctl.store_stats().unwrap());
+        })
+        .unwrap();
+}
+
+/// The other order: the block is owned on rank 2 (by `place`) before a
+/// contraction reads the original there. The receiver keeps its own copy
+/// and takes nothing in, so the root must not list it as a replica that an
+/// eviction may release.
+#[test]
+fn a_transfer_to_a_rank_that_owns_the_block_records_no_replica() {
+    let m = ramp(&[8, 8], 0.3);
+    let m2 = ramp(&[8, 8], -0.7);
+    let x = ramp(&[64, 8], 1.0);
+    uni20::universe()
+        .ranks(3)
+        .run(|ctl| {
+            let on1 = Placement::Ranks(vec![1]);
+            let md = DistTensor::from_local_on(ctl, &m, 8, &on1).unwrap();
+            let m2d = DistTensor::from_local_on(ctl, &m2, 8, &on1).unwrap();
+            let xd = DistTensor::from_local(ctl, &x, 16).unwrap();
+            let s = uni20::dist::place(ctl, &md, &Placement::Ranks(vec![2])).unwrap();
+            contract(ctl, "ij,jk->ik", &xd, &md).unwrap().wait(ctl).unwrap();
+            assert_eq!(ctl.ledger().replica_usage(2).replicas, 0);
+            // A one-byte budget evicts every replica when rank 2 receives m2.
+            uni20::dist::set_replica_budget(ctl, 1);
+            contract(ctl, "ij,jk->ik", &xd, &m2d).unwrap().wait(ctl).unwrap();
+            ctl.drain().unwrap();
+            ctl.collect().unwrap();
+            assert!(s.to_local(ctl).unwrap().max_abs_diff(&m).unwrap() < 1e-12);
+        })
+        .unwrap();
+}
+
+/// The storage-rank round trip of `place`'s documentation with replicas
+/// evicted on the way: the blocks come back right, and once every handle
+/// is gone each owner's copy has been released (the copies on the old
+/// owners go with the last handle naming them there, not with the last
+/// handle of the object id).
+#[test]
+fn a_storage_round_trip_with_evictions_stays_right_and_leaves_nothing() {
+    let m = ramp(&[8, 8], 0.3);
+    let m2 = ramp(&[8, 8], -0.7);
+    let x = ramp(&[64, 8], 1.0);
+    uni20::universe()
+        .ranks(4)
+        .storage_ranks(1)
+        .run(|ctl| {
+            let base = objects_on_ranks(ctl);
+            let t = DistTensor::from_local(ctl, &m, 8).unwrap();
+            let xd = DistTensor::from_local(ctl, &x, 16).unwrap();
+            let s = uni20::dist::place(ctl, &t, &Placement::Storage).unwrap();
+            drop(t);
+            contract(ctl, "ij,jk->ik", &xd, &s).unwrap().wait(ctl).unwrap();
+            let w = uni20::dist::place(ctl, &s, &Placement::Workers).unwrap();
+            drop(s);
+            uni20::dist::set_replica_budget(ctl, 1);
+            let m2d = DistTensor::from_local(ctl, &m2, 8).unwrap();
+            let m2s = uni20::dist::place(ctl, &m2d, &Placement::Storage).unwrap();
+            drop(m2d);
+            contract(ctl, "ij,jk->ik", &xd, &m2s).unwrap().wait(ctl).unwrap();
+            ctl.drain().unwrap();
+            ctl.collect().unwrap();
+            assert!(w.to_local(ctl).unwrap().max_abs_diff(&m).unwrap() < 1e-12);
+            let y = contract(ctl, "ij,jk->ik", &xd, &w).unwrap().to_local(ctl).unwrap();
+            assert!(y.max_abs_diff(&local_matmul(&x, &m)).unwrap() < 1e-12);
+            drop((w, m2s, xd));
+            ctl.drain().unwrap();
+            ctl.collect().unwrap();
+            assert_eq!(objects_on_ranks(ctl), base, "{:?}", ctl.store_stats().unwrap());
+        })
+        .unwrap();
 }

@@ -62,11 +62,21 @@ pub struct LedgerStats {
     pub replicas_released: u64,
 }
 
+/// The handles naming one object, counted per owning rank: `place` gives
+/// a block a new owner under the same object id, so one id can be owned
+/// (and needed) on several ranks, each copy released when the last handle
+/// naming it there drops.
 #[derive(Debug)]
 struct Entry {
-    owner: usize,
     bytes: u64,
-    count: u32,
+    /// `(owner, handles naming the object on that owner)`, counts > 0.
+    owners: Vec<(usize, u32)>,
+}
+
+impl Entry {
+    fn owns(&self, rank: usize) -> bool {
+        self.owners.iter().any(|&(o, _)| o == rank)
+    }
 }
 
 #[derive(Debug, Default)]
@@ -134,15 +144,28 @@ impl ReleaseLedger {
             return;
         }
         for &(owner, id, bytes) in blocks {
-            st.refs
-                .entry(id)
-                .and_modify(|e| e.count += 1)
-                .or_insert(Entry { owner, bytes, count: 1 });
+            let e = st.refs.entry(id).or_insert(Entry {
+                bytes,
+                owners: Vec::new(),
+            });
+            match e.owners.iter_mut().find(|(o, _)| *o == owner) {
+                Some((_, n)) => *n += 1,
+                None => {
+                    e.owners.push((owner, 1));
+                    // A copy held as a replica is now an owned copy (a
+                    // `place` onto a rank that had the block): only the
+                    // owner's handles release it from now on.
+                    st.replicas.forget(id, owner);
+                }
+            }
         }
     }
 
-    /// A handle naming `blocks` was dropped: each object whose count falls
-    /// to zero is queued for release on its owner, unless kept. Never
+    /// A handle naming `blocks` (`(owner, object, bytes)`) was dropped: an
+    /// object whose handles on that owner fall to zero is queued for
+    /// release there, unless kept (an object `place` gave a second owner
+    /// is released on each owner with the last handle naming it there);
+    /// the replicas go with the last handle on any owner. Never
     /// blocks on the network; does nothing once the universe has ended.
     pub fn drop_refs(&self, blocks: &[HeldBlock]) {
         let mut st = self.state.lock();
@@ -150,22 +173,29 @@ impl ReleaseLedger {
             return;
         }
         st.stats.drops += 1;
-        for &(_, id, _) in blocks {
+        for &(owner, id, _) in blocks {
             let Some(e) = st.refs.get_mut(&id) else { continue };
-            e.count = e.count.saturating_sub(1);
-            if e.count > 0 {
+            let Some(k) = e.owners.iter().position(|&(o, _)| o == owner) else {
+                continue;
+            };
+            e.owners[k].1 -= 1;
+            if e.owners[k].1 > 0 {
                 continue;
             }
-            let Some(e) = st.refs.remove(&id) else { continue };
-            // The copies other ranks hold go with the last handle, even
-            // when a checkpoint keeps the owner's.
-            st.release_replicas_of(id);
+            e.owners.swap_remove(k);
+            let bytes = e.bytes;
+            if e.owners.is_empty() {
+                st.refs.remove(&id);
+                // The copies other ranks hold go with the last handle, even
+                // when a checkpoint keeps the owner's.
+                st.release_replicas_of(id);
+            }
             if st.kept.contains_key(&id) {
                 continue;
             }
-            let p = st.pending.entry(e.owner).or_default();
+            let p = st.pending.entry(owner).or_default();
             p.ids.push(id);
-            p.bytes += e.bytes;
+            p.bytes += bytes;
             st.stats.objects_queued += 1;
         }
     }
@@ -230,9 +260,16 @@ impl ReleaseLedger {
         v
     }
 
-    /// Every object some handle names, with its owner (live objects, for gc).
+    /// Every object some handle names, with each of its owners (live
+    /// objects, for gc).
     pub fn live(&self) -> Vec<(usize, ObjectId)> {
-        let mut v: Vec<(usize, ObjectId)> = self.state.lock().refs.iter().map(|(id, e)| (e.owner, *id)).collect();
+        let mut v: Vec<(usize, ObjectId)> = self
+            .state
+            .lock()
+            .refs
+            .iter()
+            .flat_map(|(id, e)| e.owners.iter().map(move |&(o, _)| (o, *id)))
+            .collect();
         v.sort();
         v
     }
@@ -330,6 +367,23 @@ mod tests {
         l.retain(&a);
         l.drop_refs(&a);
         assert!(l.pending_ranks().is_empty(), "a closed ledger ignores handles");
+    }
+
+    #[test]
+    fn an_object_owned_on_two_ranks_is_released_on_each_with_its_last_handle_there() {
+        // `place` gives block 1 a second owner (rank 2) under the same id.
+        let l = ReleaseLedger::new(3);
+        l.retain(&[(1, id(1), 100)]);
+        l.retain(&[(2, id(1), 100)]);
+        l.retain(&[(2, id(1), 100)]);
+        assert_eq!(l.live(), vec![(1, id(1)), (2, id(1))]);
+        l.drop_refs(&[(1, id(1), 100)]);
+        assert_eq!(l.take_pending(1), vec![id(1)], "rank 1's copy goes with its handle");
+        l.drop_refs(&[(2, id(1), 100)]);
+        assert!(l.pending_ranks().is_empty(), "one handle still names it on rank 2");
+        l.drop_refs(&[(2, id(1), 100)]);
+        assert_eq!(l.take_pending(2), vec![id(1)]);
+        assert!(l.live().is_empty());
     }
 
     #[test]

@@ -86,6 +86,12 @@ impl ReplicaTable {
         true
     }
 
+    /// Forgets `(id, rank)` without a release (the copy stays on the rank,
+    /// owned by a handle now).
+    pub(super) fn forget(&mut self, id: ObjectId, rank: usize) {
+        self.remove(id, rank);
+    }
+
     /// The least recently used replica of `rank` while its replicas hold
     /// more than `budget` bytes.
     fn over_budget(&self, rank: usize, budget: u64) -> Option<(ObjectId, u64)> {
@@ -197,6 +203,11 @@ impl ReleaseLedger {
         let budget = st.replica_budget;
         let mut ranks: Vec<usize> = Vec::new();
         for &(rank, id, bytes) in received {
+            if st.refs.get(&id).is_some_and(|e| e.owns(rank)) {
+                // The receiver owns this id itself (a `place` put it
+                // there): its store kept its own copy and took nothing in.
+                continue;
+            }
             if !st.refs.contains_key(&id) && !st.kept.contains_key(&id) {
                 // No handle names the block (any more): nothing would ever
                 // release this copy, so it goes after the command.
@@ -260,6 +271,23 @@ mod tests {
 
     fn id(n: u64) -> ObjectId {
         ObjectId::new(1, n)
+    }
+
+    #[test]
+    fn an_owned_copy_is_never_a_replica() {
+        let l = ReleaseLedger::new(1);
+        l.retain(&[(1, id(1), 100)]);
+        // A transfer to rank 2, then rank 2 becomes an owner (a `place`).
+        l.hold_replicas(&[(2, id(1), 100)]);
+        assert_eq!(l.replica_usage(2).replicas, 1);
+        l.retain(&[(2, id(1), 100)]);
+        assert_eq!(l.replica_usage(2).replicas, 0, "forgotten, not released");
+        assert!(l.pending_ranks().is_empty());
+        // A transfer to a rank that owns the id records nothing.
+        l.hold_replicas(&[(2, id(1), 100)]);
+        assert_eq!(l.replica_usage(2).replicas, 0);
+        assert_eq!(l.drop_replicas(&[id(1)]), 0);
+        assert!(l.pending_ranks().is_empty());
     }
 
     #[test]
