@@ -155,7 +155,7 @@ impl ReleaseLedger {
                     // A copy held as a replica is now an owned copy (a
                     // `place` onto a rank that had the block): only the
                     // owner's handles release it from now on.
-                    st.replicas.forget(id, owner);
+                    st.replicas.remove(id, owner);
                 }
             }
         }

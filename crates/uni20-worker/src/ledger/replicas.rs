@@ -67,8 +67,9 @@ impl ReplicaTable {
         true
     }
 
-    /// Forgets `(id, rank)`; whether it was held.
-    fn remove(&mut self, id: ObjectId, rank: usize) -> bool {
+    /// Forgets `(id, rank)` (no release is queued here); whether it was
+    /// held.
+    pub(super) fn remove(&mut self, id: ObjectId, rank: usize) -> bool {
         let Some(r) = self.ranks.get_mut(&rank) else {
             return false;
         };
@@ -84,12 +85,6 @@ impl ReplicaTable {
             }
         }
         true
-    }
-
-    /// Forgets `(id, rank)` without a release (the copy stays on the rank,
-    /// owned by a handle now).
-    pub(super) fn forget(&mut self, id: ObjectId, rank: usize) {
-        self.remove(id, rank);
     }
 
     /// The least recently used replica of `rank` while its replicas hold
