@@ -16,8 +16,8 @@ use uni20_dispatch::ResolveSpec;
 use uni20_worker::Controller;
 
 use crate::error::DistError;
-use crate::ops::kit::cached_items;
 use crate::ops::kit::items::defer_items_with;
+use crate::ops::kit::{cached_items, cached_items_refit};
 use crate::ops::reblock::submit_reblock;
 use crate::tensor::{DistTensor, Manifest, TensorMeta};
 use plan::{plan, Validated};
@@ -218,9 +218,15 @@ fn einsum_symmetric(
             let refs: Vec<&Manifest> = manifests.iter().take(2).collect();
             let n_out = v.n_out();
             let read: Vec<&Manifest> = manifests.iter().collect();
-            cached_items(ctl, "contract.symmetric", &v.cache_params(), workers, &read, || {
-                plan_symmetric(&v, workers, &refs, manifests.get(2)).into_items(n_out)
-            })
+            cached_items_refit(
+                ctl,
+                "contract.symmetric",
+                &v.cache_params(),
+                workers,
+                &read,
+                |p| symmetric::refit_symmetric(&v, p, &read),
+                || plan_symmetric(&v, workers, &refs, manifests.get(2)).into_items(n_out),
+            )
         },
     ))
 }

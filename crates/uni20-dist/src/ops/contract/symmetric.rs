@@ -31,11 +31,12 @@ use std::sync::{Arc, LazyLock, Mutex};
 
 use uni20_dispatch::backends::check_scalars;
 use uni20_dispatch::{ResolveSpec, ResolvedSpec, C64};
+use uni20_persist::ObjectId;
 
 use super::command::{ContractDescriptorV1, WorkItem};
 use super::plan::{ContractPlan, MAX_BLOCK_PRODUCTS};
 use crate::error::{DistError, LayoutError};
-use crate::ops::kit::{check_plan_size, CostAssigner, MAX_BLOCK_BYTES};
+use crate::ops::kit::{check_plan_size, CostAssigner, ItemPlan, MAX_BLOCK_BYTES};
 use crate::symmetry::{plan_pairs, Leg, PairPlan, SymContractError, SymmetricLayout};
 use crate::tensor::{Manifest, TensorMeta};
 use crate::transfer::TransferSet;
@@ -59,11 +60,12 @@ impl SymValidated {
     }
 
     /// Everything of the validated contraction its plan depends on besides
-    /// the manifests, for the plan cache's key (the block pairs follow from
-    /// the spec, the conjugation and the operands' layouts, which the key
-    /// holds).
+    /// the manifests, for the plan cache's key (the block pairs and the
+    /// output layout follow from the spec, the conjugation and the
+    /// operands' layouts, whose block structure the key holds; the extents
+    /// are re-fitted on a hit by [`refit_symmetric`]).
     pub(crate) fn cache_params(&self) -> impl serde::Serialize + '_ {
-        (&self.spec, &self.out, self.alpha, self.beta, self.conj, self.use_c)
+        (&self.spec, self.out.dtype, self.alpha, self.beta, self.conj, self.use_c)
     }
 }
 
@@ -312,6 +314,76 @@ impl PairMemo {
     }
 }
 
+/// Re-fits a cached plan, re-bound to this contraction's operands
+/// (`inputs`: A, B, then C_in when `v.use_c`), to their extents: every
+/// item's output shape and multiply-adds, every transfer's bytes and the
+/// summary are computed again; the rank of each item and the transfers'
+/// endpoints are kept. False (the plan must not be used) unless every item
+/// reads exactly the block pairs and C_in block that `v` gives its output
+/// block, so a plan of another structure is never used.
+pub(crate) fn refit_symmetric(v: &SymValidated, p: &mut ItemPlan<ContractDescriptorV1>, inputs: &[&Manifest]) -> bool {
+    let (Some(ma), Some(mb)) = (inputs.first(), inputs.get(1)) else {
+        return false;
+    };
+    let cm = if v.use_c { inputs.get(2).copied() } else { None };
+    if v.use_c && cm.is_none() {
+        return false;
+    }
+    let out = &v.pairs.output;
+    let n_out = out.blocks().len();
+    let d = &mut p.descriptor;
+    if d.items.len() != n_out || v.pairs.items.len() > n_out {
+        return false;
+    }
+    let mut by_out: Vec<Option<&crate::symmetry::PairItem>> = vec![None; n_out];
+    for it in &v.pairs.items {
+        match by_out.get_mut(it.out_block) {
+            Some(slot) => *slot = Some(it),
+            None => return false,
+        }
+    }
+    let mut sizes: HashMap<ObjectId, u64> = HashMap::new();
+    for m in [Some(*ma), Some(*mb), cm].into_iter().flatten() {
+        for (b, r) in m.blocks.iter().enumerate() {
+            sizes.insert(r.id, m.block_bytes(b));
+        }
+    }
+    for it in &mut d.items {
+        let b = it.out_block;
+        let Some(&pairs) = by_out.get(b) else {
+            return false;
+        };
+        let pairs_match = match pairs {
+            Some(pi) => {
+                pi.pairs.len() == it.terms.len()
+                    && it.terms.iter().zip(&pi.pairs).all(|(t, &(ai, bi))| {
+                        t.len() == 2 && ma.blocks.get(ai) == Some(&t[0]) && mb.blocks.get(bi) == Some(&t[1])
+                    })
+            }
+            None => it.terms.is_empty(),
+        };
+        if !pairs_match || it.c_in != cm.and_then(|c| c.blocks.get(b).copied()) {
+            return false;
+        }
+        it.flops = pairs.map_or(0, |pi| pi.flops);
+        it.out_shape = out.block_extents(b);
+    }
+    for t in &mut d.transfers {
+        match sizes.get(&t.id) {
+            Some(&bytes) => t.bytes = bytes,
+            None => return false,
+        }
+    }
+    let plan = ContractPlan {
+        descriptor: p.descriptor.clone(),
+        out_shape: v.out.shape.clone(),
+        out_blocking: v.out.blocking.clone(),
+        participants: std::mem::take(&mut p.participants),
+    };
+    *p = plan.into_items(n_out);
+    true
+}
+
 /// Builds the plan of a validated symmetric contraction from the operands'
 /// manifests (`inputs`: A and B) and C_in's. `workers` is not empty
 /// (callers check). One item per allowed output block (see the module
@@ -405,5 +477,145 @@ pub(crate) fn plan_symmetric(
         out_shape: v.out.shape.clone(),
         out_blocking: v.out.blocking.clone(),
         participants: participants.into_iter().collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::kit::ItemPlan;
+    use crate::symmetry::{Direction, Sector, Symmetry};
+    use crate::tensor::BlockRef;
+    use uni20_dispatch::DType;
+
+    /// A U(1) leg with sectors `(charge, dim)`, tiles of at most 4.
+    fn leg(dir: Direction, sectors: &[(i64, usize)]) -> Leg {
+        let g = Symmetry::u1();
+        let s = sectors
+            .iter()
+            .map(|&(q, dim)| Sector {
+                charge: g.charge(&[q]).unwrap(),
+                dim,
+            })
+            .collect();
+        Leg::tiled(g, dir, s, 4).unwrap()
+    }
+
+    /// A flux-0 matrix "ab" with legs (Out a, In b), blocks owned round
+    /// robin by ranks 1 and 2, ids from `origin`.
+    fn matrix(a: &[(i64, usize)], b: &[(i64, usize)], origin: u32) -> (TensorMeta, Manifest) {
+        let g = Symmetry::u1();
+        let l = SymmetricLayout::new(
+            g.clone(),
+            vec![leg(Direction::Out, a), leg(Direction::In, b)],
+            g.charge(&[0]).unwrap(),
+        )
+        .unwrap();
+        let meta = TensorMeta::symmetric(Arc::new(l), DType::F64).unwrap();
+        let blocks = (0..meta.stored_blocks())
+            .map(|k| BlockRef {
+                owner: 1 + k % 2,
+                id: ObjectId::new(origin, k as u64),
+            })
+            .collect();
+        let m = Manifest::new(&meta, blocks);
+        (meta, m)
+    }
+
+    fn validated(ma: &TensorMeta, mb: &TensorMeta) -> SymValidated {
+        let spec = resolve("ab,bc->ac", &[ma, mb]).unwrap();
+        validate_symmetric(
+            &spec,
+            &[ma, mb],
+            None,
+            C64::new(1.0, 0.0),
+            C64::new(0.0, 0.0),
+            [false, false],
+        )
+        .unwrap()
+    }
+
+    fn planned(v: &SymValidated, a: &Manifest, b: &Manifest) -> ItemPlan<ContractDescriptorV1> {
+        plan_symmetric(v, &[1, 2], &[a, b], None).into_items(v.n_out())
+    }
+
+    /// A plan re-fitted to operands of the same block structure with other
+    /// extents has the shapes, multiply-adds and transfer bytes of a plan
+    /// made for them, and keeps its rank assignment; a plan of another
+    /// structure is refused.
+    #[test]
+    fn a_refit_plan_has_the_new_extents_and_another_structure_is_refused() {
+        let (s1, s2) = ([(-1, 3), (0, 2), (1, 3)], [(-1, 2), (0, 4), (1, 1)]);
+        let (ma1, a1) = matrix(&s1, &s1, 1);
+        let (mb1, b1) = matrix(&s1, &s1, 2);
+        let (ma2, a2) = matrix(&s2, &s2, 3);
+        let (mb2, b2) = matrix(&s2, &s2, 4);
+        let (v1, v2) = (validated(&ma1, &mb1), validated(&ma2, &mb2));
+        // The cache re-binds the ids before the refit: do it by hand.
+        let mut p = planned(&v1, &a1, &b1);
+        for it in &mut p.descriptor.items {
+            for t in &mut it.terms {
+                let ai = a1.blocks.iter().position(|r| *r == t[0]).unwrap();
+                let bi = b1.blocks.iter().position(|r| *r == t[1]).unwrap();
+                t[0] = a2.blocks[ai];
+                t[1] = b2.blocks[bi];
+            }
+        }
+        let (ids1, ids2): (Vec<_>, Vec<_>) = (
+            a1.blocks.iter().chain(&b1.blocks).map(|r| r.id).collect(),
+            a2.blocks.iter().chain(&b2.blocks).map(|r| r.id).collect(),
+        );
+        for t in &mut p.descriptor.transfers {
+            t.id = ids2[ids1.iter().position(|&i| i == t.id).unwrap()];
+        }
+        let ranks: Vec<usize> = p.descriptor.items.iter().map(|i| i.rank).collect();
+        assert!(refit_symmetric(&v2, &mut p, &[&a2, &b2]));
+        let fresh = planned(&v2, &a2, &b2);
+        assert_eq!(p.descriptor.items.iter().map(|i| i.rank).collect::<Vec<_>>(), ranks);
+        for (got, want) in p.descriptor.items.iter().zip(&fresh.descriptor.items) {
+            assert_eq!(got.out_block, want.out_block);
+            assert_eq!(got.out_shape, want.out_shape);
+            assert_eq!(got.flops, want.flops);
+            assert_eq!(got.terms, want.terms);
+        }
+        assert_ne!(
+            p.descriptor
+                .items
+                .iter()
+                .map(|i| i.out_shape.clone())
+                .collect::<Vec<_>>(),
+            planned(&v1, &a1, &b1)
+                .descriptor
+                .items
+                .iter()
+                .map(|i| i.out_shape.clone())
+                .collect::<Vec<_>>(),
+            "the two structures differ in extents"
+        );
+        for t in &p.descriptor.transfers {
+            let m = if a2.blocks.iter().any(|r| r.id == t.id) {
+                &a2
+            } else {
+                &b2
+            };
+            let b = m.blocks.iter().position(|r| r.id == t.id).unwrap();
+            assert_eq!(t.bytes, m.block_bytes(b));
+        }
+        assert_eq!(p.summary.flops, fresh.summary.flops);
+        assert_eq!(p.summary.work_items, fresh.summary.work_items);
+        assert_eq!(p.summary.block_products, fresh.summary.block_products);
+        let moved: u64 = p.descriptor.transfers.iter().map(|t| t.bytes).sum();
+        assert_eq!(p.summary.bytes_moved, moved);
+
+        // Another structure (a sector fewer on the contracted leg): refused.
+        let s3 = [(-1, 3), (0, 2)];
+        let (ma3, a3) = matrix(&s3, &s3, 5);
+        let (mb3, b3) = matrix(&s3, &s3, 6);
+        let v3 = validated(&ma3, &mb3);
+        let mut q = planned(&v1, &a1, &b1);
+        assert!(!refit_symmetric(&v3, &mut q, &[&a3, &b3]));
+        // The right structure with ids that are not the operands': refused.
+        let mut r = planned(&v1, &a1, &b1);
+        assert!(!refit_symmetric(&v2, &mut r, &[&a2, &b2]));
     }
 }

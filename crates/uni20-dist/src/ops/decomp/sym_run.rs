@@ -16,7 +16,7 @@ use super::sym_command::{
     CutSectorV1, FactorRoleV1, FactorV1, SectorFactoredV1, SymCutDescV1, SymCutV1, SymFactorReplyV1,
     SymFactorizeDescV1, SymFactorizeV1, SymKindV1,
 };
-use super::symmetric::{factor_layouts, factor_metas, plan_sectors, SymValidated};
+use super::symmetric::{factor_layouts, factor_metas, plan_sectors, SectorPlacements, SymValidated};
 use crate::error::DistError;
 use crate::summary::PlanSummary;
 use crate::symmetry::{truncate_sectors, Charge};
@@ -68,7 +68,14 @@ pub(crate) fn factorize_symmetric(
     let m = t.manifest(ctl)?;
     let workers = ctl.compute_ranks();
     let g = &v.geometry;
-    let a = plan_sectors(g, &m, &workers)?;
+    let memo_key = SectorPlacements::key(g, &workers);
+    let fixed = memo_key
+        .as_ref()
+        .and_then(|k| ctl.with_root_state(|p: &mut SectorPlacements| p.get(k)));
+    let a = plan_sectors(g, &m, &workers, fixed.as_deref())?;
+    if let Some(k) = memo_key {
+        ctl.with_root_state(|p: &mut SectorPlacements| p.put(k, a.workers.clone()));
+    }
     let desc = SymFactorizeDescV1 {
         kind,
         layout: g.layout.clone(),

@@ -18,6 +18,8 @@
 //! singular values for the SVD, `n` for eigh); a sector that keeps nothing
 //! has no bond sector.
 
+use std::collections::HashMap;
+
 use uni20_dispatch::decomp::DecompKind;
 use uni20_dispatch::DType;
 
@@ -387,12 +389,19 @@ pub(crate) struct SectorAssembly {
 /// Assigns the sector matrices to `workers` (not empty), balanced by
 /// cost: largest first, each to the least loaded worker (ties: the one
 /// holding most of the sector's bytes, then the lower rank); and lists the
-/// input blocks each must fetch.
+/// input blocks each must fetch. `fixed`: an earlier assignment of a
+/// decomposition of the same block structure ([`SectorPlacements`]), used
+/// as it is when it names one of `workers` per sector.
 ///
 /// # Errors
 /// [`DistError::Protocol`] if a block of the manifest fits no sector (a
 /// layout that breaks its own charge rule).
-pub(crate) fn plan_sectors(g: &SectorGeometry, m: &Manifest, workers: &[usize]) -> Result<SectorAssembly, DistError> {
+pub(crate) fn plan_sectors(
+    g: &SectorGeometry,
+    m: &Manifest,
+    workers: &[usize],
+    fixed: Option<&[usize]>,
+) -> Result<SectorAssembly, DistError> {
     let mut blocks = vec![Vec::new(); g.sectors.len()];
     for b in 0..m.blocks.len() {
         let p = g
@@ -400,24 +409,11 @@ pub(crate) fn plan_sectors(g: &SectorGeometry, m: &Manifest, workers: &[usize]) 
             .ok_or_else(|| DistError::Protocol(format!("block {b} of a symmetric tensor fits no sector matrix")))?;
         blocks[p.sector].push(b);
     }
-    let mut order: Vec<usize> = (0..g.sectors.len()).collect();
-    order.sort_by_key(|&s| (std::cmp::Reverse(g.sectors[s].cost()), s));
-    let mut load: Vec<u128> = vec![0; workers.len()];
-    let mut assigned = vec![workers[0]; g.sectors.len()];
-    for s in order {
-        let local = |w: usize| -> u64 {
-            blocks[s]
-                .iter()
-                .filter(|&&b| m.blocks[b].owner == w)
-                .map(|&b| m.block_bytes(b))
-                .sum()
-        };
-        let i = (0..workers.len())
-            .min_by_key(|&i| (load[i], std::cmp::Reverse(local(workers[i])), workers[i]))
-            .unwrap_or(0);
-        load[i] += g.sectors[s].cost().max(1);
-        assigned[s] = workers[i];
-    }
+    let fixed = fixed.filter(|f| f.len() == g.sectors.len() && f.iter().all(|w| workers.contains(w)));
+    let assigned = match fixed {
+        Some(f) => f.to_vec(),
+        None => balance_sectors(g, m, workers, &blocks),
+    };
     let mut set = TransferSet::new();
     for (s, bs) in blocks.iter().enumerate() {
         for &b in bs {
@@ -438,6 +434,85 @@ pub(crate) fn plan_sectors(g: &SectorGeometry, m: &Manifest, workers: &[usize]) 
         transfers,
         participants,
     })
+}
+
+/// The cost-balanced assignment of [`plan_sectors`].
+fn balance_sectors(g: &SectorGeometry, m: &Manifest, workers: &[usize], blocks: &[Vec<usize>]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..g.sectors.len()).collect();
+    order.sort_by_key(|&s| (std::cmp::Reverse(g.sectors[s].cost()), s));
+    let mut load: Vec<u128> = vec![0; workers.len()];
+    let mut assigned = vec![workers[0]; g.sectors.len()];
+    for s in order {
+        let local = |w: usize| -> u64 {
+            blocks[s]
+                .iter()
+                .filter(|&&b| m.blocks[b].owner == w)
+                .map(|&b| m.block_bytes(b))
+                .sum()
+        };
+        let i = (0..workers.len())
+            .min_by_key(|&i| (load[i], std::cmp::Reverse(local(workers[i])), workers[i]))
+            .unwrap_or(0);
+        load[i] += g.sectors[s].cost().max(1);
+        assigned[s] = workers[i];
+    }
+    assigned
+}
+
+/// Most block structures whose sector assignment [`SectorPlacements`]
+/// remembers.
+const SECTOR_PLACEMENTS: usize = 4096;
+
+/// The root's memory of sector assignments, by block structure (the
+/// input's charges and tile counts without extents, the split, the
+/// workers): a decomposition whose structure recurs gets the assignment of
+/// the last one, so its factors keep their owners from sweep to sweep even
+/// when a sector's dimension moves by one, and the contractions that read
+/// them find their cached plans (`ops::kit::cache`). Balance is by the cost
+/// the structure had when first seen. Bounded: the least recently used
+/// half is forgotten beyond [`SECTOR_PLACEMENTS`] entries.
+#[derive(Default)]
+pub(crate) struct SectorPlacements {
+    map: HashMap<Vec<u8>, (Vec<usize>, u64)>,
+    tick: u64,
+}
+
+impl SectorPlacements {
+    /// The key of a decomposition of `g` over `workers`; `None` when the
+    /// layout cannot be encoded (nothing is remembered then).
+    pub(crate) fn key(g: &SectorGeometry, workers: &[usize]) -> Option<Vec<u8>> {
+        let mut key = Vec::with_capacity(128);
+        crate::ops::kit::write_structure(&mut key, &g.layout)?;
+        for list in [&g.split.rows, &g.split.cols, &workers.to_vec()] {
+            key.extend_from_slice(&(list.len() as u32).to_le_bytes());
+            for &x in list.iter() {
+                key.extend_from_slice(&(x as u64).to_le_bytes());
+            }
+        }
+        Some(key)
+    }
+
+    /// The remembered assignment of `key`.
+    pub(crate) fn get(&mut self, key: &[u8]) -> Option<Vec<usize>> {
+        self.tick += 1;
+        let tick = self.tick;
+        self.map.get_mut(key).map(|(a, t)| {
+            *t = tick;
+            a.clone()
+        })
+    }
+
+    /// Remembers `assigned` for `key`.
+    pub(crate) fn put(&mut self, key: Vec<u8>, assigned: Vec<usize>) {
+        self.tick += 1;
+        if self.map.len() >= SECTOR_PLACEMENTS && !self.map.contains_key(&key) {
+            let mut ticks: Vec<u64> = self.map.values().map(|v| v.1).collect();
+            ticks.sort_unstable();
+            let cut = ticks[ticks.len() / 2];
+            self.map.retain(|_, v| v.1 > cut);
+        }
+        self.map.insert(key, (assigned, self.tick));
+    }
 }
 
 #[cfg(test)]
@@ -513,11 +588,68 @@ mod tests {
             })
             .collect();
         let man = Manifest::new(&meta, blocks);
-        let a = plan_sectors(&geo, &man, &[1, 2]).unwrap();
+        let a = plan_sectors(&geo, &man, &[1, 2], None).unwrap();
         // 64 -> rank 1 (holds the bytes), 8 -> rank 2, 1 -> rank 2, 1 -> rank 2.
         assert_eq!(a.workers, vec![1, 2, 2, 2]);
         assert_eq!(a.transfers.len(), 3);
         assert!(a.transfers.iter().all(|t| t.from == 1 && t.to == 2));
         assert_eq!(a.participants, vec![1, 2]);
+    }
+
+    /// A remembered assignment is used as it is, for any structure with
+    /// the same charges and tile counts (other extents); the key tells
+    /// other structures, splits and workers apart; a remembered assignment
+    /// that does not fit is ignored.
+    #[test]
+    fn sector_assignments_are_remembered_by_structure() {
+        let g = Symmetry::u1();
+        let geometry = |sectors: &[(i64, usize)], split: &str| {
+            let a = leg(Direction::Out, sectors, 8);
+            let lay = SymmetricLayout::new(g.clone(), vec![a.clone(), a.dual()], g.identity()).unwrap();
+            SectorGeometry::new(&lay, &MatrixSplit::parse(split, 2).unwrap()).unwrap()
+        };
+        let manifest = |geo: &SectorGeometry| {
+            let meta = TensorMeta::symmetric(std::sync::Arc::new(geo.layout.clone()), DType::F64).unwrap();
+            let blocks = (0..geo.layout.blocks().len())
+                .map(|b| BlockRef {
+                    owner: 1,
+                    id: ObjectId::new(1, b as u64),
+                })
+                .collect();
+            Manifest::new(&meta, blocks)
+        };
+        let first = geometry(&[(0, 4), (1, 2), (2, 1), (3, 1)], "a|b");
+        let moved = geometry(&[(0, 1), (1, 2), (2, 4), (3, 1)], "a|b");
+        let key = SectorPlacements::key(&first, &[1, 2]).unwrap();
+        assert_eq!(SectorPlacements::key(&moved, &[1, 2]).unwrap(), key);
+        for other in [
+            SectorPlacements::key(&geometry(&[(0, 4), (1, 2), (2, 1)], "a|b"), &[1, 2]),
+            SectorPlacements::key(&geometry(&[(0, 4), (1, 2), (2, 1), (4, 1)], "a|b"), &[1, 2]),
+            SectorPlacements::key(&geometry(&[(0, 4), (1, 2), (2, 1), (3, 1)], "ab->b|a"), &[1, 2]),
+            SectorPlacements::key(&first, &[1, 2, 3]),
+        ] {
+            assert_ne!(other.unwrap(), key);
+        }
+        let mut memo = SectorPlacements::default();
+        let a = plan_sectors(&first, &manifest(&first), &[1, 2], None).unwrap();
+        memo.put(key.clone(), a.workers.clone());
+        let fixed = memo.get(&key).unwrap();
+        // Balanced afresh, the moved sizes would go elsewhere; remembered, they keep the owners.
+        let fresh = plan_sectors(&moved, &manifest(&moved), &[1, 2], None).unwrap();
+        assert_ne!(fresh.workers, a.workers);
+        let kept = plan_sectors(&moved, &manifest(&moved), &[1, 2], Some(&fixed)).unwrap();
+        assert_eq!(kept.workers, a.workers);
+        // An assignment naming a rank outside the workers, or of another length, is ignored.
+        let bad = plan_sectors(&moved, &manifest(&moved), &[1, 2], Some(&[1, 2, 3, 1])).unwrap();
+        assert_eq!(bad.workers, fresh.workers);
+        let short = plan_sectors(&moved, &manifest(&moved), &[1, 2], Some(&[1, 2])).unwrap();
+        assert_eq!(short.workers, fresh.workers);
+        // Bounded: beyond the limit the least recently used half goes.
+        for k in 0..SECTOR_PLACEMENTS as u64 {
+            memo.put(k.to_le_bytes().to_vec(), vec![1]);
+        }
+        assert!(memo.map.len() <= SECTOR_PLACEMENTS);
+        assert!(memo.get(&key).is_none(), "the oldest entry was forgotten");
+        assert!(memo.get(&(SECTOR_PLACEMENTS as u64 - 1).to_le_bytes()).is_some());
     }
 }

@@ -200,9 +200,57 @@ pub fn set_plan_cache_budget(ctl: &Controller<'_>, bytes: usize) {
     });
 }
 
+/// How a plan-cache key describes a symmetric operand.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum KeyExtents {
+    /// In full: shape, tiling and every sector's dimension and tiles (the
+    /// plan depends on them).
+    Full,
+    /// Without extents: group, flux, and per leg its direction, sectors'
+    /// charges and tile counts (the block structure), for a family whose
+    /// cached plan is re-fitted to the operands' extents on a hit.
+    Structure,
+}
+
+/// Appends the block structure of a symmetric layout, without extents
+/// ([`KeyExtents::Structure`]): two layouts with equal structure have the
+/// same allowed blocks in the same order (the charge rule reads charges
+/// and tile counts only).
+pub(crate) fn write_structure(key: &mut Vec<u8>, l: &crate::symmetry::SymmetricLayout) -> Option<()> {
+    let sym = uni20_worker::envelope::encode(l.symmetry());
+    if sym.is_empty() {
+        return None;
+    }
+    key.extend_from_slice(&(sym.len() as u64).to_le_bytes());
+    key.extend_from_slice(&sym);
+    let charge = |key: &mut Vec<u8>, c: &crate::symmetry::Charge| {
+        key.extend_from_slice(&(c.components().len() as u32).to_le_bytes());
+        for &x in c.components() {
+            key.extend_from_slice(&x.to_le_bytes());
+        }
+    };
+    charge(key, l.flux());
+    key.extend_from_slice(&(l.legs().len() as u32).to_le_bytes());
+    for leg in l.legs() {
+        key.push(leg.direction() as u8);
+        key.extend_from_slice(&(leg.sectors().len() as u32).to_le_bytes());
+        for (s, sector) in leg.sectors().iter().enumerate() {
+            charge(key, &sector.charge);
+            key.extend_from_slice(&(leg.sector_tiles(s).len() as u32).to_le_bytes());
+        }
+    }
+    Some(())
+}
+
 /// The structural key of an operation (see the module docs), or `None`
 /// when a part cannot be encoded (the operation is then not cached).
-fn structural_key(family: &str, params: &impl Serialize, workers: &[usize], inputs: &[&Manifest]) -> Option<Vec<u8>> {
+fn structural_key(
+    family: &str,
+    params: &impl Serialize,
+    workers: &[usize],
+    inputs: &[&Manifest],
+    extents: KeyExtents,
+) -> Option<Vec<u8>> {
     let mut key = Vec::with_capacity(256);
     key.extend_from_slice(family.as_bytes());
     key.push(0);
@@ -218,13 +266,22 @@ fn structural_key(family: &str, params: &impl Serialize, workers: &[usize], inpu
     }
     let mut first: HashMap<ObjectId, (u32, u32)> = HashMap::new();
     for (i, m) in inputs.iter().enumerate() {
-        let meta = uni20_worker::envelope::encode(&(&m.shape, m.dtype, &m.blocking, &m.symmetric));
-        if meta.is_empty() {
-            return None;
+        match (&m.symmetric, extents) {
+            (Some(l), KeyExtents::Structure) => {
+                key.push(b'S');
+                key.push(m.dtype as u8);
+                write_structure(&mut key, l)?;
+            }
+            _ => {
+                let meta = uni20_worker::envelope::encode(&(&m.shape, m.dtype, &m.blocking, &m.symmetric));
+                if meta.is_empty() {
+                    return None;
+                }
+                key.push(b'I');
+                key.extend_from_slice(&(meta.len() as u64).to_le_bytes());
+                key.extend_from_slice(&meta);
+            }
         }
-        key.push(b'I');
-        key.extend_from_slice(&(meta.len() as u64).to_le_bytes());
-        key.extend_from_slice(&meta);
         key.extend_from_slice(&(m.blocks.len() as u64).to_le_bytes());
         for (b, r) in m.blocks.iter().enumerate() {
             key.extend_from_slice(&(r.owner as u32).to_le_bytes());
@@ -256,11 +313,58 @@ pub(crate) fn cached_items<D>(
 where
     D: Rebind + Clone + 'static,
 {
+    lookup(ctl, family, params, workers, inputs, KeyExtents::Full, |_| true, plan)
+}
+
+/// As [`cached_items`], for a family whose plan depends on its symmetric
+/// operands' extents only through numbers it can compute again (block
+/// shapes, multiply-adds, transfer bytes): the key holds the operands'
+/// block structure without extents ([`KeyExtents::Structure`]), and on a hit
+/// `refit` brings the re-bound plan to this operation's extents, checking
+/// that its block structure is this operation's. A `refit` that returns
+/// false (the plan does not fit) counts as a miss: the operation is planned
+/// again and its plan replaces the cached one, so a plan is never used
+/// where it does not fit.
+///
+/// A symmetric DMRG sweep moves a sector's dimension by one from sweep to
+/// sweep at most bonds, where the structure recurs; and a re-used plan
+/// keeps its rank assignment, so its outputs keep their owners and the
+/// operations that read them find their plans too.
+pub(crate) fn cached_items_refit<D>(
+    ctl: &Controller<'_>,
+    family: &'static str,
+    params: &impl Serialize,
+    workers: &[usize],
+    inputs: &[&Manifest],
+    refit: impl FnOnce(&mut ItemPlan<D>) -> bool,
+    plan: impl FnOnce() -> ItemPlan<D>,
+) -> ItemPlan<D>
+where
+    D: Rebind + Clone + 'static,
+{
+    lookup(ctl, family, params, workers, inputs, KeyExtents::Structure, refit, plan)
+}
+
+/// The lookup of [`cached_items`] and [`cached_items_refit`].
+#[allow(clippy::too_many_arguments)]
+fn lookup<D>(
+    ctl: &Controller<'_>,
+    family: &'static str,
+    params: &impl Serialize,
+    workers: &[usize],
+    inputs: &[&Manifest],
+    extents: KeyExtents,
+    refit: impl FnOnce(&mut ItemPlan<D>) -> bool,
+    plan: impl FnOnce() -> ItemPlan<D>,
+) -> ItemPlan<D>
+where
+    D: Rebind + Clone + 'static,
+{
     let capacity = ctl.with_root_state(|c: &mut PlanCache| c.capacity);
     let key = if capacity == 0 {
         None
     } else {
-        structural_key(family, params, workers, inputs)
+        structural_key(family, params, workers, inputs, extents)
     };
     let Some(key) = key else {
         return plan();
@@ -280,6 +384,7 @@ where
         });
         (complete && slots.next().is_none()).then_some(p)
     });
+    let hit = hit.and_then(|mut p| refit(&mut p).then_some(p));
     ctl.note_plan_lookup(hit.is_some());
     if let Some(mut p) = hit {
         p.summary.cached = true;

@@ -31,7 +31,7 @@ pub(crate) mod tiling;
 pub(crate) mod worker;
 
 pub use assign::{Assigner, CostAssigner};
-pub(crate) use cache::{cached_items, Rebind};
+pub(crate) use cache::{cached_items, cached_items_refit, write_structure, Rebind};
 pub use cache::{
     plan_cache_stats, set_plan_cache_budget, set_plan_cache_capacity, PlanCacheStats, DEFAULT_PLAN_CACHE_BYTES,
     DEFAULT_PLAN_CACHE_ENTRIES,
