@@ -330,3 +330,52 @@ fn a_storage_round_trip_with_evictions_stays_right_and_leaves_nothing() {
         })
         .unwrap();
 }
+
+/// Reductions keep what they fetch, too: a second `inner` of the same
+/// operands moves nothing, an element-wise operation after it finds the
+/// blocks in place, `reduce_many` uses the same copies, and everything
+/// goes with the handles.
+#[test]
+fn a_reduction_keeps_what_it_fetched_and_later_operations_find_it() {
+    use uni20::dist::{reduce, reduce_many, Reduction};
+    let a = ramp(&[64, 8], 1.0);
+    let b = ramp(&[64, 8], -0.4);
+    let value = |i: usize, scale: f64| scale * (i as f64 + 1.0).sin();
+    let dot: f64 = (0..512).map(|i| value(i, 1.0) * value(i, -0.4)).sum();
+    uni20::universe()
+        .ranks(3)
+        .run(|ctl| {
+            let base = objects_on_ranks(ctl);
+            let ad = DistTensor::from_local_on(ctl, &a, 16, &Placement::Ranks(vec![1])).unwrap();
+            let bd = DistTensor::from_local_on(ctl, &b, 16, &Placement::Ranks(vec![2])).unwrap();
+            let first = reduce(ctl, Reduction::Inner(&ad, &bd)).unwrap();
+            assert!(first.summary.transfers > 0, "{}", first.summary);
+            assert!((first.value.re - dot).abs() < 1e-12 * dot.abs().max(1.0));
+            let again = reduce(ctl, Reduction::Inner(&ad, &bd)).unwrap();
+            assert_eq!(again.summary.transfers, 0, "{}", again.summary);
+            assert_eq!(again.summary.replica_hits, first.summary.transfers);
+            assert_eq!(again.value, first.value);
+            let fused = reduce_many(ctl, &[Reduction::Inner(&ad, &bd), Reduction::Norm(&ad)]).unwrap();
+            assert_eq!(fused[0], first.value);
+            // a + b: blocks the inner products fetched are found in place.
+            let s = axpby(ctl, 1.0, &ad, 1.0, &bd, "ij->ij").unwrap();
+            let sl = s.to_local(ctl).unwrap();
+            let want: Vec<f64> = (0..512).map(|i| value(i, 1.0) + value(i, -0.4)).collect();
+            assert!(
+                sl.max_abs_diff(&LocalTensor::from_f64(&[64, 8], want).unwrap())
+                    .unwrap()
+                    < 1e-12
+            );
+            assert!(
+                s.plan_summary().unwrap().replica_hits > 0,
+                "{}",
+                s.plan_summary().unwrap()
+            );
+            drop((ad, bd, s));
+            ctl.drain().unwrap();
+            ctl.collect().unwrap();
+            assert_eq!(replicas_in_table(ctl), 0);
+            assert_eq!(objects_on_ranks(ctl), base, "{:?}", ctl.store_stats().unwrap());
+        })
+        .unwrap();
+}

@@ -1,6 +1,6 @@
 //! The root side of replicas kept between commands
 //! (`docs/architecture.md`, "Replicas kept between commands"): before an
-//! item-per-block command is sent, the transfers whose receiver already
+//! item-per-block command or a reduction is sent, the transfers whose receiver already
 //! holds the block as a replica from an earlier command are taken out of
 //! its plan, and the command is told to keep what it receives; once it is
 //! sent, the root's table ([`uni20_worker::ledger::replicas`]) records
@@ -12,27 +12,20 @@ use uni20_worker::Controller;
 
 use super::{participants_of, ItemWork};
 use crate::summary::PlanSummary;
+use crate::transfer::record::Transfer;
 
-/// Takes out of `d`'s transfers those whose receiver holds a replica of
-/// the block, updates `participants` and `summary` to match, and marks
-/// `d` to keep the replicas it delivers. Returns what the command's
-/// receivers will hold, for [`record_replicas`] once it is sent; `None`
-/// (nothing changed, replicas dropped after the command as before) in a
-/// one-rank universe, with a budget of 0, for a family that cannot carry
-/// the switch ([`ItemWork::hold_replicas_mut`]) or splits no transfers
-/// ([`ItemWork::work_mut`]), or a plan without transfers.
-pub(crate) fn use_replicas<D: ItemWork>(
+/// Takes out of `transfers` those whose receiver holds a replica of the
+/// block (they count as used now). Returns the transfers taken out and
+/// what the remaining transfers' receivers will hold, for
+/// [`record_replicas`] once the command is sent; `None` (nothing changed,
+/// the command must drop what it receives as before) in a one-rank
+/// universe, with a budget of 0 or without transfers.
+pub(crate) fn skip_held(
     ctl: &Controller<'_>,
-    d: &mut D,
-    participants: &mut Vec<usize>,
-    summary: &mut PlanSummary,
-) -> Option<Vec<HeldBlock>> {
+    transfers: &mut Vec<Transfer>,
+) -> Option<(Vec<Transfer>, Vec<HeldBlock>)> {
     let ledger = ctl.ledger();
-    if ctl.size() == 1 || ledger.replica_budget() == 0 || d.hold_replicas_mut().is_none() {
-        return None;
-    }
-    let (_, transfers) = d.work_mut()?;
-    if transfers.is_empty() {
+    if ctl.size() == 1 || ledger.replica_budget() == 0 || transfers.is_empty() {
         return None;
     }
     let held = ledger.use_replicas(transfers.iter().map(|t| (t.id, t.to)));
@@ -48,7 +41,27 @@ pub(crate) fn use_replicas<D: ItemWork>(
             !h
         });
     }
-    let received: Vec<HeldBlock> = transfers.iter().map(|t| (t.to, t.id, t.bytes)).collect();
+    let received = transfers.iter().map(|t| (t.to, t.id, t.bytes)).collect();
+    Some((skipped, received))
+}
+
+/// Takes out of `d`'s transfers those whose receiver holds a replica of
+/// the block ([`skip_held`]), updates `participants` and `summary` to
+/// match, and marks `d` to keep the replicas it delivers. Returns what the
+/// command's receivers will hold, for [`record_replicas`] once it is sent;
+/// `None` (nothing changed, replicas dropped after the command as before)
+/// as for [`skip_held`], and for a family that cannot carry the switch
+/// ([`ItemWork::hold_replicas_mut`]) or splits no transfers
+/// ([`ItemWork::work_mut`]).
+pub(crate) fn use_replicas<D: ItemWork>(
+    ctl: &Controller<'_>,
+    d: &mut D,
+    participants: &mut Vec<usize>,
+    summary: &mut PlanSummary,
+) -> Option<Vec<HeldBlock>> {
+    d.hold_replicas_mut()?;
+    let (_, transfers) = d.work_mut()?;
+    let (skipped, received) = skip_held(ctl, transfers)?;
     if !skipped.is_empty() {
         let (items, transfers) = d.work();
         let ranks = items.iter().enumerate().map(|(i, item)| D::place(i, item).0);

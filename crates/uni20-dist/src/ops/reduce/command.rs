@@ -57,12 +57,16 @@ pub(crate) struct ReduceDescV1 {
     pub(crate) transfers: Vec<Transfer>,
     /// Every participant, ascending; the first is the leader.
     pub(crate) participants: Vec<usize>,
+    /// Whether the receivers keep what the transfers deliver, as replicas
+    /// the root releases later (`docs/architecture.md`, "Replicas kept
+    /// between commands"); `false`: dropped after the command.
+    pub(crate) hold_replicas: bool,
 }
 
 command!(
     /// The command `uni20.reduce.v1`. Reply: the combined value on the leader,
     /// `None` on every other participant.
-    pub(crate) ReduceV1 = "uni20.reduce.v1", schema 1, ReduceDescV1 => Option<C64>, handle_reduce
+    pub(crate) ReduceV1 = "uni20.reduce.v1", schema 2, ReduceDescV1 => Option<C64>, handle_reduce
 );
 
 /// Neumaier-compensated sum of the real and imaginary parts.
@@ -190,9 +194,11 @@ fn handle_reduce(ctx: &mut WorkerContext<'_>, d: ReduceDescV1) -> Result<Option<
     let items: Vec<(usize, &ReduceItem)> = d.items.iter().enumerate().filter(|(_, i)| i.rank == me).collect();
     let count = items.len();
     let mine = rank_partial(store, d.op, &items, threads)?;
-    store
-        .release_many(&replicas)
-        .map_err(|e| HandlerError::from(e).context("dropping the replicas of this command"))?;
+    if !d.hold_replicas {
+        store
+            .release_many(&replicas)
+            .map_err(|e| HandlerError::from(e).context("dropping the replicas of this command"))?;
+    }
     let leader = d.participants.first().copied().unwrap_or(me);
     tracing::debug!(rank = me, items = count, leader, "reduce: partial computed");
     if me != leader {

@@ -20,6 +20,7 @@ use uni20_worker::transport::Tag;
 use uni20_worker::{command, HandlerError, WorkerContext};
 
 use super::command::{decode, encode, rank_partial, Combine, ReduceDescV1, ReduceItem, ReduceOp, TAG_PARTIAL};
+use crate::ops::kit::participants_of;
 use crate::transfer::exchange_blocks;
 use crate::transfer::record::Transfer;
 
@@ -42,6 +43,9 @@ pub(crate) struct ReduceManyDescV1 {
     pub(crate) transfers: Vec<Transfer>,
     /// Every participant, ascending; the first is the leader.
     pub(crate) participants: Vec<usize>,
+    /// Whether the receivers keep what the transfers deliver, as replicas
+    /// (see [`ReduceDescV1::hold_replicas`]).
+    pub(crate) hold_replicas: bool,
 }
 
 impl ReduceManyDescV1 {
@@ -68,7 +72,17 @@ impl ReduceManyDescV1 {
             reductions,
             transfers,
             participants: participants.into_iter().collect(),
+            hold_replicas: false,
         }
+    }
+}
+
+impl ReduceManyDescV1 {
+    /// The participants after transfers were taken out: the ranks of the
+    /// items and of the remaining transfers, ascending.
+    pub(crate) fn recompute_participants(&mut self) {
+        let ranks = self.reductions.iter().flat_map(|r| r.items.iter().map(|i| i.rank));
+        self.participants = participants_of(ranks, &self.transfers);
     }
 }
 
@@ -76,7 +90,7 @@ command!(
     /// The command `uni20.reduce_many.v1`. Reply: the values of every
     /// reduction on the leader (norms as squared norms), `None` on every
     /// other participant.
-    pub(crate) ReduceManyV1 = "uni20.reduce_many.v1", schema 1, ReduceManyDescV1 => Option<Vec<C64>>, handle_reduce_many
+    pub(crate) ReduceManyV1 = "uni20.reduce_many.v1", schema 2, ReduceManyDescV1 => Option<Vec<C64>>, handle_reduce_many
 );
 
 fn handle_reduce_many(ctx: &mut WorkerContext<'_>, d: ReduceManyDescV1) -> Result<Option<Vec<C64>>, HandlerError> {
@@ -89,9 +103,11 @@ fn handle_reduce_many(ctx: &mut WorkerContext<'_>, d: ReduceManyDescV1) -> Resul
         let items: Vec<(usize, &ReduceItem)> = r.items.iter().enumerate().filter(|(_, i)| i.rank == me).collect();
         mine.push(rank_partial(store, r.op, &items, threads).map_err(|e| e.context(format!("reduction {k}")))?);
     }
-    store
-        .release_many(&replicas)
-        .map_err(|e| HandlerError::from(e).context("dropping the replicas of this command"))?;
+    if !d.hold_replicas {
+        store
+            .release_many(&replicas)
+            .map_err(|e| HandlerError::from(e).context("dropping the replicas of this command"))?;
+    }
     let leader = d.participants.first().copied().unwrap_or(me);
     if me != leader {
         let bytes: Vec<u8> = mine.iter().flat_map(|&v| encode(v)).collect();

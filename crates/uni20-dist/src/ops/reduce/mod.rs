@@ -15,6 +15,8 @@ use uni20_dispatch::C64;
 use uni20_worker::Controller;
 
 use crate::error::DistError;
+use crate::ops::kit::participants_of;
+use crate::ops::kit::replicas::{record_replicas, skip_held};
 use crate::summary::PlanSummary;
 use crate::tensor::DistTensor;
 use command::{ReduceOp, ReduceV1};
@@ -72,9 +74,22 @@ pub fn reduce(ctl: &Controller<'_>, r: Reduction<'_>) -> Result<Reduced, DistErr
     let (op, a, b) = operands(r)?;
     let ma = a.manifest(ctl)?;
     let mb = b.map(|b| b.manifest(ctl)).transpose()?;
-    let (desc, summary) = plan(op, &ctl.compute_ranks(), &ma, mb.as_ref());
+    let (mut desc, mut summary) = plan(op, &ctl.compute_ranks(), &ma, mb.as_ref());
+    // Blocks a rank already holds as replicas do not move; what moves
+    // stays there for the next command (a Lanczos step's `axpby` reads
+    // the vectors its `inner` just compared).
+    let held = skip_held(ctl, &mut desc.transfers).map(|(skipped, received)| {
+        if !skipped.is_empty() {
+            desc.participants = participants_of(desc.items.iter().map(|i| i.rank), &desc.transfers);
+            summary.use_replicas(&skipped, &desc.participants);
+        }
+        desc.hold_replicas = true;
+        received
+    });
+    ctl.note_transfers(summary.bytes_moved, summary.bytes_from_replicas);
     tracing::debug!("{summary}");
     let replies = ctl.submit::<ReduceV1>(&desc, &desc.participants)?;
+    record_replicas(ctl, held);
     let values: Vec<C64> = replies.into_iter().filter_map(|(_, v)| v).collect();
     let [value] = values.as_slice() else {
         return Err(DistError::Protocol(format!(
@@ -117,8 +132,19 @@ pub fn reduce_many(ctl: &Controller<'_>, rs: &[Reduction<'_>]) -> Result<Vec<C64
         plans.push(desc);
         ops.push(op);
     }
-    let desc = ReduceManyDescV1::fuse(plans);
+    let mut desc = ReduceManyDescV1::fuse(plans);
+    let moved = |ts: &[crate::transfer::record::Transfer]| ts.iter().map(|t| t.bytes).sum::<u64>();
+    let held = skip_held(ctl, &mut desc.transfers).map(|(skipped, received)| {
+        if !skipped.is_empty() {
+            desc.recompute_participants();
+        }
+        desc.hold_replicas = true;
+        (moved(&skipped), received)
+    });
+    let from_replicas = held.as_ref().map_or(0, |h| h.0);
+    ctl.note_transfers(moved(&desc.transfers), from_replicas);
     let replies = ctl.submit::<ReduceManyV1>(&desc, &desc.participants)?;
+    record_replicas(ctl, held.map(|h| h.1));
     let mut values: Vec<Vec<C64>> = replies.into_iter().filter_map(|(_, v)| v).collect();
     let (Some(values), true) = (values.pop(), values.is_empty()) else {
         return Err(DistError::Protocol(format!(

@@ -49,6 +49,7 @@ pub(crate) fn plan(
             items,
             transfers,
             participants,
+            hold_replicas: false,
         },
         summary,
     )
