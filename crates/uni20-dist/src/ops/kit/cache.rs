@@ -11,6 +11,16 @@
 //!   same object id, within an input or across inputs). The plan is a
 //!   function of exactly these, so two operations with equal keys get
 //!   equal plans; keys are compared in full, not by hash.
+//! - **Extents** (symmetric contractions, [`cached_items_refit`]): the key
+//!   holds each symmetric operand's block structure (group, flux, and per
+//!   leg its direction, sectors' charges and tile counts) instead of its
+//!   extents, and a hit re-fits the plan to the operands' extents (block
+//!   shapes, multiply-adds, transfer bytes, summary) after checking that
+//!   every item reads exactly the block pairs this operation gives it. A
+//!   converged symmetric DMRG sweep moves some sector's dimension by one at
+//!   almost every bond, so keys with extents missed there two times in
+//!   three; the re-fitted plan keeps its rank assignment, so the outputs
+//!   keep their owners and the next operations hit as well.
 //! - **Template**: the cached plan with, for every object id it names (in
 //!   the descriptor's walk order, [`Rebind::ids_mut`]), the input and block
 //!   position the id came from. Re-binding copies the plan and writes the
