@@ -99,17 +99,23 @@ impl ContractPlan {
     /// The plan in numbers (work items, block products, multiply-adds,
     /// transfers, bytes, per-rank shares).
     pub fn summary(&self) -> PlanSummary {
-        let terms: usize = self.descriptor.items.iter().map(|i| i.terms.len()).sum();
-        let mut s = PlanSummary::from_parts(
-            "contract",
-            self.descriptor.items.iter().map(|i| i.rank),
-            terms,
-            &self.descriptor.transfers,
-            &self.participants,
-        );
-        s.set_flops(self.descriptor.items.iter().map(|i| (i.rank, i.flops)));
-        s
+        summary_of(&self.descriptor, &self.participants)
     }
+}
+
+/// The summary of a contraction plan with `descriptor` sent to
+/// `participants` ([`ContractPlan::summary`]).
+pub(crate) fn summary_of(descriptor: &ContractDescriptorV1, participants: &[usize]) -> PlanSummary {
+    let terms: usize = descriptor.items.iter().map(|i| i.terms.len()).sum();
+    let mut s = PlanSummary::from_parts(
+        "contract",
+        descriptor.items.iter().map(|i| i.rank),
+        terms,
+        &descriptor.transfers,
+        participants,
+    );
+    s.set_flops(descriptor.items.iter().map(|i| (i.rank, i.flops)));
+    s
 }
 
 /// A contraction validated against its operands' static descriptions.

@@ -342,7 +342,8 @@ pub(crate) fn refit_symmetric(v: &SymValidated, p: &mut ItemPlan<ContractDescrip
             None => return false,
         }
     }
-    let mut sizes: HashMap<ObjectId, u64> = HashMap::new();
+    let mut sizes: HashMap<ObjectId, u64> =
+        HashMap::with_capacity(ma.blocks.len() + mb.blocks.len() + cm.map_or(0, |c| c.blocks.len()));
     for m in [Some(*ma), Some(*mb), cm].into_iter().flatten() {
         for (b, r) in m.blocks.iter().enumerate() {
             sizes.insert(r.id, m.block_bytes(b));
@@ -366,7 +367,14 @@ pub(crate) fn refit_symmetric(v: &SymValidated, p: &mut ItemPlan<ContractDescrip
             return false;
         }
         it.flops = pairs.map_or(0, |pi| pi.flops);
-        it.out_shape = out.block_extents(b);
+        it.out_shape.clear();
+        it.out_shape.extend(
+            out.blocks()[b]
+                .tiles
+                .iter()
+                .zip(out.legs())
+                .map(|(&t, l)| l.tile(t).map_or(0, |x| x.extent)),
+        );
     }
     for t in &mut d.transfers {
         match sizes.get(&t.id) {
@@ -374,13 +382,8 @@ pub(crate) fn refit_symmetric(v: &SymValidated, p: &mut ItemPlan<ContractDescrip
             None => return false,
         }
     }
-    let plan = ContractPlan {
-        descriptor: p.descriptor.clone(),
-        out_shape: v.out.shape.clone(),
-        out_blocking: v.out.blocking.clone(),
-        participants: std::mem::take(&mut p.participants),
-    };
-    *p = plan.into_items(n_out);
+    // The items, their output blocks and the participants are the template's.
+    p.summary = super::plan::summary_of(&p.descriptor, &p.participants);
     true
 }
 
