@@ -6,7 +6,6 @@
 //! the root.
 
 use std::collections::HashSet;
-use std::hash::{BuildHasherDefault, Hasher};
 
 use uni20_persist::{ObjectId, ObjectMeta};
 use uni20_worker::transport::{data_tag, Tag, TransportError};
@@ -18,36 +17,10 @@ pub(crate) mod record;
 
 pub(crate) use record::Transfer;
 
-/// A fast, non-cryptographic hasher for the planners' maps of object ids
-/// and ranks (the multiply-rotate of rustc's `FxHasher`): keys come from the
-/// root's own manifests, not from an adversary.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct FastHasher(u64);
-
-impl Hasher for FastHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut b = [0u8; 8];
-            b[..chunk.len()].copy_from_slice(chunk);
-            self.write_u64(u64::from_le_bytes(b));
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    fn write_u32(&mut self, n: u32) {
-        self.write_u64(u64::from(n));
-    }
-    fn write_usize(&mut self, n: usize) {
-        self.write_u64(n as u64);
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-/// The [`FastHasher`] of a `HashMap` or `HashSet`.
-pub(crate) type FastHash = BuildHasherDefault<FastHasher>;
+/// The hasher of the planners' maps of object ids and ranks: rustc's
+/// `FxHasher` (keys come from the root's own manifests, not from an
+/// adversary, so a fast non-cryptographic hash is safe).
+pub(crate) type FastHash = rustc_hash::FxBuildHasher;
 
 /// Builds a plan's transfer list: each (object, receiver) pair at most
 /// once, in the order first requested; blocks already on the receiver

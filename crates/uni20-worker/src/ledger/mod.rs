@@ -18,7 +18,9 @@
 //! block, within a per-rank byte budget, evicted least recently used; the
 //! release of a replica travels in the same queues as an owner's.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use parking_lot::Mutex;
 use uni20_persist::ObjectId;

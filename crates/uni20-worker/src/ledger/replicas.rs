@@ -17,7 +17,9 @@
 //! worker's store may spill a held replica to its disk under its own
 //! budget but never forgets it, so what the table says is there is.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use uni20_persist::ObjectId;
 

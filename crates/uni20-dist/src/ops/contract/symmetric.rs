@@ -342,8 +342,8 @@ pub(crate) fn refit_symmetric(v: &SymValidated, p: &mut ItemPlan<ContractDescrip
             None => return false,
         }
     }
-    let mut sizes: HashMap<ObjectId, u64> =
-        HashMap::with_capacity(ma.blocks.len() + mb.blocks.len() + cm.map_or(0, |c| c.blocks.len()));
+    let mut sizes: rustc_hash::FxHashMap<ObjectId, u64> = rustc_hash::FxHashMap::default();
+    sizes.reserve(ma.blocks.len() + mb.blocks.len() + cm.map_or(0, |c| c.blocks.len()));
     for m in [Some(*ma), Some(*mb), cm].into_iter().flatten() {
         for (b, r) in m.blocks.iter().enumerate() {
             sizes.insert(r.id, m.block_bytes(b));

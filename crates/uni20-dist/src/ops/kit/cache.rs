@@ -35,8 +35,8 @@
 //!   Lookups are counted in the controller's
 //!   [`RootProfile`](uni20_worker::RootProfile) and logged at debug level.
 
+use rustc_hash::FxHashMap as HashMap;
 use std::any::Any;
-use std::collections::HashMap;
 
 use serde::Serialize;
 use uni20_persist::ObjectId;
@@ -126,7 +126,7 @@ impl Default for PlanCache {
             .and_then(|v| v.trim().parse().ok())
             .unwrap_or(DEFAULT_PLAN_CACHE_BYTES);
         PlanCache {
-            entries: HashMap::new(),
+            entries: HashMap::default(),
             capacity,
             budget,
             bytes: 0,
@@ -274,7 +274,7 @@ fn structural_key(
     for &w in workers {
         key.extend_from_slice(&(w as u64).to_le_bytes());
     }
-    let mut first: HashMap<ObjectId, (u32, u32)> = HashMap::new();
+    let mut first: HashMap<ObjectId, (u32, u32)> = HashMap::default();
     for (i, m) in inputs.iter().enumerate() {
         match (&m.symmetric, extents) {
             (Some(l), KeyExtents::Structure) => {
@@ -411,7 +411,7 @@ where
         return p;
     }
     let mut p = plan();
-    let mut index: HashMap<ObjectId, (u32, u32)> = HashMap::new();
+    let mut index: HashMap<ObjectId, (u32, u32)> = HashMap::default();
     for (i, m) in inputs.iter().enumerate() {
         for (b, r) in m.blocks.iter().enumerate() {
             index.entry(r.id).or_insert((i as u32, b as u32));
