@@ -46,9 +46,9 @@ fn test_values(seed: u64) -> impl FnMut() -> f64 {
 }
 
 /// A U(1) leg with sectors `(charge, dim)` in tiles of at most `tile`, for
-/// the tests of this module.
+/// the tests of this crate.
 #[cfg(test)]
-fn u1_test_leg(dir: Direction, sectors: &[(i64, usize)], tile: usize) -> Leg {
+pub(crate) fn u1_test_leg(dir: Direction, sectors: &[(i64, usize)], tile: usize) -> Leg {
     let g = Symmetry::u1();
     let s = sectors
         .iter()

@@ -487,21 +487,13 @@ pub(crate) fn plan_symmetric(
 mod tests {
     use super::*;
     use crate::ops::kit::ItemPlan;
-    use crate::symmetry::{Direction, Sector, Symmetry};
+    use crate::symmetry::{Direction, Symmetry};
     use crate::tensor::BlockRef;
     use uni20_dispatch::DType;
 
     /// A U(1) leg with sectors `(charge, dim)`, tiles of at most 4.
     fn leg(dir: Direction, sectors: &[(i64, usize)]) -> Leg {
-        let g = Symmetry::u1();
-        let s = sectors
-            .iter()
-            .map(|&(q, dim)| Sector {
-                charge: g.charge(&[q]).unwrap(),
-                dim,
-            })
-            .collect();
-        Leg::tiled(g, dir, s, 4).unwrap()
+        crate::symmetry::u1_test_leg(dir, sectors, 4)
     }
 
     /// A flux-0 matrix "ab" with legs (Out a, In b), blocks owned round

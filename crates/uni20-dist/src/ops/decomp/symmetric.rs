@@ -522,17 +522,7 @@ mod tests {
     use crate::tensor::BlockRef;
     use uni20_persist::ObjectId;
 
-    fn leg(dir: Direction, sectors: &[(i64, usize)], tile: usize) -> Leg {
-        let g = Symmetry::u1();
-        let s = sectors
-            .iter()
-            .map(|&(q, dim)| Sector {
-                charge: g.charge(&[q]).unwrap(),
-                dim,
-            })
-            .collect();
-        Leg::tiled(g, dir, s, tile).unwrap()
-    }
+    use crate::symmetry::u1_test_leg as leg;
 
     #[test]
     fn sectors_of_an_mps_tensor_and_their_boxes() {
