@@ -483,7 +483,7 @@ impl SectorPlacements {
     pub(crate) fn key(g: &SectorGeometry, workers: &[usize]) -> Option<Vec<u8>> {
         let mut key = Vec::with_capacity(128);
         crate::ops::kit::write_structure(&mut key, &g.layout)?;
-        for list in [&g.split.rows, &g.split.cols, &workers.to_vec()] {
+        for list in [&g.split.rows[..], &g.split.cols[..], workers] {
             key.extend_from_slice(&(list.len() as u32).to_le_bytes());
             for &x in list.iter() {
                 key.extend_from_slice(&(x as u64).to_le_bytes());
