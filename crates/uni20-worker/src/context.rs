@@ -1,5 +1,7 @@
 //! What a handler sees of its rank.
 
+use std::any::Any;
+
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use uni20_dispatch::BackendList;
@@ -25,7 +27,10 @@ pub trait CommandSpec: 'static {
     /// Descriptor schema version.
     const SCHEMA_VERSION: u32;
     /// The descriptor the root sends (identical to every participant).
-    type Descriptor: Serialize + DeserializeOwned;
+    /// `'static` so that the root can hand its own share to its handler
+    /// as a typed value ([`run_typed_inline`]) instead of encoding and
+    /// decoding it.
+    type Descriptor: Serialize + DeserializeOwned + 'static;
     /// What each participant replies.
     type Reply: Serialize + DeserializeOwned;
 }
@@ -83,6 +88,37 @@ pub fn run_typed<C: CommandSpec>(
     let descriptor = decode_descriptor::<C>(envelope)
         .map_err(|e| HandlerError::from(e).context(format!("decoding the descriptor of `{}`", C::WIRE_NAME)))?;
     let reply = handler(ctx, descriptor)?;
+    encode_reply::<C>(&reply)
+}
+
+/// The erased inline form of a handler: the root's own share of a command
+/// as a typed value (a `Box` of the command's descriptor), not as bytes.
+/// [`register_command!`](crate::register_command) builds one per command
+/// ([`CommandEntry::inline`](crate::CommandEntry::inline)) around
+/// [`run_typed_inline`].
+pub type InlineFn = fn(&mut WorkerContext<'_>, Box<dyn Any>) -> Result<Vec<u8>, HandlerError>;
+
+/// As [`run_typed`] for a descriptor the root already holds as a value
+/// (its own share of a command it submitted, when it is a participant):
+/// no descriptor bytes are encoded or decoded; the reply is encoded as
+/// always. Used through [`InlineFn`].
+///
+/// # Errors
+/// A [`HandlerError`] if `descriptor` is not a `C::Descriptor` (an entry
+/// registered for another command type), the handler's own error, or a
+/// reply that cannot be encoded.
+pub fn run_typed_inline<C: CommandSpec>(
+    ctx: &mut WorkerContext<'_>,
+    descriptor: Box<dyn Any>,
+    handler: TypedHandler<C>,
+) -> Result<Vec<u8>, HandlerError> {
+    let descriptor = descriptor.downcast::<C::Descriptor>().map_err(|_| {
+        HandlerError::msg(format!(
+            "an in-process descriptor of another type than `{}`'s",
+            C::WIRE_NAME
+        ))
+    })?;
+    let reply = handler(ctx, *descriptor)?;
     encode_reply::<C>(&reply)
 }
 

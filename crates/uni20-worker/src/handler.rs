@@ -6,6 +6,7 @@
 //! is a participant) run commands through [`run_handler`]; neither depends on
 //! the other.
 
+use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::context::WorkerContext;
@@ -91,6 +92,7 @@ pub(crate) fn execute(
         ctx,
         env,
         injected.map(|f| (f.kind, f.to_string())),
+        None,
     ))
 }
 
@@ -150,12 +152,16 @@ pub(crate) fn checkpoint_kill(
 /// reaches the handler's thread and is reported the same way, with the
 /// helper's thread, place and message as `caused by` lines. `injected`
 /// makes the handler fail (`error`), panic (`panic`) or panic on a helper
-/// thread (`helperpanic`) instead.
+/// thread (`helperpanic`) instead. `inline` is the root's own share as a
+/// value (then `env` carries no descriptor bytes): it runs through the
+/// entry's [`CommandEntry::inline`](crate::CommandEntry::inline) handler,
+/// which the caller checked is there.
 pub(crate) fn run_handler(
     registry: &Registry,
     ctx: &mut WorkerContext<'_>,
     env: &Envelope,
     injected: Option<(FaultKind, String)>,
+    inline: Option<Box<dyn Any>>,
 ) -> Result<Vec<u8>, Box<Diagnostic>> {
     let rank = ctx.rank();
     let diag = |location: String, error: HandlerError| Box::new(Diagnostic::of(rank, env, location, error));
@@ -193,7 +199,12 @@ pub(crate) fn run_handler(
                 .map_err(|e| HandlerError::from(e).context("spawning a helper thread"))
         }),
         Some((FaultKind::Error, f)) => Err(HandlerError::msg(format!("injected error {f} (UNI20_INJECT_FAULT)"))),
-        _ => (entry.handler)(ctx, env),
+        // The root's own share, passed as a value (its envelope carries no
+        // descriptor bytes): the entry's inline handler.
+        _ => match (inline, entry.inline) {
+            (Some(descriptor), Some(run_inline)) => run_inline(ctx, descriptor),
+            _ => (entry.handler)(ctx, env),
+        },
     }));
     let outcome = match outcome {
         Ok(Ok(bytes)) => Ok(bytes),
@@ -266,6 +277,7 @@ mod tests {
             schema_version: 1,
             command_id: command_id(wire),
             handler,
+            inline: None,
             location: HandlerLocation {
                 module_path: "handler::tests",
                 file: "handler.rs",
@@ -305,7 +317,7 @@ mod tests {
             schema_version: 1,
             descriptor: Vec::new(),
         };
-        run_handler(registry, &mut ctx, &env, injected)
+        run_handler(registry, &mut ctx, &env, injected, None)
     }
 
     fn registry() -> Registry {

@@ -89,7 +89,7 @@ pub use worker::WorkerExit;
 pub use controller::{CollectReport, Controller, DeferredJob, OnDone, PendingOp, RawReplies, RootProfile};
 
 // Writing a command: its spec, its handler's context, and the errors a job reports.
-pub use context::{run_typed, CommandSpec, KernelContext, TypedHandler, WorkerContext};
+pub use context::{run_typed, run_typed_inline, CommandSpec, InlineFn, KernelContext, TypedHandler, WorkerContext};
 pub use diag::{Diagnostic, Disagreement, HandlerError, JobError};
 
 // The command registry (what `register_command!` and `register_store_type!` expand to).

@@ -68,6 +68,11 @@ pub struct CommandEntry {
     pub command_id: u64,
     /// The worker-side handler.
     pub handler: HandlerFn,
+    /// The same handler for a descriptor passed as a value: the root runs
+    /// its own share of a command through it, without encoding and
+    /// decoding the descriptor ([`register_command!`](crate::register_command)
+    /// sets it; `None` makes the root encode its share like any rank's).
+    pub inline: Option<crate::InlineFn>,
     /// Where the entry was registered.
     pub location: HandlerLocation,
 }
@@ -115,7 +120,17 @@ impl CommandEntry {
             schema_version: C::SCHEMA_VERSION,
             command_id: command_id(C::WIRE_NAME),
             handler,
+            inline: None,
             location,
+        }
+    }
+
+    /// This entry with `inline` as its [`CommandEntry::inline`] handler
+    /// (what [`register_command!`](crate::register_command) adds).
+    pub const fn with_inline(self, inline: crate::InlineFn) -> CommandEntry {
+        CommandEntry {
+            inline: Some(inline),
+            ..self
         }
     }
 }
@@ -220,6 +235,13 @@ macro_rules! register_command {
                 $crate::run_typed::<$command>(ctx, envelope, $handler)
             }
 
+            fn __uni20_inline_handler(
+                ctx: &mut $crate::WorkerContext<'_>,
+                descriptor: ::std::boxed::Box<dyn ::core::any::Any>,
+            ) -> ::core::result::Result<::std::vec::Vec<u8>, $crate::HandlerError> {
+                $crate::run_typed_inline::<$command>(ctx, descriptor, $handler)
+            }
+
             #[$crate::linkme::distributed_slice($crate::COMMANDS)]
             #[linkme(crate = $crate::linkme)]
             static __UNI20_COMMAND_ENTRY: $crate::CommandEntry = $crate::CommandEntry::of::<$command>(
@@ -229,7 +251,8 @@ macro_rules! register_command {
                     file: file!(),
                     line: line!(),
                 },
-            );
+            )
+            .with_inline(__uni20_inline_handler);
         };
     };
 }
@@ -510,6 +533,7 @@ mod tests {
             schema_version: schema,
             command_id: command_id(wire),
             handler: dummy,
+            inline: None,
             location: HandlerLocation {
                 module_path: "t",
                 file: "t.rs",

@@ -52,6 +52,7 @@ fn entry(wire: &'static str, handler: HandlerFn) -> CommandEntry {
         schema_version: 1,
         command_id: command_id(wire),
         handler,
+        inline: None,
         location: HandlerLocation {
             module_path: module_path!(),
             file: file!(),

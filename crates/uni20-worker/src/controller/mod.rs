@@ -103,8 +103,11 @@ pub struct Controller<'a> {
 enum Descriptors<'d, D> {
     /// `(descriptor, participants)`: every participant receives it.
     Shared(&'d D, &'d [usize]),
-    /// `(rank, descriptor)` per participant.
-    Each(&'d [(usize, D)]),
+    /// As `Shared`, owned: the root runs its own share from the value.
+    SharedOwned(D, &'d [usize]),
+    /// `(rank, descriptor)` per participant, owned: the root runs its own
+    /// share from the value.
+    Each(Vec<(usize, D)>),
 }
 
 /// A submitted command whose replies have not been collected yet.
@@ -267,6 +270,20 @@ impl<'a> Controller<'a> {
         let op = self.begin::<C>(desc, participants)?;
         self.finish(op)
     }
+    /// As [`Controller::submit`], taking the descriptor by value: when the
+    /// root is a participant it runs its own share from the value (see
+    /// [`Controller::submit_nowait_owned`]).
+    ///
+    /// # Errors
+    /// As [`Controller::submit`].
+    pub fn submit_owned<C: CommandSpec>(
+        &self,
+        desc: C::Descriptor,
+        participants: &[usize],
+    ) -> Result<Vec<(usize, C::Reply)>, JobError> {
+        let op_id = self.send_op_with::<C>(Descriptors::SharedOwned(desc, participants), None)?;
+        self.finish(PendingOp::<C> { op_id, _c: PhantomData })
+    }
     /// Sends the command to every participant and returns without waiting;
     /// collect the replies with [`Controller::finish`]. The root runs its
     /// own share at once when it is a participant.
@@ -320,11 +337,11 @@ impl<'a> Controller<'a> {
     /// [`Controller::begin`]. `on_done` is not called when this fails.
     pub fn submit_nowait_each<C: CommandSpec + 'a>(
         &self,
-        shares: &[(usize, C::Descriptor)],
+        shares: Vec<(usize, C::Descriptor)>,
         on_done: impl FnOnce(&Controller<'a>, Result<Vec<(usize, C::Reply)>, JobError>) + 'a,
     ) -> Result<u64, JobError> {
         let mut seen = std::collections::BTreeSet::new();
-        for &(r, _) in shares {
+        for &(r, _) in &shares {
             if r >= self.size() {
                 return Err(JobError::Protocol(format!(
                     "`{}`: a share for rank {r} of a universe of {} ranks",
@@ -344,6 +361,25 @@ impl<'a> Controller<'a> {
             on_done(ctl, decoded)
         });
         self.send_op_with::<C>(Descriptors::Each(shares), Some(cb))
+    }
+    /// As [`Controller::submit_nowait`], taking the descriptor by value:
+    /// when the root is a participant it runs its own share from the value
+    /// (no descriptor bytes encoded for it or decoded), and when it is the
+    /// only participant nothing is encoded at all.
+    ///
+    /// # Errors
+    /// As [`Controller::submit_nowait`].
+    pub fn submit_nowait_owned<C: CommandSpec + 'a>(
+        &self,
+        desc: C::Descriptor,
+        participants: &[usize],
+        on_done: impl FnOnce(&Controller<'a>, Result<Vec<(usize, C::Reply)>, JobError>) + 'a,
+    ) -> Result<u64, JobError> {
+        let cb: OnDone<'a> = Box::new(move |ctl, op_id, raw| {
+            let decoded = raw.and_then(|raw| decode_replies::<C>(raw, op_id));
+            on_done(ctl, decoded)
+        });
+        self.send_op_with::<C>(Descriptors::SharedOwned(desc, participants), Some(cb))
     }
     fn send_op<C: CommandSpec>(
         &self,
@@ -376,22 +412,57 @@ impl<'a> Controller<'a> {
         if let Some(e) = self.stopped() {
             return Err(e);
         }
-        if self.registry.by_wire_name(C::WIRE_NAME).is_none() {
+        let Some(entry) = self.registry.by_wire_name(C::WIRE_NAME) else {
             return Err(JobError::UnknownCommand(C::WIRE_NAME.into()));
-        }
+        };
+        let has_inline = entry.inline.is_some();
         self.flush_full_release_queues()?;
         let op_id = self.next_op.get();
         self.next_op.set(op_id + 1);
         profile::add(&self.counters.operations, 1);
-        // The encoded descriptors, and per participant the one it receives.
+        let root_faults = [
+            FaultKind::UnknownCmd,
+            FaultKind::Schema,
+            FaultKind::Garbage,
+            FaultKind::Trailing,
+        ];
+        let fault = self.faults.at(0, op_id, &root_faults);
+        // The root's own share, kept as a value when the entry can run it
+        // so (an injected root fault travels as bytes, like any rank's).
+        let inline_ok = has_inline && fault.is_none();
+        let mut own: Option<C::Descriptor> = None;
+        // The encoded descriptors (empty for a share the root keeps as a
+        // value), and per participant the one it receives.
         let (mut descriptors, targets): (Vec<Vec<u8>>, Vec<(usize, usize)>) = match descs {
             Descriptors::Shared(desc, participants) => {
                 (vec![encode(desc)], participants.iter().map(|&r| (r, 0)).collect())
             }
-            Descriptors::Each(shares) => (
-                shares.iter().map(|(_, d)| encode(d)).collect(),
-                shares.iter().enumerate().map(|(k, (r, _))| (*r, k)).collect(),
-            ),
+            Descriptors::SharedOwned(desc, participants) => {
+                let root = participants.contains(&0);
+                let bytes = if root && inline_ok && participants.iter().all(|&r| r == 0) {
+                    Vec::new()
+                } else {
+                    encode(&desc)
+                };
+                if root && inline_ok {
+                    own = Some(desc);
+                }
+                (vec![bytes], participants.iter().map(|&r| (r, 0)).collect())
+            }
+            Descriptors::Each(shares) => {
+                let mut descriptors = Vec::with_capacity(shares.len());
+                let mut targets = Vec::with_capacity(shares.len());
+                for (k, (r, d)) in shares.into_iter().enumerate() {
+                    if r == 0 && inline_ok {
+                        descriptors.push(Vec::new());
+                        own = Some(d);
+                    } else {
+                        descriptors.push(encode(&d));
+                    }
+                    targets.push((r, k));
+                }
+                (descriptors, targets)
+            }
         };
         let mut env = EnvelopeRef {
             op_id,
@@ -401,13 +472,7 @@ impl<'a> Controller<'a> {
             schema_version: C::SCHEMA_VERSION,
             descriptor: &[],
         };
-        let root_faults = [
-            FaultKind::UnknownCmd,
-            FaultKind::Schema,
-            FaultKind::Garbage,
-            FaultKind::Trailing,
-        ];
-        if let Some(f) = self.faults.at(0, op_id, &root_faults) {
+        if let Some(f) = fault {
             tracing::warn!(op_id, "injected fault {f}");
             match f.kind {
                 FaultKind::UnknownCmd => env.command_id = command_id("uni20.injected.unknown.v1"),
@@ -427,9 +492,23 @@ impl<'a> Controller<'a> {
         // one frame posted to every participant: submission never waits for
         // a worker to receive (it may be busy replying). A rank with queued
         // releases gets them in its own copy of the frame.
+        // Only the descriptors some other rank receives are framed.
+        let mut sent = vec![false; descriptors.len()];
+        for &(r, k) in &targets {
+            if r != 0 {
+                sent[k] = true;
+            }
+        }
         let envelopes: Vec<Vec<u8>> = descriptors
             .iter()
-            .map(|d| EnvelopeRef { descriptor: d, ..env }.encode())
+            .zip(&sent)
+            .map(|(d, &s)| {
+                if s {
+                    EnvelopeRef { descriptor: d, ..env }.encode()
+                } else {
+                    Vec::new()
+                }
+            })
             .collect();
         // A frame encoded straight from its envelope (no copy of it), into
         // one shared buffer of its size.
@@ -439,7 +518,9 @@ impl<'a> Controller<'a> {
                 releases,
             })
         };
-        let frames: Vec<Arc<[u8]>> = (0..envelopes.len()).map(|k| run(k, Vec::new())).collect();
+        let frames: Vec<Option<Arc<[u8]>>> = (0..envelopes.len())
+            .map(|k| sent[k].then(|| run(k, Vec::new())))
+            .collect();
         self.inflight.borrow_mut().insert(
             op_id,
             InFlight {
@@ -452,11 +533,15 @@ impl<'a> Controller<'a> {
         );
         for &(r, k) in targets.iter().filter(|&&(r, _)| r != 0) {
             let releases = self.ledger.take_pending(r);
-            let frame = if releases.is_empty() {
-                frames[k].clone()
-            } else {
-                self.ledger.note_piggyback();
-                run(k, releases)
+            // `frames[k]` is there: rank `r` receives descriptor `k`.
+            let frame = match &frames[k] {
+                Some(frame) if releases.is_empty() => frame.clone(),
+                _ => {
+                    if !releases.is_empty() {
+                        self.ledger.note_piggyback();
+                    }
+                    run(k, releases)
+                }
             };
             if let Err(e) = self.transport.post(r, TAG_CMD, frame) {
                 self.inflight.borrow_mut().remove(&op_id);
@@ -476,11 +561,14 @@ impl<'a> Controller<'a> {
                 corrupt_sends: false,
             };
             let t = Instant::now();
-            let own = EnvelopeRef {
-                descriptor: &descriptors[k],
+            // A share kept as a value runs from it; its envelope (for the
+            // diagnostic of a failure) carries no bytes.
+            let inline = own.map(|d| Box::new(d) as Box<dyn Any>);
+            let own_env = EnvelopeRef {
+                descriptor: if inline.is_some() { &[] } else { &descriptors[k] },
                 ..env
             };
-            let outcome = run_handler(&self.registry, &mut ctx, &own.to_envelope(), None);
+            let outcome = run_handler(&self.registry, &mut ctx, &own_env.to_envelope(), None, inline);
             let busy_ns = profile::elapsed_ns(t);
             profile::add(&self.counters.root_handler_ns, busy_ns);
             self.accept_reply(

@@ -333,7 +333,7 @@ fn submit_nowait_each_sends_each_rank_its_own_descriptor() {
     let log: Outcome<Result<Vec<(usize, u64)>, String>> = Rc::default();
     let l = log.clone();
     let op = ctl
-        .submit_nowait_each::<FlushObjects>(&[(1, mine.clone()), (2, theirs.clone())], move |_, r| {
+        .submit_nowait_each::<FlushObjects>(vec![(1, mine.clone()), (2, theirs.clone())], move |_, r| {
             *l.borrow_mut() = Some(r.map_err(|e| e.to_string()));
         })
         .unwrap();
@@ -359,7 +359,7 @@ fn submit_nowait_each_runs_the_roots_own_share() {
     let log: Outcome<Vec<(usize, u64)>> = Rc::default();
     let l = log.clone();
     let op = ctl
-        .submit_nowait_each::<FlushObjects>(&[(0, Vec::new()), (1, vec![ObjectId::new(1, 1)])], move |_, r| {
+        .submit_nowait_each::<FlushObjects>(vec![(0, Vec::new()), (1, vec![ObjectId::new(1, 1)])], move |_, r| {
             *l.borrow_mut() = Some(r.unwrap());
         })
         .unwrap();
@@ -381,8 +381,87 @@ fn submit_nowait_each_refuses_a_rank_twice_or_outside_the_universe() {
         vec![(1, Vec::new()), (1, Vec::new())],
         vec![(1, Vec::new()), (3, Vec::new())],
     ] {
-        let e = ctl.submit_nowait_each::<FlushObjects>(&shares, |_, _| {}).unwrap_err();
+        let e = ctl
+            .submit_nowait_each::<FlushObjects>(shares.clone(), |_, _| {})
+            .unwrap_err();
         assert!(matches!(e, JobError::Protocol(_)), "{e:?}");
     }
     assert!(t.sent().is_empty() && ctl.in_flight() == 0 && !ctl.has_failed());
+}
+
+/// A descriptor that cannot be encoded: a command carrying it can only run
+/// as the root's own share passed as a value.
+#[derive(Debug)]
+struct Unencodable(u64);
+
+impl serde::Serialize for Unencodable {
+    fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+        Err(serde::ser::Error::custom("this descriptor is never encoded"))
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Unencodable {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        u64::deserialize(d).map(Unencodable)
+    }
+}
+
+struct InlineOnly;
+
+impl CommandSpec for InlineOnly {
+    const WIRE_NAME: &'static str = "uni20.test.inline_only.v1";
+    const DEBUG_NAME: &'static str = "inline_only";
+    const SCHEMA_VERSION: u32 = 1;
+    type Descriptor = Unencodable;
+    type Reply = u64;
+}
+
+fn handle_inline_only(_: &mut WorkerContext<'_>, d: Unencodable) -> Result<u64, crate::HandlerError> {
+    Ok(d.0 * 2)
+}
+
+crate::register_command!(InlineOnly => handle_inline_only);
+
+#[test]
+fn the_roots_own_share_runs_from_the_value_without_encoding() {
+    let t = Scripted::new(2);
+    let ctl = controller(&t);
+    let log: Outcome<Vec<(usize, u64)>> = Rc::default();
+    let l = log.clone();
+    // Root only, by value: nothing is encoded (encoding would fail), nothing is sent.
+    ctl.submit_nowait_owned::<InlineOnly>(Unencodable(21), &[0], move |_, r| {
+        *l.borrow_mut() = Some(r.unwrap());
+    })
+    .unwrap();
+    ctl.drain().unwrap();
+    assert!(t.sent().is_empty());
+    assert_eq!(*log.borrow(), Some(vec![(0, 42)]));
+    // Per-rank shares: the root's share is a value too.
+    let l = log.clone();
+    ctl.submit_nowait_each::<InlineOnly>(vec![(0, Unencodable(5))], move |_, r| {
+        *l.borrow_mut() = Some(r.unwrap());
+    })
+    .unwrap();
+    ctl.drain().unwrap();
+    assert_eq!(*log.borrow(), Some(vec![(0, 10)]));
+}
+
+#[test]
+fn an_owned_descriptor_still_reaches_other_ranks_encoded() {
+    use crate::commands::FlushObjects;
+    let t = Scripted::new(2);
+    let ctl = controller(&t);
+    let log: Outcome<Vec<(usize, u64)>> = Rc::default();
+    let l = log.clone();
+    let op = ctl
+        .submit_nowait_owned::<FlushObjects>(Vec::new(), &[0, 1], move |_, r| {
+            *l.borrow_mut() = Some(r.unwrap());
+        })
+        .unwrap();
+    // Rank 1 got the frame with the descriptor's bytes; the root ran its share.
+    assert_eq!(t.sent().len(), 1);
+    assert_eq!(t.sent()[0].dest, 1);
+    t.reply(1, op, &3u64);
+    ctl.drain().unwrap();
+    assert_eq!(*log.borrow(), Some(vec![(0, 0), (1, 3)]));
 }

@@ -94,7 +94,7 @@ pub(crate) fn factorize_symmetric(
         fetched_blocks = a.transfers.len(),
         "symmetric decomposition planned"
     );
-    let replies = ctl.submit::<SymFactorizeV1>(&desc, &a.participants)?;
+    let replies = ctl.submit_owned::<SymFactorizeV1>(desc, &a.participants)?;
     let mut got: Vec<Option<SectorFactoredV1>> = vec![None; g.sectors.len()];
     let mut rejected: Option<(usize, RejectionV1)> = None;
     for (rank, reply) in replies {
@@ -146,8 +146,8 @@ pub(crate) fn factorize_symmetric(
         ranks.sort_unstable();
         ranks.dedup();
         if !ranks.is_empty() {
-            ctl.submit::<SymCutV1>(
-                &SymCutDescV1 {
+            ctl.submit_owned::<SymCutV1>(
+                SymCutDescV1 {
                     layout: g.layout.clone(),
                     rows: g.split.rows.clone(),
                     cols: g.split.cols.clone(),
@@ -251,8 +251,8 @@ pub(crate) fn factorize_symmetric(
     let mut ranks = a.workers.clone();
     ranks.sort_unstable();
     ranks.dedup();
-    let replies = ctl.submit::<SymCutV1>(
-        &SymCutDescV1 {
+    let replies = ctl.submit_owned::<SymCutV1>(
+        SymCutDescV1 {
             layout: g.layout.clone(),
             rows: g.split.rows.clone(),
             cols: g.split.cols.clone(),

@@ -138,8 +138,11 @@ enum Failure {
 pub(crate) enum Sending<'d, D> {
     /// `(descriptor, participants)`.
     Whole(&'d D, &'d [usize]),
+    /// As `Whole`, owned: the root runs its own share from the value
+    /// ([`Controller::submit_nowait_owned`]).
+    WholeOwned(D, &'d [usize]),
     /// `(rank, descriptor)` per participant.
-    Each(&'d [(usize, D)]),
+    Each(Vec<(usize, D)>),
 }
 
 impl<D> Sending<'_, D> {
@@ -152,6 +155,7 @@ impl<D> Sending<'_, D> {
     ) -> Result<u64, JobError> {
         match self {
             Sending::Whole(desc, participants) => ctl.submit_nowait::<C>(desc, participants, on_done),
+            Sending::WholeOwned(desc, participants) => ctl.submit_nowait_owned::<C>(desc, participants, on_done),
             Sending::Each(shares) => ctl.submit_nowait_each::<C>(shares, on_done),
         }
     }

@@ -213,14 +213,14 @@ pub(crate) fn submit_items<'c, C>(
     };
     match split_shares(descriptor, &participants) {
         Ok(Shares { shares, items }) => submit(
-            Sending::Each(&shares),
+            Sending::Each(shares),
             Box::new(move |replies| {
                 let replies = to_plan_items(replies, &participants, &items);
                 Ok(vec![collect_item_refs(replies, &out_blocks, n_blocks)?])
             }),
         ),
         Err(descriptor) => submit(
-            Sending::Whole(&descriptor, &participants),
+            Sending::WholeOwned(descriptor, &participants),
             Box::new(move |replies| Ok(vec![collect_item_refs(replies, &out_blocks, n_blocks)?])),
         ),
     }

@@ -88,7 +88,8 @@ pub fn reduce(ctl: &Controller<'_>, r: Reduction<'_>) -> Result<Reduced, DistErr
     });
     ctl.note_transfers(summary.bytes_moved, summary.bytes_from_replicas);
     tracing::debug!("{summary}");
-    let replies = ctl.submit::<ReduceV1>(&desc, &desc.participants)?;
+    let participants = desc.participants.clone();
+    let replies = ctl.submit_owned::<ReduceV1>(desc, &participants)?;
     record_replicas(ctl, held);
     let values: Vec<C64> = replies.into_iter().filter_map(|(_, v)| v).collect();
     let [value] = values.as_slice() else {
@@ -143,7 +144,8 @@ pub fn reduce_many(ctl: &Controller<'_>, rs: &[Reduction<'_>]) -> Result<Vec<C64
     });
     let from_replicas = held.as_ref().map_or(0, |h| h.0);
     ctl.note_transfers(moved(&desc.transfers), from_replicas);
-    let replies = ctl.submit::<ReduceManyV1>(&desc, &desc.participants)?;
+    let participants = desc.participants.clone();
+    let replies = ctl.submit_owned::<ReduceManyV1>(desc, &participants)?;
     record_replicas(ctl, held.map(|h| h.1));
     let mut values: Vec<Vec<C64>> = replies.into_iter().filter_map(|(_, v)| v).collect();
     let (Some(values), true) = (values.pop(), values.is_empty()) else {
