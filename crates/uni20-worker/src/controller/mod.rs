@@ -312,10 +312,7 @@ impl<'a> Controller<'a> {
         participants: &[usize],
         on_done: impl FnOnce(&Controller<'a>, Result<Vec<(usize, C::Reply)>, JobError>) + 'a,
     ) -> Result<u64, JobError> {
-        let cb: OnDone<'a> = Box::new(move |ctl, op_id, raw| {
-            let decoded = raw.and_then(|raw| decode_replies::<C>(raw, op_id));
-            on_done(ctl, decoded)
-        });
+        let cb = decoding::<C>(on_done);
         self.send_op::<C>(desc, participants, Some(cb))
     }
     /// Submits one command with a different descriptor per participant and
@@ -356,10 +353,7 @@ impl<'a> Controller<'a> {
                 )));
             }
         }
-        let cb: OnDone<'a> = Box::new(move |ctl, op_id, raw| {
-            let decoded = raw.and_then(|raw| decode_replies::<C>(raw, op_id));
-            on_done(ctl, decoded)
-        });
+        let cb = decoding::<C>(on_done);
         self.send_op_with::<C>(Descriptors::Each(shares), Some(cb))
     }
     /// As [`Controller::submit_nowait`], taking the descriptor by value:
@@ -375,10 +369,7 @@ impl<'a> Controller<'a> {
         participants: &[usize],
         on_done: impl FnOnce(&Controller<'a>, Result<Vec<(usize, C::Reply)>, JobError>) + 'a,
     ) -> Result<u64, JobError> {
-        let cb: OnDone<'a> = Box::new(move |ctl, op_id, raw| {
-            let decoded = raw.and_then(|raw| decode_replies::<C>(raw, op_id));
-            on_done(ctl, decoded)
-        });
+        let cb = decoding::<C>(on_done);
         self.send_op_with::<C>(Descriptors::SharedOwned(desc, participants), Some(cb))
     }
     fn send_op<C: CommandSpec>(
@@ -594,6 +585,17 @@ impl<'a> Controller<'a> {
         let raw = self.wait_op(op.op_id)?;
         decode_replies::<C>(raw, op.op_id).map_err(|e| self.fail_protocol(e.to_string()))
     }
+}
+
+/// The completion callback of an operation of `C` submitted without
+/// waiting: decodes every participant's reply, then calls `on_done`.
+fn decoding<'a, C: CommandSpec + 'a>(
+    on_done: impl FnOnce(&Controller<'a>, Result<Vec<(usize, C::Reply)>, JobError>) + 'a,
+) -> OnDone<'a> {
+    Box::new(move |ctl, op_id, raw| {
+        let decoded = raw.and_then(|raw| decode_replies::<C>(raw, op_id));
+        on_done(ctl, decoded)
+    })
 }
 
 /// A fresh universe identity: 64 random bits (never 0).
