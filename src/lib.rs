@@ -93,9 +93,9 @@ pub mod prelude {
     };
     pub use uni20_dist::decomp::{EighOptions, QrOptions, SvdOptions, SvdTruncation};
     pub use uni20_dist::{
-        axpby, checkpoint, conj, contract, contract_with, eigh, einsum, identity, inner, lq, max_abs, norm, permute,
-        qr, random, read_npy, reblock, reshape, restore, retire, scale, svd, write_npy, zeros, Block, BlockRef,
-        Checkpoint, ContractOptions,
+        axpby, checkpoint, conj, contract, contract_with, eigh, einsum, identity, inner, lincomb, lq, max_abs, norm,
+        permute, qr, random, read_npy, reblock, reshape, restore, retire, scale, svd, write_npy, zeros, Block,
+        BlockRef, Checkpoint, ContractOptions,
     };
 }
 

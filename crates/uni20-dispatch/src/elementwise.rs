@@ -1,6 +1,7 @@
 //! Element-wise kernels on dense [`LocalTensor`]s: [`axpby`] (`alpha * op(A) + beta *
 //! op(B)` with a per-operand axis permutation and conjugation) and its thin wrappers
-//! [`scale`], [`conj`], [`permute`], plus [`reshape`] (a new shape over unchanged C-order
+//! [`scale`], [`conj`], [`permute`], [`lincomb`] (`sum_k c_k t_k` over same-shaped
+//! terms in one pass), plus [`reshape`] (a new shape over unchanged C-order
 //! data). Also owns [`ElementwiseError`], shared with the reductions in `reduce.rs`.
 //!
 //! Arithmetic is done in double precision (`f64` or `C64`) and rounded once to the output
@@ -72,6 +73,9 @@ pub enum ElementwiseError {
         /// The requested shape (its product differs or overflows).
         to: Vec<usize>,
     },
+    /// [`lincomb`] was given no terms.
+    #[error("a linear combination needs at least one term")]
+    NoTerms,
     /// Building the output failed (size overflow).
     #[error(transparent)]
     Tensor(#[from] TensorError),
@@ -146,6 +150,102 @@ pub fn axpby(
         let out = fill_par(&out_shape, &op_a, op_b.as_ref(), threads);
         Ok(tensor(&out_shape, out)?)
     })
+}
+
+/// `out = sum_k c_k x_k` over same-shaped tensors `terms = [(c_k, x_k)]`, as a new dense
+/// tensor: the `k`-term generalisation of [`axpby`] without permutations (one pass over
+/// the data instead of `k - 1`, as a Krylov solver's three-term recurrence and its Ritz
+/// vector need).
+///
+/// Output dtype: `out_dtype`, or if `None` the promotion of every term's dtype; a given
+/// `out_dtype` must be at least as wide. With a real output the coefficients must be real.
+/// A term whose coefficient is zero is not read (a NaN there does not leak), though its
+/// shape and dtype still count. Each element is summed in double precision, in term order,
+/// and rounded once to the output dtype. `threads` bounds the parallelism (`0` and `1`:
+/// sequential); the result is identical for every `threads`.
+///
+/// # Errors
+/// [`ElementwiseError::NoTerms`] for an empty `terms`; [`ElementwiseError::ShapeMismatch`]
+/// (a term's shape differs from the first's); [`ElementwiseError::NarrowingOutput`];
+/// [`ElementwiseError::ComplexScalarForRealOutput`] (`which = "coefficient"`).
+pub fn lincomb(
+    terms: &[(C64, &LocalTensor)],
+    out_dtype: Option<DType>,
+    threads: usize,
+) -> Result<LocalTensor, ElementwiseError> {
+    let (_, first) = terms.first().ok_or(ElementwiseError::NoTerms)?;
+    let shape = first.shape();
+    let mut dtype = first.dtype();
+    for (_, t) in &terms[1..] {
+        if t.shape() != shape {
+            return Err(ElementwiseError::ShapeMismatch {
+                expected: shape.to_vec(),
+                got: t.shape().to_vec(),
+            });
+        }
+        dtype = dtype.promote(t.dtype());
+    }
+    if let Some(to) = out_dtype {
+        if dtype.promote(to) != to {
+            return Err(ElementwiseError::NarrowingOutput { from: dtype, to });
+        }
+        dtype = to;
+    }
+    if !dtype.is_complex() {
+        if let Some(&(value, _)) = terms.iter().find(|(c, _)| c.im != 0.0) {
+            return Err(ElementwiseError::ComplexScalarForRealOutput {
+                which: "coefficient",
+                value,
+                dtype,
+            });
+        }
+    }
+    let zero = C64::new(0.0, 0.0);
+    // The first term always counts (it fixes the output even when its coefficient is 0).
+    let read: Vec<(C64, Cow<'_, LocalTensor>)> = terms
+        .iter()
+        .enumerate()
+        .filter(|(k, (c, _))| *k == 0 || *c != zero)
+        .map(|(_, (c, t))| widen(t, dtype).map(|t| (*c, t)))
+        .collect::<Result<_, _>>()?;
+    let n: usize = shape.iter().product();
+    with_dtype!(dtype, T => {
+        let parts: Vec<(C64, &[T])> = read.iter().map(|(c, t)| (*c, elems_of::<T>(t))).collect();
+        Ok(tensor(shape, sum_terms(&parts, n, threads))?)
+    })
+}
+
+/// The elements of `sum_k c_k x_k` (`parts` non-empty, every `x_k` of length `n`), summed in
+/// the wide type in term order and rounded once; in parallel chunks of the output when
+/// large.
+fn sum_terms<T: Lane>(parts: &[(C64, &[T])], n: usize, threads: usize) -> Vec<T> {
+    let parts: Vec<(T::W, &[T])> = parts.iter().map(|&(c, x)| (T::scalar(c), x)).collect();
+    let chunk = if n >= PAR_MIN && threads > 1 {
+        n.div_ceil(threads.min(n / (PAR_MIN / 8)).max(1))
+    } else {
+        n.max(1)
+    };
+    let sum_into = |c: usize, out: &mut [T::W]| {
+        let lo = c * chunk;
+        let (s0, x0) = parts[0];
+        for (o, &x) in out.iter_mut().zip(&x0[lo..]) {
+            *o = s0 * x.widen();
+        }
+        for &(s, x) in &parts[1..] {
+            for (o, &x) in out.iter_mut().zip(&x[lo..]) {
+                *o = *o + s * x.widen();
+            }
+        }
+    };
+    let mut acc: Vec<T::W> = vec![T::zero_w(); n];
+    if chunk < n {
+        acc.par_chunks_mut(chunk)
+            .enumerate()
+            .for_each(|(c, out)| sum_into(c, out));
+    } else {
+        sum_into(0, &mut acc);
+    }
+    acc.into_iter().map(T::narrow).collect()
 }
 
 /// `alpha * a`, same dtype and shape as `a` (wrapper over [`axpby`]).

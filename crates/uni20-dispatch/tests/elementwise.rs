@@ -348,3 +348,78 @@ fn reductions_match_naive_sums() {
     assert!(max_abs(&nan, 1).is_nan() && max_abs(&nan, 3).is_nan());
     assert!(norm_sqr(&nan, 1).is_nan());
 }
+
+/// Naive `sum_k c_k x_k` in `C64`, narrowed to `out`.
+fn naive_lincomb(terms: &[(C64, &LocalTensor)], out: DType) -> LocalTensor {
+    let shape = terms[0].1.shape().to_vec();
+    let mut vals = vec![C64::new(0.0, 0.0); shape.iter().product()];
+    for (c, t) in terms {
+        for (v, x) in vals.iter_mut().zip(t.to_c64_vec()) {
+            *v += c * x;
+        }
+    }
+    from_c64(out, &shape, &vals)
+}
+
+#[test]
+fn lincomb_matches_the_naive_sum_for_every_thread_budget() {
+    let c = |re: f64, im: f64| C64::new(re, im);
+    // Large enough to be split into parallel chunks (2^15 elements and more).
+    for shape in [vec![3, 5], vec![64, 40, 16], vec![7], vec![]] {
+        for (dt, coefs) in [
+            (DType::F64, vec![c(0.5, 0.0), c(-1.25, 0.0), c(3.0, 0.0)]),
+            (DType::F32, vec![c(1.0 / 3.0, 0.0), c(2.0, 0.0)]),
+            (DType::C64, vec![c(0.5, -2.0), c(-1.0, 0.25), c(0.0, 1.0), c(2.0, 0.0)]),
+        ] {
+            let ts: Vec<LocalTensor> = (0..coefs.len()).map(|k| tensor(40 + k as u64, dt, &shape)).collect();
+            let terms: Vec<(C64, &LocalTensor)> = coefs.iter().copied().zip(&ts).collect();
+            let want = naive_lincomb(&terms, dt);
+            for threads in [1, 2, 3] {
+                let got = lincomb(&terms, None, threads).unwrap();
+                assert_eq!(got, want, "{shape:?} {dt:?} threads {threads}");
+            }
+        }
+    }
+    // Mixed dtypes promote (f32 + c64 -> c64), and an explicit wider output is honoured.
+    let (a, b) = (tensor(1, DType::F32, &[4, 4]), tensor(2, DType::C64, &[4, 4]));
+    let terms = [(c(2.0, 0.0), &a), (c(0.0, -1.0), &b)];
+    assert_eq!(lincomb(&terms, None, 1).unwrap(), naive_lincomb(&terms, DType::C64));
+    let one = [(c(1.5, 0.0), &a)];
+    assert_eq!(
+        lincomb(&one, Some(DType::F64), 1).unwrap(),
+        naive_lincomb(&one, DType::F64)
+    );
+}
+
+#[test]
+fn lincomb_skips_zero_terms_and_reports_typed_errors() {
+    let c = |re: f64, im: f64| C64::new(re, im);
+    let a = tensor(3, DType::F64, &[2, 3]);
+    let nan = from_c64(DType::F64, &[2, 3], &[C64::new(f64::NAN, 0.0); 6]);
+    // A zero coefficient does not read its term: no NaN leaks.
+    let got = lincomb(&[(c(2.0, 0.0), &a), (c(0.0, 0.0), &nan)], None, 1).unwrap();
+    assert_eq!(got, naive_lincomb(&[(c(2.0, 0.0), &a)], DType::F64));
+    assert_eq!(lincomb(&[], None, 1), Err(ElementwiseError::NoTerms));
+    let wrong = tensor(4, DType::F64, &[3, 2]);
+    assert_eq!(
+        lincomb(&[(c(1.0, 0.0), &a), (c(1.0, 0.0), &wrong)], None, 1),
+        Err(ElementwiseError::ShapeMismatch {
+            expected: vec![2, 3],
+            got: vec![3, 2]
+        })
+    );
+    assert!(matches!(
+        lincomb(&[(c(1.0, 0.0), &a), (c(0.0, 1.0), &a)], None, 1),
+        Err(ElementwiseError::ComplexScalarForRealOutput {
+            which: "coefficient",
+            ..
+        })
+    ));
+    assert!(matches!(
+        lincomb(&[(c(1.0, 0.0), &a)], Some(DType::F32), 1),
+        Err(ElementwiseError::NarrowingOutput {
+            from: DType::F64,
+            to: DType::F32
+        })
+    ));
+}

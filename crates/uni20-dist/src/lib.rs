@@ -18,7 +18,7 @@
 //! | `ops::contract` | `contract`, `einsum`, its pure planner (`plan`), operand alignment (`align`), its command |
 //! | `ops::decomp` | `svd`, `qr`, `lq`, `eigh`: split parser, planner, commands, worker assembly, root flow |
 //! | `ops::replicate` | `replicate` and `place`, their planners and command |
-//! | `ops::elementwise` | `axpby`, `scale`, `conj`, `permute`, `reshape`, their label specs, planner and command; on symmetric tensors also `fuse_legs` / `split_leg` (`symmetric`: layouts and copy geometry; `regroup`: their command) |
+//! | `ops::elementwise` | `axpby`, `lincomb`, `scale`, `conj`, `permute`, `reshape`, their label specs, planner and command; on symmetric tensors also `fuse_legs` / `split_leg` (`symmetric`: layouts and copy geometry; `regroup`: their command) |
 //! | `ops::reblock` | `reblock`, its planner and command |
 //! | `ops::reduce` | `norm`, `inner`, `max_abs` (`reduce`), its planner and command |
 //! | `ops::create` | `zeros`, `random`, `identity`, their planner and command |
@@ -86,7 +86,7 @@ pub use ops::kit::{pipelining, set_pipelining};
 pub use ops::kit::{replica_budget, set_replica_budget};
 
 // Element-wise operations, redistribution and replication.
-pub use ops::elementwise::{axpby, conj, fuse_legs, permute, reshape, scale, split_leg};
+pub use ops::elementwise::{axpby, conj, fuse_legs, lincomb, permute, reshape, scale, split_leg};
 pub use ops::reblock::reblock;
 pub use ops::replicate::{place, replicate};
 

@@ -1,11 +1,14 @@
 //! The `uni20.elementwise.v1` command: its descriptor (the operation, and
 //! one item per output block: the block of `a` it comes from and, for an
-//! `axpby`, the box of `b` with the blocks overlapping it) and its
+//! `axpby`, the box of `b` with the blocks overlapping it; for a linear
+//! combination, the box of every further term) and its
 //! per-item compute with the local `uni20_dispatch` kernels; the kit's
 //! [`handle_items`] exchanges, commits and replies.
 
 use serde::{Deserialize, Serialize};
-use uni20_dispatch::{axpby as local_axpby, reshape as local_reshape, DType, LocalTensor, C64};
+use uni20_dispatch::{
+    axpby as local_axpby, lincomb as local_lincomb, reshape as local_reshape, DType, LocalTensor, C64,
+};
 use uni20_persist::{ObjectId, PersistentPtr};
 use uni20_worker::{command, HandlerError, KernelContext};
 
@@ -44,6 +47,13 @@ pub(crate) enum ElementwiseOp {
     /// `out` = the block of `a` with the item's output shape (same
     /// row-major data).
     Reshape,
+    /// `out = sum_k coefs[k] * x_k`, `x_0` the block of `a` and `x_k` the
+    /// box of term `k` (the item's `rest[k - 1]`), all in output order
+    /// (`uni20_dispatch::lincomb`).
+    Combination {
+        /// One coefficient per term, the first for `a`.
+        coefs: Vec<C64>,
+    },
 }
 
 /// One output block, computed by `rank`.
@@ -59,6 +69,9 @@ pub(crate) struct ElementwiseItem {
     pub(crate) a: BlockRef,
     /// The box of `b` (in `b`'s mode order) and its overlapping blocks.
     pub(crate) b: Option<BoxSource>,
+    /// For a [`ElementwiseOp::Combination`], the box of each term after
+    /// the first (empty otherwise).
+    pub(crate) rest: Vec<BoxSource>,
 }
 
 /// The `uni20.elementwise.v1` descriptor: the whole plan, of which each participant
@@ -85,7 +98,7 @@ pub(crate) struct ElementwiseDescV1 {
 command!(
     /// The command `uni20.elementwise.v1`. Reply of each participant: `(item
     /// index, object id)` of every output block it committed.
-    pub(crate) ElementwiseV1 = "uni20.elementwise.v1", schema 3, ElementwiseDescV1 => Vec<(usize, ObjectId)>, handle_items::<ElementwiseDescV1>
+    pub(crate) ElementwiseV1 = "uni20.elementwise.v1", schema 4, ElementwiseDescV1 => Vec<(usize, ObjectId)>, handle_items::<ElementwiseDescV1>
 );
 
 impl ItemWork for ElementwiseDescV1 {
@@ -93,7 +106,8 @@ impl ItemWork for ElementwiseDescV1 {
     const OPERATION: &'static str = "element-wise";
     fn cost(&self, item: &ElementwiseItem) -> Option<u64> {
         // A few operations per element written.
-        Some(4 * item.out_shape.iter().map(|&n| n as u64).product::<u64>())
+        // A few operations per element written (and per further term read).
+        Some(4 * (1 + item.rest.len() as u64) * item.out_shape.iter().map(|&n| n as u64).product::<u64>())
     }
     fn compute(&self, ctx: &KernelContext<'_>, _: usize, item: &ElementwiseItem) -> Result<LocalTensor, HandlerError> {
         let store = ctx.store();
@@ -128,6 +142,19 @@ impl ItemWork for ElementwiseDescV1 {
                 )
             }
             ElementwiseOp::Reshape => local_reshape(&a.0, &item.out_shape),
+            ElementwiseOp::Combination { coefs } => {
+                let rest = item
+                    .rest
+                    .iter()
+                    .map(|src| src.assemble(store))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let terms: Vec<(C64, &LocalTensor)> = std::iter::once(&a.0)
+                    .chain(rest.iter().map(|t| t.tensor()))
+                    .zip(coefs)
+                    .map(|(t, &c)| (c, t))
+                    .collect();
+                local_lincomb(&terms, Some(self.out_dtype), ctx.threads())
+            }
         }?;
         if r.shape() != item.out_shape.as_slice() || r.dtype() != self.out_dtype {
             return Err(HandlerError::msg(format!(

@@ -1,12 +1,13 @@
 //! Element-wise operations on distributed tensors: [`axpby`] (`alpha *
-//! a + beta * b` with labels that may permute), [`scale`], [`conj`],
+//! a + beta * b` with labels that may permute), [`lincomb`] (`sum_k c_k
+//! t_k` in one operation), [`scale`], [`conj`],
 //! [`permute`] and [`reshape`], on dense and symmetric tensors (a symmetric
 //! operand is computed block by block over its allowed blocks only), and
 //! the layout changes of symmetric tensors, [`fuse_legs`] and
 //! [`split_leg`] (their geometry in `symmetric`, their command in
 //! `regroup`). Each output block is computed by one rank
-//! (the owner of the corresponding block of `a`, or for `axpby` the rank
-//! holding most of its input bytes) from blocks fetched worker to worker;
+//! (the owner of the corresponding block of `a`, or for `axpby` and
+//! `lincomb` the rank holding most of its input bytes) from blocks fetched worker to worker;
 //! nothing passes through the root. Like [`contract`](crate::contract),
 //! every call validates labels, shapes and dtypes at once and returns a
 //! pending tensor; the work is planned from the operands' manifests once
@@ -48,20 +49,21 @@ fn check_real_scalars(dtype: DType, scalars: &[(&'static str, C64)]) -> Result<(
     Ok(())
 }
 
-/// Queues `v` over `a` (and `b`) and returns the pending output; `note` (a
+/// Queues `v` over `a` and the other operands `more` (`b`, or the further
+/// terms of a combination) and returns the pending output; `note` (a
 /// preceding reblock of `a`) goes into the summary with its bytes.
 fn submit(
     ctl: &Controller<'_>,
     v: Validated,
     a: &DistTensor,
-    b: Option<&DistTensor>,
+    more: &[&DistTensor],
     rule: Option<ReshapeRule>,
     note: Option<String>,
 ) -> DistTensor {
     let mut inputs = vec![a];
-    inputs.extend(b);
+    inputs.extend_from_slice(more);
     defer_items::<ElementwiseV1>(ctl, v.out.clone(), &inputs, move |workers, manifests, keep| {
-        let mut p = plan(&v, workers, &manifests[0], manifests.get(1), rule.as_ref());
+        let mut p = plan(&v, workers, &manifests[0], &manifests[1..], rule.as_ref());
         if let Some(note) = note {
             let moved = keep[0].plan_summary().map_or(0, |s| s.bytes_moved);
             p.summary.notes.push(format!("{note} ({moved} bytes moved)"));
@@ -173,7 +175,89 @@ pub fn axpby(
         },
     };
     tracing::debug!(spec, shape = ?v.out.shape, dtype = dtype.name(), "axpby queued");
-    Ok(submit(ctl, v, a, second.map(|_| b), None, None))
+    Ok(submit(ctl, v, a, second.map(|_| b).as_slice(), None, None))
+}
+
+/// `sum_k c_k t_k` over `terms = [(c_k, t_k)]`, every term in the same
+/// mode order (the `k`-term [`axpby`] without labels): one distributed
+/// operation, one pass over each block, where a chain of `axpby` calls
+/// would plan, submit and store `k - 1` of them (a Krylov solver's
+/// three-term recurrence and its Ritz vector).
+///
+/// The output has the first term's shape and tiling (and, for symmetric
+/// terms, its layout); its dtype is the promotion of every term's. Output
+/// block `o` is computed by the rank holding most of its input bytes (the
+/// owner of the first term's block, or of the overlapping blocks of the
+/// others; under a load cap); the other terms may be tiled differently,
+/// their overlapping pieces are then fetched worker to worker and cut to
+/// the block's box. Arithmetic is that of `uni20_dispatch::lincomb`:
+/// double precision, summed in term order, rounded once. A term after the
+/// first whose coefficient is zero is neither read nor waited for (its
+/// shape, dtype and layout still count). Symmetric terms (all or none)
+/// must have the first's legs and flux.
+///
+/// Returns at once; see [`contract`](crate::contract) for the deferred
+/// semantics (program order, poisoning, keep-alive).
+///
+/// # Errors
+/// Before anything is submitted: [`DistError::Elementwise`] (`NoTerms`)
+/// for an empty `terms`, (`ComplexScalarForRealOutput`, `which =
+/// "coefficient"`) for a complex coefficient with a real output;
+/// [`DistError::ShapeMismatch`] if a term's shape differs from the
+/// first's; [`DistError::Layout`] (`Mixed`) for symmetric and dense terms
+/// together; [`DistError::SymLayout`] (`LegMismatch`, `FluxMismatch`) for
+/// symmetric terms that do not match; [`DistError::WrongUniverse`];
+/// [`DistError::Job`] if the job already stopped.
+pub fn lincomb(ctl: &Controller<'_>, terms: &[(C64, &DistTensor)]) -> Result<DistTensor, DistError> {
+    let Some(&(_, a)) = terms.first() else {
+        return Err(ElementwiseError::NoTerms.into());
+    };
+    let tensors: Vec<&DistTensor> = terms.iter().map(|&(_, t)| t).collect();
+    crate::tensor::check_layouts("lincomb", &tensors)?;
+    let id: Vec<usize> = (0..a.shape().len()).collect();
+    let mut dtype = a.dtype();
+    for (k, t) in tensors.iter().enumerate() {
+        t.check_universe(ctl)?;
+        if t.shape() != a.shape() {
+            return Err(DistError::ShapeMismatch {
+                what: format!("lincomb: term {k}"),
+                expected: a.shape().to_vec(),
+                got: t.shape().to_vec(),
+            });
+        }
+        if let (Some(la), Some(lt)) = (a.layout(), t.layout()) {
+            symmetric::check_same_legs("lincomb", la, &id, lt, &id)?;
+        }
+        dtype = dtype.promote(t.dtype());
+    }
+    if !dtype.is_complex() {
+        if let Some(&(value, _)) = terms.iter().find(|(c, _)| c.im != 0.0) {
+            return Err(ElementwiseError::ComplexScalarForRealOutput {
+                which: "coefficient",
+                value,
+                dtype,
+            }
+            .into());
+        }
+    }
+    check_job(ctl)?;
+    let zero = C64::new(0.0, 0.0);
+    let kept: Vec<(C64, &DistTensor)> = terms
+        .iter()
+        .enumerate()
+        .filter(|&(k, &(c, _))| k == 0 || c != zero)
+        .map(|(_, &t)| t)
+        .collect();
+    let v = Validated {
+        name: "lincomb",
+        out: out_meta(a, a.meta().symmetric.clone(), &id, dtype)?,
+        op: ElementwiseOp::Combination {
+            coefs: kept.iter().map(|&(c, _)| c).collect(),
+        },
+    };
+    tracing::debug!(terms = kept.len(), shape = ?v.out.shape, dtype = dtype.name(), "lincomb queued");
+    let more: Vec<&DistTensor> = kept[1..].iter().map(|&(_, t)| t).collect();
+    Ok(submit(ctl, v, a, &more, None, None))
 }
 
 /// The output description of a block-wise map of `a` with modes permuted
@@ -219,7 +303,7 @@ fn unary(
         },
     };
     tracing::debug!(op = name, shape = ?v.out.shape, "element-wise operation queued");
-    Ok(submit(ctl, v, t, None, None, None))
+    Ok(submit(ctl, v, t, &[], None, None))
 }
 
 /// `alpha * t`, same shape, tiling, owners and dtype as `t` (and for a
@@ -345,11 +429,11 @@ pub fn reshape(ctl: &Controller<'_>, t: &DistTensor, shape: &[usize]) -> Result<
     };
     tracing::debug!(from = ?t.shape(), to = ?shape, "reshape queued");
     if &rule.input == t.blocking() {
-        Ok(submit(ctl, v, t, None, Some(rule), None))
+        Ok(submit(ctl, v, t, &[], Some(rule), None))
     } else {
         let note = format!("reblocked the input to {:?} first", rule.input.extents());
         let r = submit_reblock(ctl, t, rule.input.clone(), Some("for a reshape".into()));
-        Ok(submit(ctl, v, &r, None, Some(rule), Some(note)))
+        Ok(submit(ctl, v, &r, &[], Some(rule), Some(note)))
     }
 }
 

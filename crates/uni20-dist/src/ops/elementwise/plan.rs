@@ -28,16 +28,18 @@ pub(crate) fn permuted(b: &Blocking, perm: &[usize]) -> Blocking {
     Blocking::from_extents(&shape, ext).expect("a permutation of a valid tiling is valid")
 }
 
-/// Plans `v` (an `Axpby` or `Reshape`) from the manifest of `a` (and of `b`
-/// for an `Axpby` with a second operand). For a reshape, `a` already has
-/// the rule's input tiling.
+/// Plans `v` from the manifest of `a` and those of the other operands,
+/// `more` (`b` for an `Axpby` with a second operand; the terms after the
+/// first for a `Combination`, in output order like `a`). For a reshape,
+/// `a` already has the rule's input tiling.
 pub(crate) fn plan(
     v: &Validated,
     workers: &[usize],
     ma: &Manifest,
-    mb: Option<&Manifest>,
+    more: &[Manifest],
     rule: Option<&ReshapeRule>,
 ) -> ItemPlan<ElementwiseDescV1> {
+    let mb = more.first();
     let n = ma.stored_blocks();
     let mut assign = Assigner::new(workers, n);
     let mut set = TransferSet::new();
@@ -45,10 +47,21 @@ pub(crate) fn plan(
     let out_b = &v.out.blocking;
     for (b, a_ref) in ma.blocks.iter().enumerate() {
         let a_multi = ma.stored_multi(b);
+        let mut rest = Vec::new();
         let (out_block, out_shape, b_src) = match (&v.op, rule) {
             (ElementwiseOp::Reshape, Some(rule)) => {
                 let o = rule.out_block(b);
                 (o, out_b.block_shape(&out_b.multi(o)), None)
+            }
+            (ElementwiseOp::Combination { .. }, _) => {
+                // Every term is in `a`'s order: output block = `a`'s block.
+                let (o_off, o_shape) = (out_b.block_offset(&a_multi), out_b.block_shape(&a_multi));
+                rest = more.iter().map(|m| BoxSource::of(m, &o_off, &o_shape)).collect();
+                let o = match v.out.layout() {
+                    None => out_b.linear(&a_multi),
+                    Some(l) => l.find(&a_multi).unwrap_or(usize::MAX),
+                };
+                (o, o_shape, None)
             }
             (ElementwiseOp::Axpby { perm_a, b: second, .. }, _) => {
                 let o_multi: Vec<usize> = perm_a.iter().map(|&p| a_multi[p]).collect();
@@ -76,13 +89,15 @@ pub(crate) fn plan(
             }
             _ => (b, ma.blocking.block_shape(&a_multi), None),
         };
-        let rank = place_reading(&mut assign, &mut set, a_ref, ma.block_bytes(b), b_src.as_ref());
+        let reads: Vec<&BoxSource> = b_src.iter().chain(&rest).collect();
+        let rank = place_reading(&mut assign, &mut set, a_ref, ma.block_bytes(b), &reads);
         items.push(ElementwiseItem {
             rank,
             out_block,
             out_shape,
             a: *a_ref,
             b: b_src,
+            rest,
         });
     }
     let transfers = set.into_vec();
@@ -136,7 +151,7 @@ mod tests {
                 blocking: permuted(&ma.blocking, &perm),
             },
         };
-        let p = plan(&v, &[1, 2], &ma, None, None);
+        let p = plan(&v, &[1, 2], &ma, &[], None);
         let d = &p.descriptor;
         assert!(d.transfers.is_empty());
         assert_eq!(d.items.iter().map(|i| i.rank).collect::<Vec<_>>(), vec![1, 2, 1, 2]);

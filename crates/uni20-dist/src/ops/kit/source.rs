@@ -189,8 +189,9 @@ impl BoxSource {
     }
 }
 
-/// Places an item that reads block `a` (of `a_bytes` payload bytes) and,
-/// when given, the box `b` of another tensor: on `a`'s owner when nothing
+/// Places an item that reads block `a` (of `a_bytes` payload bytes) and
+/// the boxes `b` of other tensors (none, one for an `axpby`, one per
+/// further term of a linear combination): on `a`'s owner when nothing
 /// else is read (and it is a compute rank), otherwise on the rank holding
 /// most of the item's input bytes ([`Assigner::pick`]); requests every
 /// input block on that rank from `set`. Returns the rank.
@@ -199,11 +200,12 @@ pub(crate) fn place_reading(
     set: &mut TransferSet,
     a: &BlockRef,
     a_bytes: u64,
-    b: Option<&BoxSource>,
+    b: &[&BoxSource],
 ) -> usize {
-    let rank = match b {
-        Some(src) => assign.pick(std::iter::once((a.owner, a_bytes)).chain(src.overlap_bytes())),
-        None => assign.keep(a.owner, a_bytes),
+    let rank = if b.is_empty() {
+        assign.keep(a.owner, a_bytes)
+    } else {
+        assign.pick(std::iter::once((a.owner, a_bytes)).chain(b.iter().flat_map(|src| src.overlap_bytes())))
     };
     set.need(a, a_bytes, rank);
     for p in b.iter().flat_map(|s| &s.pieces) {

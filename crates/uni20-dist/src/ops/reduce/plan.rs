@@ -26,7 +26,7 @@ pub(crate) fn plan(
     for (blk, a) in ma.blocks.iter().enumerate() {
         let multi = ma.stored_multi(blk);
         let b = mb.map(|mb| BoxSource::of(mb, &ma.blocking.block_offset(&multi), &ma.blocking.block_shape(&multi)));
-        let rank = place_reading(&mut assign, &mut set, a, ma.block_bytes(blk), b.as_ref());
+        let rank = place_reading(&mut assign, &mut set, a, ma.block_bytes(blk), b.as_ref().as_slice());
         items.push(ReduceItem { rank, a: *a, b });
     }
     let transfers = set.into_vec();
