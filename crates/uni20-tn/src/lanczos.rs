@@ -1,8 +1,8 @@
 //! The Lanczos eigensolver for the lowest eigenpair of a Hermitian operator
 //! that is applied matrix-free to distributed tensors ([`LinearOperator`]).
 //!
-//! Every vector operation is a distributed one ([`uni20_dist::axpby`],
-//! [`uni20_dist::scale`], [`uni20_dist::inner`], [`uni20_dist::norm`]): the
+//! Every vector operation is a distributed one ([`uni20_dist::lincomb`],
+//! [`uni20_dist::axpby`], [`uni20_dist::scale`], [`uni20_dist::inner`], [`uni20_dist::norm`]): the
 //! Krylov vectors stay on the workers and only the scalars `alpha_j`,
 //! `beta_j` reach the root, which diagonalises the small tridiagonal matrix
 //! `T_j` locally. The recurrence is the plain three-term one without
@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use uni20_dispatch::decomp::{eigh, EighBackendList, EighOptions};
 use uni20_dispatch::{DType, LocalTensor, C64};
-use uni20_dist::{axpby, inner, norm, reblock, scale, DistTensor};
+use uni20_dist::{axpby, inner, lincomb, norm, reblock, scale, DistTensor};
 use uni20_worker::Controller;
 
 use crate::error::TnError;
@@ -200,11 +200,11 @@ pub struct LanczosResult {
 /// `max_krylov + 2` vectors of `start`'s size at once.
 ///
 /// Each step costs one application of `op`, one `inner`, one `norm` (the
-/// two round trips to the root) and one or two `axpby`s: the Lanczos
-/// vectors are kept unnormalised with their scale factors on the root, so
-/// no step needs a `scale` of its own. The Ritz vector of a pass of `k`
-/// steps costs `k - 1` `axpby`s, a `norm` and a `scale` (one `scale` when
-/// `k = 1`).
+/// two round trips to the root) and one [`lincomb`] (the three-term
+/// recurrence in one pass): the Lanczos vectors are kept unnormalised
+/// with their scale factors on the root, so no step needs a `scale` of its
+/// own. The Ritz vector of a pass of `k` steps costs one `lincomb`, a
+/// `norm` and a `scale` (one `scale` when `k = 1`).
 ///
 /// When `start` has at most `dense_max` unknowns and `op` forms its matrix
 /// ([`LinearOperator::matrix`]), the matrix is diagonalised on the root
@@ -272,7 +272,6 @@ fn one_pass(
     v0: Scaled,
     opts: &LanczosOptions,
 ) -> Result<LanczosResult, TnError> {
-    let labels = identity_spec(v0.t.shape().len());
     let eigh_backends = EighBackendList::default_cpu(1);
     // Lanczos vector j is `basis[j].c * basis[j].t`, of norm 1.
     let mut basis: Vec<Scaled> = vec![v0];
@@ -284,12 +283,13 @@ fn one_pass(
         // A v_j = c_j (A t_j).
         let w = op.apply(ctl, tj)?;
         let a = cj * cj * inner(ctl, tj, &w)?.re;
-        // w_j = A v_j - a v_j - beta_(j-1) v_(j-1).
-        let mut w = axpby(ctl, cj, &w, -a * cj, tj, &labels)?;
+        // w_j = A v_j - a v_j - beta_(j-1) v_(j-1), one operation.
+        let mut terms = vec![(real(cj), &w), (real(-a * cj), tj)];
         if j > 0 {
             let prev = &basis[j - 1];
-            w = axpby(ctl, 1.0, &w, -betas[j - 1] * prev.c, &prev.t, &labels)?;
+            terms.push((real(-betas[j - 1] * prev.c), &prev.t));
         }
+        let w = lincomb(ctl, &terms)?;
         let b = norm(ctl, &w)?;
         alphas.push(a);
         let (theta, y) = lowest_of_tridiagonal(&alphas, &betas, &eigh_backends)?;
@@ -313,17 +313,8 @@ fn one_pass(
     let x = if let [only] = basis.as_slice() {
         scale(ctl, y[0] * only.c, &only.t)?
     } else {
-        let mut x = axpby(
-            ctl,
-            y[0] * basis[0].c,
-            &basis[0].t,
-            y[1] * basis[1].c,
-            &basis[1].t,
-            &labels,
-        )?;
-        for (k, v) in basis.iter().enumerate().skip(2) {
-            x = axpby(ctl, 1.0, &x, y[k] * v.c, &v.t, &labels)?;
-        }
+        let terms: Vec<(C64, &DistTensor)> = basis.iter().zip(&y).map(|(v, &yk)| (real(yk * v.c), &v.t)).collect();
+        let x = lincomb(ctl, &terms)?;
         drop(basis);
         let nx = norm(ctl, &x)?;
         scale(ctl, 1.0 / nx, &x)?
@@ -538,12 +529,14 @@ pub fn krylov_exp(
     let (mut alphas, mut betas): (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
     let (coeffs, error, converged) = loop {
         let j = basis.len() - 1;
-        let mut w = op.apply(ctl, &basis[j])?;
+        let w = op.apply(ctl, &basis[j])?;
         let a = inner(ctl, &basis[j], &w)?.re;
-        w = axpby(ctl, 1.0, &w, -a, &basis[j], &labels)?;
+        // w_j = A q_j - a q_j - beta_(j-1) q_(j-1), one operation.
+        let mut terms = vec![(real(1.0), &w), (real(-a), &basis[j])];
         if j > 0 {
-            w = axpby(ctl, 1.0, &w, -betas[j - 1], &basis[j - 1], &labels)?;
+            terms.push((real(-betas[j - 1]), &basis[j - 1]));
         }
+        let w = lincomb(ctl, &terms)?;
         let b = norm(ctl, &w)?;
         alphas.push(a);
         let c = exp_of_tridiagonal(&alphas, &betas, tau, &backends)?;
@@ -578,8 +571,10 @@ pub fn krylov_exp(
     } else {
         scale(ctl, first, &basis[0])?
     };
-    for (k, q) in basis.iter().enumerate().skip(1) {
-        x = axpby(ctl, 1.0, &x, coeffs[k] * beta0, q, &labels)?;
+    if basis.len() > 1 {
+        let mut terms: Vec<(C64, &DistTensor)> = vec![(real(1.0), &x)];
+        terms.extend(basis.iter().zip(&coeffs).skip(1).map(|(q, &ck)| (ck * beta0, q)));
+        x = lincomb(ctl, &terms)?;
     }
     Ok(KrylovExp {
         vector: x,
@@ -666,6 +661,11 @@ fn e_tol_at(e_tol: f64, theta: f64) -> f64 {
 fn identity_spec(rank: usize) -> String {
     let labels: String = (0..rank).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
     format!("{labels}->{labels}")
+}
+
+/// A real coefficient of [`lincomb`].
+fn real(x: f64) -> C64 {
+    C64::new(x, 0.0)
 }
 
 #[cfg(test)]
