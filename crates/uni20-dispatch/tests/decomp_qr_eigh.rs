@@ -355,3 +355,108 @@ fn qr_and_lq_reject_non_finite_input() {
         Err(DecompError::NotMatrix { op: DecompKind::Qr, .. })
     ));
 }
+
+/// `sum_i |x_i|^2` square-rooted.
+fn norm2(x: &[C64]) -> f64 {
+    x.iter().map(|z| z.norm_sqr()).sum::<f64>().sqrt()
+}
+
+#[test]
+fn eigh_lowest_matches_the_full_decomposition() {
+    let list = EighBackendList::default_cpu(1);
+    for (i, dtype) in [DType::F64, DType::C64].into_iter().enumerate() {
+        for n in [1, 2, 7, 40, 200] {
+            let a = hermitian((100 + i * 10 + n) as u64, dtype, n);
+            let start = rand_matrix(7 + n as u64, dtype, n, 1).to_c64_vec();
+            for threads in [1, 2] {
+                let p = eigh_lowest(&a, &start, &EighOptions::default(), threads)
+                    .unwrap()
+                    .expect("a random Hermitian matrix and start");
+                let full = eigh(&a, &EighOptions::default(), &list).unwrap();
+                let (av, _, _) = mat(&a);
+                let scale = max_norm(&av).max(1.0) * n as f64;
+                assert!(
+                    (p.value - full.values[0]).abs() <= 1e-12 * scale,
+                    "{dtype} n={n}: {} vs {}",
+                    p.value,
+                    full.values[0]
+                );
+                // Unit norm, and the residual recomputed here.
+                assert!((norm2(&p.vector) - 1.0).abs() < 1e-12);
+                let ay = matmul(&av, &p.vector, n, n, 1);
+                let r: Vec<C64> = ay.iter().zip(&p.vector).map(|(w, v)| w - v * p.value).collect();
+                assert!(norm2(&r) <= 1e-11 * scale, "{dtype} n={n}: residual {}", norm2(&r));
+                // The same eigenvector as the full decomposition's (up to phase).
+                let (v, _, _) = mat(&full.vectors);
+                let overlap: C64 = (0..n).map(|k| v[k * n].conj() * p.vector[k]).sum();
+                assert!((overlap.norm() - 1.0).abs() < 1e-9, "{dtype} n={n}: overlap {overlap}");
+                if dtype == DType::F64 {
+                    assert!(p.vector.iter().all(|z| z.im == 0.0), "real in, real out");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn eigh_lowest_declines_a_degenerate_lowest_level_and_resolves_a_close_one() {
+    // A = V diag(d) V^H for a random unitary V.
+    let n = 12;
+    for dtype in [DType::F64, DType::C64] {
+        let basis = eigh(
+            &hermitian(5, dtype, n),
+            &EighOptions::default(),
+            &EighBackendList::default_cpu(1),
+        )
+        .unwrap();
+        let (v, _, _) = mat(&basis.vectors);
+        let with_spectrum = |d: &[f64]| {
+            let h: Vec<C64> = (0..n * n)
+                .map(|idx| {
+                    let (i, j) = (idx / n, idx % n);
+                    (0..n).map(|k| v[i * n + k] * d[k] * v[j * n + k].conj()).sum()
+                })
+                .collect();
+            from_c64(dtype, &[n, n], &h)
+        };
+        let start = rand_matrix(11, dtype, n, 1).to_c64_vec();
+        // Three-fold lowest level: declined (the caller picks a vector in it).
+        let d: Vec<f64> = (0..n)
+            .map(|k| if k < 3 { -1.0 } else { 0.5 * (k - 2) as f64 })
+            .collect();
+        assert_eq!(
+            eigh_lowest(&with_spectrum(&d), &start, &EighOptions::default(), 1).unwrap(),
+            None
+        );
+        // A gap of 1e-8: resolved, the first column of V up to phase.
+        let mut d2 = d.clone();
+        d2[1] = -1.0 + 1e-8;
+        d2[2] = -1.0 + 2e-8;
+        let p = eigh_lowest(&with_spectrum(&d2), &start, &EighOptions::default(), 1)
+            .unwrap()
+            .unwrap();
+        assert!((p.value + 1.0).abs() < 1e-12, "{dtype}: {}", p.value);
+        let overlap: C64 = (0..n).map(|k| v[k * n].conj() * p.vector[k]).sum();
+        assert!((overlap.norm() - 1.0).abs() < 1e-9, "{dtype}: overlap {overlap}");
+    }
+}
+
+#[test]
+fn eigh_lowest_declines_or_reports_bad_input() {
+    let a = hermitian(3, DType::F64, 4);
+    let start = vec![C64::new(1.0, 0.0); 4];
+    // The wrong start length, a non-Hermitian matrix: typed errors.
+    let e = eigh_lowest(&a, &start[..3], &EighOptions::default(), 1).unwrap_err();
+    assert!(matches!(e, DecompError::InvalidOption { option: "start", .. }), "{e}");
+    let mut x = a.to_c64_vec();
+    x[1] += C64::new(0.5, 0.0);
+    let e = eigh_lowest(&from_c64(DType::F64, &[4, 4], &x), &start, &EighOptions::default(), 1).unwrap_err();
+    assert!(matches!(e, DecompError::NotHermitian { row: 0, col: 1, .. }), "{e}");
+    // Single precision, a zero start, an empty matrix: not handled, use eigh.
+    let f = hermitian(3, DType::F32, 4);
+    assert_eq!(eigh_lowest(&f, &start, &EighOptions::default(), 1).unwrap(), None);
+    let zero = vec![C64::new(0.0, 0.0); 4];
+    assert_eq!(eigh_lowest(&a, &zero, &EighOptions::default(), 1).unwrap(), None);
+    let empty = LocalTensor::zeros(DType::F64, &[0, 0]).unwrap();
+    assert_eq!(eigh_lowest(&empty, &[], &EighOptions::default(), 1).unwrap(), None);
+}

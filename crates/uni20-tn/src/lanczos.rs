@@ -26,7 +26,7 @@
 
 use std::sync::Arc;
 
-use uni20_dispatch::decomp::{eigh, EighBackendList, EighOptions};
+use uni20_dispatch::decomp::{eigh, eigh_lowest, EighBackendList, EighOptions};
 use uni20_dispatch::{DType, LocalTensor, C64};
 use uni20_dist::{axpby, inner, lincomb, norm, reblock, scale, DistTensor};
 use uni20_worker::Controller;
@@ -207,11 +207,12 @@ pub struct LanczosResult {
 /// `norm` and a `scale` (one `scale` when `k = 1`).
 ///
 /// When `start` has at most `dense_max` unknowns and `op` forms its matrix
-/// ([`LinearOperator::matrix`]), the matrix is diagonalised on the root
-/// instead: the result is its lowest eigenpair (within a degenerate lowest
-/// eigenspace, the normalised projection of `start` onto it, as the Krylov
-/// space of `start` would find), with `applications == 0` and `dense`
-/// set. A dense `start` keeps its block tiling, a symmetric one its layout.
+/// ([`LinearOperator::matrix`]), its lowest eigenpair is found on the root
+/// instead (the eigenvalues alone and inverse iteration from `start`,
+/// [`uni20_dispatch::decomp::eigh_lowest`]; for a degenerate lowest level
+/// the full decomposition and the normalised projection of `start` onto
+/// the level, as the Krylov space of `start` would find), with
+/// `applications == 0` and `dense` set. A dense `start` keeps its block tiling, a symmetric one its layout.
 ///
 /// # Errors
 /// [`TnError::InvalidOption`] for bad options or a start vector of zero or
@@ -396,34 +397,41 @@ fn dense_lowest(
     } else {
         LocalTensor::from_c64(&[n, n], m.clone())?
     };
-    let e = eigh(
-        &local,
-        &EighOptions {
-            hermitian_rtol: Some(1e-10),
-        },
-        &EighBackendList::default_cpu(1),
-    )?;
-    let v = e.vectors.to_c64_vec();
-    let lowest = e.values[0];
-    // The lowest eigenspace (to rounding): project the start vector onto
-    // it, so that a degenerate ground state keeps the start's member.
-    let scale_of = e.values.iter().fold(0.0f64, |s, l| s.max(l.abs())).max(1e-300);
-    let deg = e.values.iter().take_while(|&&l| l - lowest <= 1e-11 * scale_of).count();
-    let mut y: Vec<C64> = (0..n).map(|i| v[i * n]).collect();
-    if deg > 1 {
-        let x0 = start.to_dense(ctl)?.to_c64_vec();
-        let mut p = vec![C64::new(0.0, 0.0); n];
-        for j in 0..deg {
-            let c: C64 = (0..n).map(|i| v[i * n + j].conj() * x0[rows[i]]).sum();
-            for (i, pi) in p.iter_mut().enumerate() {
-                *pi += c * v[i * n + j];
+    let opts_h = EighOptions {
+        hermitian_rtol: Some(1e-10),
+    };
+    let x0 = start.to_dense(ctl)?.to_c64_vec();
+    let x0: Vec<C64> = rows.iter().map(|&r| x0[r]).collect();
+    // The lowest eigenvalue alone and inverse iteration from the start (a
+    // quarter of the work of all eigenvectors); a degenerate lowest level
+    // (or a start without weight) falls back to the full decomposition.
+    let y = match eigh_lowest(&local, &x0, &opts_h, 1)? {
+        Some(p) => p.vector,
+        None => {
+            let e = eigh(&local, &opts_h, &EighBackendList::default_cpu(1))?;
+            let v = e.vectors.to_c64_vec();
+            let lowest = e.values[0];
+            // The lowest eigenspace (to rounding): project the start vector onto
+            // it, so that a degenerate ground state keeps the start's member.
+            let scale_of = e.values.iter().fold(0.0f64, |s, l| s.max(l.abs())).max(1e-300);
+            let deg = e.values.iter().take_while(|&&l| l - lowest <= 1e-11 * scale_of).count();
+            let mut y: Vec<C64> = (0..n).map(|i| v[i * n]).collect();
+            if deg > 1 {
+                let mut p = vec![C64::new(0.0, 0.0); n];
+                for j in 0..deg {
+                    let c: C64 = (0..n).map(|i| v[i * n + j].conj() * x0[i]).sum();
+                    for (i, pi) in p.iter_mut().enumerate() {
+                        *pi += c * v[i * n + j];
+                    }
+                }
+                let np = p.iter().map(|z| z.norm_sqr()).sum::<f64>().sqrt();
+                if np > 1e-8 {
+                    y = p.into_iter().map(|z| z / np).collect();
+                }
             }
+            y
         }
-        let np = p.iter().map(|z| z.norm_sqr()).sum::<f64>().sqrt();
-        if np > 1e-8 {
-            y = p.into_iter().map(|z| z / np).collect();
-        }
-    }
+    };
     // The residual ||M y - lowest y|| and the Rayleigh quotient of y.
     let my: Vec<C64> = (0..n).map(|i| (0..n).map(|j| m[i * n + j] * y[j]).sum()).collect();
     let value: f64 = (0..n).map(|i| (y[i].conj() * my[i]).re).sum();

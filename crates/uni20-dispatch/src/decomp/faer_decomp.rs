@@ -243,3 +243,93 @@ fn eigh_typed<T: Lane + ComplexField>(p: &MatrixProblem<'_>, par: Par) -> Result
         vectors: tensor(&[n, n], row_major(&u))?,
     })
 }
+
+/// The lowest eigenpair of the exactly Hermitian `n x n` row-major `a` (`n >= 1`) by
+/// shifted inverse iteration from `start` (see [`eigh_lowest`](super::eigh_lowest)):
+/// the eigenvalues alone (`evd::self_adjoint_evd` without vectors: Householder
+/// tridiagonalisation and implicit QR), a Cholesky factor of `a - sigma I` with `sigma`
+/// `1e-3 gap` (clamped to `[1e-12, 1e-10] max|lambda|`) below the lowest eigenvalue,
+/// then solves from `start` until the residual of the Rayleigh quotient is at most
+/// `1e-12 max|lambda|`. `Ok(None)` when the lowest level is degenerate (gap at most
+/// `1e-11 max|lambda|`), the shifted matrix is not positive definite, `start` vanishes,
+/// or eight solves do not reach the residual.
+pub(crate) fn lowest_typed<T: Lane + ComplexField>(
+    a: &[T],
+    n: usize,
+    start: &[C64],
+    par: Par,
+) -> Result<Option<(f64, Vec<C64>, f64)>, KernelError> {
+    use faer::linalg::cholesky::llt::{factor, solve};
+    let am = MatRef::from_row_major_slice(a, n, n);
+    let mut s = Diag::<T>::zeros(n);
+    let mut buf = workspace(
+        self_adjoint_evd_scratch::<T>(n, ComputeEigenvectors::No, par, Default::default())
+            .or(factor::cholesky_in_place_scratch::<T>(n, par, Default::default())),
+        "lowest eigenpair",
+    )?;
+    self_adjoint_evd(am, s.as_mut(), None, par, MemStack::new(&mut buf), Default::default())
+        .map_err(|e| KernelError::Failed(format!("faer self_adjoint_evd: {e:?}")))?;
+    let values = real_diag(&s);
+    let scale = values.iter().fold(0.0f64, |m, l| m.max(l.abs())).max(f64::MIN_POSITIVE);
+    // A degenerate lowest level: inverse iteration would distort the start's weights
+    // within it by (spread / shift) per solve; the caller diagonalises fully instead.
+    let gap = values.get(1).map_or(scale, |l| l - values[0]);
+    if gap <= 1e-11 * scale {
+        return Ok(None);
+    }
+    // The shift below the lowest eigenvalue: above its rounding error (about
+    // `n eps max|lambda|`), small against the gap (each solve scales the other
+    // components by `shift / (gap + shift)`).
+    let sigma = values[0] - (1e-3 * gap).clamp(1e-12 * scale, 1e-10 * scale);
+    let ac: Vec<C64> = a.iter().map(|x| Element::to_c64(*x)).collect();
+    let mut l = Mat::<T>::from_fn(n, n, |i, j| {
+        let x = ac[i * n + j];
+        <T as Element>::from_c64(if i == j { x - sigma } else { x })
+    });
+    if factor::cholesky_in_place(
+        l.as_mut(),
+        Default::default(),
+        par,
+        MemStack::new(&mut buf),
+        Default::default(),
+    )
+    .is_err()
+    {
+        return Ok(None);
+    }
+    let unit = |x: &mut Vec<C64>| {
+        let nx = x.iter().map(|z| z.norm_sqr()).sum::<f64>().sqrt();
+        if nx.is_finite() && nx > 0.0 {
+            x.iter_mut().for_each(|z| *z /= nx);
+            true
+        } else {
+            false
+        }
+    };
+    let mut x = start.to_vec();
+    if !unit(&mut x) {
+        return Ok(None);
+    }
+    for _ in 0..8 {
+        let mut rhs = Mat::<T>::from_fn(n, 1, |i, _| <T as Element>::from_c64(x[i]));
+        solve::solve_in_place_with_conj(l.as_ref(), Conj::No, rhs.as_mut(), par, MemStack::new(&mut buf));
+        x = (0..n).map(|i| Element::to_c64(rhs[(i, 0)])).collect();
+        if !unit(&mut x) {
+            return Ok(None);
+        }
+        let ax: Vec<C64> = (0..n)
+            .map(|i| ac[i * n..(i + 1) * n].iter().zip(&x).map(|(m, v)| m * v).sum())
+            .collect();
+        let theta: f64 = x.iter().zip(&ax).map(|(v, w)| (v.conj() * w).re).sum();
+        let residual = ax
+            .iter()
+            .zip(&x)
+            .map(|(w, v)| (w - v * theta).norm_sqr())
+            .sum::<f64>()
+            .sqrt();
+        if residual <= 1e-12 * scale {
+            return Ok(Some((theta, x, residual)));
+        }
+    }
+    Ok(None)
+}

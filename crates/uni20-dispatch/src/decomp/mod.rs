@@ -30,8 +30,8 @@ mod cuda_decline;
 #[cfg(feature = "cuda")]
 pub use cuda_decline::CudaDecompBackend;
 pub use eigh::{
-    eigh, eigh_with_attempts, hermitian_deviation, EighBackend, EighBackendList, EighFactors, EighOptions, EighResult,
-    HermitianDeviation,
+    eigh, eigh_lowest, eigh_with_attempts, hermitian_deviation, EighBackend, EighBackendList, EighFactors, EighOptions,
+    EighResult, HermitianDeviation, LowestEigenpair,
 };
 pub use faer_decomp::FaerDecompBackend;
 pub use qr::{lq, lq_with_attempts, qr, qr_with_attempts, LqResult, QrBackend, QrBackendList, QrFactors, QrResult};
