@@ -124,15 +124,8 @@ pub fn eigh_with_attempts(
     backends: &EighBackendList,
 ) -> Result<(EighResult, Vec<KernelAttempt>), DecompError> {
     let op = DecompKind::Eigh;
-    let (rows, cols) = check_matrix(op, matrix)?;
-    if rows != cols {
-        return Err(DecompError::NotSquare { op, rows, cols });
-    }
+    let n = check_square_hermitian(matrix, opts)?;
     let dtype = matrix.dtype();
-    let tol = opts.rtol_for(dtype);
-    check_tol(op, "hermitian_rtol", tol)?;
-    let n = rows;
-    with_dtype!(dtype, T => check_hermitian(elems_of::<T>(matrix), n, tol)?);
     // The Hermitian part is taken after scaling, so that `A + A^H` cannot overflow.
     let scaled = scale::to_safe_range(matrix)?;
     let herm = with_dtype!(dtype, T => tensor(&[n, n], hermitian_part(elems_of::<T>(scaled.matrix()), n))?);
@@ -198,14 +191,8 @@ pub fn eigh_lowest(
     threads: usize,
 ) -> Result<Option<LowestEigenpair>, DecompError> {
     let op = DecompKind::Eigh;
-    let (rows, cols) = check_matrix(op, matrix)?;
-    if rows != cols {
-        return Err(DecompError::NotSquare { op, rows, cols });
-    }
+    let n = check_square_hermitian(matrix, opts)?;
     let dtype = matrix.dtype();
-    let tol = opts.rtol_for(dtype);
-    check_tol(op, "hermitian_rtol", tol)?;
-    let n = rows;
     if start.len() != n {
         return Err(DecompError::InvalidOption {
             op,
@@ -213,7 +200,6 @@ pub fn eigh_lowest(
             reason: format!("has {} entries, the matrix is {n}x{n}", start.len()),
         });
     }
-    with_dtype!(dtype, T => check_hermitian(elems_of::<T>(matrix), n, tol)?);
     let max_abs = with_dtype!(dtype, T => elems_of::<T>(matrix).iter().fold(0.0f64, |m, &x| m.max(Lane::abs(x))));
     if n == 0 || !matches!(dtype, DType::F64 | DType::C64) || !(1e-100..=1e100).contains(&max_abs) {
         return Ok(None);
@@ -241,6 +227,20 @@ pub fn eigh_lowest(
         vector,
         residual,
     }))
+}
+
+/// The order `n` of a square, finite matrix that is Hermitian within the tolerance of
+/// `opts` (the input checks of [`eigh`] and [`eigh_lowest`]).
+fn check_square_hermitian(matrix: &LocalTensor, opts: &EighOptions) -> Result<usize, DecompError> {
+    let op = DecompKind::Eigh;
+    let (rows, cols) = check_matrix(op, matrix)?;
+    if rows != cols {
+        return Err(DecompError::NotSquare { op, rows, cols });
+    }
+    let tol = opts.rtol_for(matrix.dtype());
+    check_tol(op, "hermitian_rtol", tol)?;
+    with_dtype!(matrix.dtype(), T => check_hermitian(elems_of::<T>(matrix), rows, tol)?);
+    Ok(rows)
 }
 
 /// The largest `|a_ij - conj(a_ji)|` of the `n x n` matrix `a`, and `max |a_ij|`.
