@@ -120,10 +120,15 @@ fn leg(dir: Direction, sectors: &[(i64, usize)], tile: usize) -> Leg {
 }
 
 fn layout(flux: i64) -> Arc<SymmetricLayout> {
+    layout_tiled(flux, 2)
+}
+
+/// The test layout with sector tiles of at most `tile` on the outer legs.
+fn layout_tiled(flux: i64, tile: usize) -> Arc<SymmetricLayout> {
     let g = Symmetry::u1();
-    let l = leg(Direction::In, &[(-1, 2), (0, 3), (1, 2)], 2);
+    let l = leg(Direction::In, &[(-1, 2), (0, 3), (1, 2)], tile);
     let p = leg(Direction::In, &[(-1, 1), (1, 1)], 1);
-    let r = leg(Direction::Out, &[(-2, 1), (-1, 2), (0, 3), (1, 2), (2, 1)], 2);
+    let r = leg(Direction::Out, &[(-2, 1), (-1, 2), (0, 3), (1, 2), (2, 1)], tile);
     Arc::new(SymmetricLayout::new(g.clone(), vec![l, p, r], g.charge(&[flux]).unwrap()).unwrap())
 }
 
@@ -132,9 +137,15 @@ fn symmetric_terms_match_the_dense_combination_of_their_embeddings() {
     for_ranks(|ctl, ranks| {
         for dtype in [DType::F64, DType::C64] {
             let lay = layout(0);
+            // The last term's sectors are tiled otherwise: its pieces are cut to the
+            // first term's blocks.
             let ts: Vec<DistTensor> = (0..4)
-                .map(|s| sym_random(ctl, lay.clone(), dtype, 40 + s).unwrap())
+                .map(|s| {
+                    let lay = if s == 3 { layout_tiled(0, 1) } else { lay.clone() };
+                    sym_random(ctl, lay, dtype, 40 + s).unwrap()
+                })
                 .collect();
+            assert_ne!(ts[3].blocking(), ts[0].blocking());
             let coefs = [c(1.0, 0.0), c(-0.5, 0.0), c(0.25, 0.0), c(2.0, 0.0)];
             let terms: Vec<(C64, &DistTensor)> = coefs.iter().copied().zip(&ts).collect();
             let got = lincomb(ctl, &terms).unwrap();
@@ -166,6 +177,10 @@ fn a_zero_coefficient_leaves_its_term_out() {
             got.to_local(ctl).unwrap(),
             local::lincomb(&[(c(1.5, 0.0), &la), (c(-2.0, 0.0), &lb)], None, 1).unwrap()
         );
+        // A zero first coefficient: the first term fixes the tiling, not the values.
+        let got = lincomb(ctl, &[(c(0.0, 0.0), &inf), (c(-2.0, 0.0), &b)]).unwrap();
+        assert_eq!(got.blocking(), inf.blocking());
+        assert_eq!(got.to_local(ctl).unwrap(), local::scale(c(-2.0, 0.0), &lb, 1).unwrap());
     });
 }
 

@@ -154,8 +154,8 @@ pub fn axpby(
 
 /// `out = sum_k c_k x_k` over same-shaped tensors `terms = [(c_k, x_k)]`, as a new dense
 /// tensor: the `k`-term generalisation of [`axpby`] without permutations (one pass over
-/// the data instead of `k - 1`, as a Krylov solver's three-term recurrence and its Ritz
-/// vector need).
+/// the data, in sub-blocks that stay in cache, instead of `k - 1` passes, as a Krylov
+/// solver's three-term recurrence and its Ritz vector need).
 ///
 /// Output dtype: `out_dtype`, or if `None` the promotion of every term's dtype; a given
 /// `out_dtype` must be at least as wide. With a real output the coefficients must be real.
@@ -215,37 +215,52 @@ pub fn lincomb(
     })
 }
 
+/// Elements per sub-block of [`sum_terms`]: the wide accumulator of one sub-block stays in
+/// L1 while every term streams through it.
+const SUM_SUB: usize = 2048;
+
 /// The elements of `sum_k c_k x_k` (`parts` non-empty, every `x_k` of length `n`), summed in
 /// the wide type in term order and rounded once; in parallel chunks of the output when
-/// large.
+/// large, each chunk in sub-blocks of [`SUM_SUB`] elements (one pass over the memory of each
+/// term and of the output). A zero first coefficient does not read the first term.
 fn sum_terms<T: Lane>(parts: &[(C64, &[T])], n: usize, threads: usize) -> Vec<T> {
+    let zero_first = parts[0].0 == C64::new(0.0, 0.0);
     let parts: Vec<(T::W, &[T])> = parts.iter().map(|&(c, x)| (T::scalar(c), x)).collect();
     let chunk = if n >= PAR_MIN && threads > 1 {
         n.div_ceil(threads.min(n / (PAR_MIN / 8)).max(1))
     } else {
         n.max(1)
     };
-    let sum_into = |c: usize, out: &mut [T::W]| {
-        let lo = c * chunk;
-        let (s0, x0) = parts[0];
-        for (o, &x) in out.iter_mut().zip(&x0[lo..]) {
-            *o = s0 * x.widen();
-        }
-        for &(s, x) in &parts[1..] {
-            for (o, &x) in out.iter_mut().zip(&x[lo..]) {
-                *o = *o + s * x.widen();
+    let fill = |c: usize, out: &mut [T]| {
+        let mut acc: Vec<T::W> = vec![T::zero_w(); SUM_SUB.min(out.len())];
+        for (sub, out) in out.chunks_mut(SUM_SUB).enumerate() {
+            let lo = c * chunk + sub * SUM_SUB;
+            let acc = &mut acc[..out.len()];
+            let (s0, x0) = parts[0];
+            if zero_first {
+                acc.fill(T::zero_w());
+            } else {
+                for (a, &x) in acc.iter_mut().zip(&x0[lo..]) {
+                    *a = s0 * x.widen();
+                }
+            }
+            for &(s, x) in &parts[1..] {
+                for (a, &x) in acc.iter_mut().zip(&x[lo..]) {
+                    *a = *a + s * x.widen();
+                }
+            }
+            for (o, &a) in out.iter_mut().zip(acc.iter()) {
+                *o = T::narrow(a);
             }
         }
     };
-    let mut acc: Vec<T::W> = vec![T::zero_w(); n];
+    let mut out: Vec<T> = vec![T::narrow(T::zero_w()); n];
     if chunk < n {
-        acc.par_chunks_mut(chunk)
-            .enumerate()
-            .for_each(|(c, out)| sum_into(c, out));
+        out.par_chunks_mut(chunk).enumerate().for_each(|(c, o)| fill(c, o));
     } else {
-        sum_into(0, &mut acc);
+        fill(0, &mut out);
     }
-    acc.into_iter().map(T::narrow).collect()
+    out
 }
 
 /// `alpha * a`, same dtype and shape as `a` (wrapper over [`axpby`]).

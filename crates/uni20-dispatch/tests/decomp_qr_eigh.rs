@@ -460,3 +460,32 @@ fn eigh_lowest_declines_or_reports_bad_input() {
     let empty = LocalTensor::zeros(DType::F64, &[0, 0]).unwrap();
     assert_eq!(eigh_lowest(&empty, &[], &EighOptions::default(), 1).unwrap(), None);
 }
+
+#[test]
+fn eigh_lowest_takes_the_phase_of_the_starts_overlap() {
+    // <start, y> real and positive: a real matrix with a real and with a complex start
+    // (iterated in complex arithmetic), a complex matrix with a complex start.
+    let n = 9;
+    for (dtype, complex_start) in [(DType::F64, false), (DType::F64, true), (DType::C64, true)] {
+        let a = hermitian(21, dtype, n);
+        let start = rand_matrix(22, if complex_start { DType::C64 } else { DType::F64 }, n, 1).to_c64_vec();
+        let p = eigh_lowest(&a, &start, &EighOptions::default(), 1).unwrap().unwrap();
+        let overlap: C64 = start.iter().zip(&p.vector).map(|(s, y)| s.conj() * y).sum();
+        assert!(
+            overlap.re > 0.0,
+            "{dtype} complex start {complex_start}: overlap {overlap}"
+        );
+        assert!(
+            overlap.im.abs() <= 1e-12 * overlap.norm(),
+            "{dtype} complex start {complex_start}: overlap {overlap}"
+        );
+        let full = eigh(&a, &EighOptions::default(), &EighBackendList::default_cpu(1)).unwrap();
+        assert!((p.value - full.values[0]).abs() < 1e-12 * n as f64 * max_norm(&mat(&a).0).max(1.0));
+        if complex_start && dtype == DType::F64 {
+            assert!(
+                p.vector.iter().any(|z| z.im != 0.0),
+                "the complex start's phase is kept"
+            );
+        }
+    }
+}

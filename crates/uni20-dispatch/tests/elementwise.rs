@@ -399,6 +399,19 @@ fn lincomb_skips_zero_terms_and_reports_typed_errors() {
     // A zero coefficient does not read its term: no NaN leaks.
     let got = lincomb(&[(c(2.0, 0.0), &a), (c(0.0, 0.0), &nan)], None, 1).unwrap();
     assert_eq!(got, naive_lincomb(&[(c(2.0, 0.0), &a)], DType::F64));
+    // Nor does a zero first coefficient (the first term still fixes shape and dtype).
+    let got = lincomb(&[(c(0.0, 0.0), &nan), (c(-1.5, 0.0), &a)], None, 1).unwrap();
+    assert_eq!(got, naive_lincomb(&[(c(-1.5, 0.0), &a)], DType::F64));
+    let big_nan = from_c64(DType::C64, &[300, 300], &vec![C64::new(f64::NAN, 0.0); 90_000]);
+    let big = tensor(5, DType::C64, &[300, 300]);
+    for threads in [1, 2, 3] {
+        let got = lincomb(&[(c(0.0, 0.0), &big_nan), (c(0.5, 1.0), &big)], None, threads).unwrap();
+        assert_eq!(
+            got,
+            naive_lincomb(&[(c(0.5, 1.0), &big)], DType::C64),
+            "threads={threads}"
+        );
+    }
     assert_eq!(lincomb(&[], None, 1), Err(ElementwiseError::NoTerms));
     let wrong = tensor(4, DType::F64, &[3, 2]);
     assert_eq!(

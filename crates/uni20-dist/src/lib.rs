@@ -208,7 +208,7 @@ mod tests {
             ("uni20.get_blocks.v1", 1, "get_blocks"),
             ("uni20.npy_read.v1", 2, "npy_read"),
             ("uni20.npy_write.v1", 1, "npy_write"),
-            ("uni20.elementwise.v1", 3, "elementwise"),
+            ("uni20.elementwise.v1", 4, "elementwise"),
             ("uni20.regroup.v1", 3, "regroup"),
             ("uni20.reblock.v1", 3, "reblock"),
             ("uni20.reduce.v1", 2, "reduce"),

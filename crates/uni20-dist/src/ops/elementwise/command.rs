@@ -105,7 +105,6 @@ impl ItemWork for ElementwiseDescV1 {
     item_work_fields!(ElementwiseItem);
     const OPERATION: &'static str = "element-wise";
     fn cost(&self, item: &ElementwiseItem) -> Option<u64> {
-        // A few operations per element written.
         // A few operations per element written (and per further term read).
         Some(4 * (1 + item.rest.len() as u64) * item.out_shape.iter().map(|&n| n as u64).product::<u64>())
     }
@@ -143,6 +142,13 @@ impl ItemWork for ElementwiseDescV1 {
             }
             ElementwiseOp::Reshape => local_reshape(&a.0, &item.out_shape),
             ElementwiseOp::Combination { coefs } => {
+                if coefs.len() != 1 + item.rest.len() {
+                    return Err(HandlerError::msg(format!(
+                        "lincomb item with {} coefficients for {} terms",
+                        coefs.len(),
+                        1 + item.rest.len()
+                    )));
+                }
                 let rest = item
                     .rest
                     .iter()

@@ -193,7 +193,9 @@ pub fn axpby(
 /// the block's box. Arithmetic is that of `uni20_dispatch::lincomb`:
 /// double precision, summed in term order, rounded once. A term after the
 /// first whose coefficient is zero is neither read nor waited for (its
-/// shape, dtype and layout still count). Symmetric terms (all or none)
+/// shape, dtype and layout still count); with a zero first coefficient the
+/// first term still fixes the tiling and is waited for, but its values do
+/// not enter the sum. Symmetric terms (all or none)
 /// must have the first's legs and flux.
 ///
 /// Returns at once; see [`contract`](crate::contract) for the deferred
