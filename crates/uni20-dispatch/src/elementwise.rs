@@ -191,15 +191,7 @@ pub fn lincomb(
         }
         dtype = to;
     }
-    if !dtype.is_complex() {
-        if let Some(&(value, _)) = terms.iter().find(|(c, _)| c.im != 0.0) {
-            return Err(ElementwiseError::ComplexScalarForRealOutput {
-                which: "coefficient",
-                value,
-                dtype,
-            });
-        }
-    }
+    check_coefficients(terms.iter().map(|&(c, _)| c), dtype)?;
     let zero = C64::new(0.0, 0.0);
     // The first term always counts (it fixes the output even when its coefficient is 0).
     let read: Vec<(C64, Cow<'_, LocalTensor>)> = terms
@@ -213,6 +205,23 @@ pub fn lincomb(
         let parts: Vec<(C64, &[T])> = read.iter().map(|(c, t)| (*c, elems_of::<T>(t))).collect();
         Ok(tensor(shape, sum_terms(&parts, n, threads))?)
     })
+}
+
+/// Checks that `coefs` suit an output of `dtype`: every one real when `dtype` is real
+/// (the coefficient check of [`lincomb`], shared with the distributed `lincomb`).
+///
+/// # Errors
+/// [`ElementwiseError::ComplexScalarForRealOutput`] (`which = "coefficient"`) naming the
+/// first complex coefficient.
+pub fn check_coefficients(coefs: impl IntoIterator<Item = C64>, dtype: DType) -> Result<(), ElementwiseError> {
+    match coefs.into_iter().find(|c| c.im != 0.0) {
+        Some(value) if !dtype.is_complex() => Err(ElementwiseError::ComplexScalarForRealOutput {
+            which: "coefficient",
+            value,
+            dtype,
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// Elements per sub-block of [`sum_terms`]: the wide accumulator of one sub-block stays in

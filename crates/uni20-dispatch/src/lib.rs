@@ -127,6 +127,8 @@ pub use pairs::PairContraction;
 pub use backend::{AttemptOutcome, BackendList, KernelAttempt, KernelDispatchError};
 
 // Element-wise operations, creation, reductions.
-pub use elementwise::{axpby, conj, lincomb, permute, reshape, reshape_owned, scale, ElementwiseError};
+pub use elementwise::{
+    axpby, check_coefficients, conj, lincomb, permute, reshape, reshape_owned, scale, ElementwiseError,
+};
 pub use random::{identity_block, random_block, zeros_block, BlockError};
 pub use reduce::{inner, max_abs, norm_sqr};

@@ -370,6 +370,38 @@ fn allowed_positions(x: &DistTensor) -> Vec<usize> {
     out
 }
 
+/// The lowest eigenvector of the `n x n` Hermitian `local` by the full
+/// decomposition (where [`eigh_lowest`] declines): for a degenerate lowest
+/// level (to `1e-11` of the largest `|lambda|`), the normalised projection
+/// of the start `x0` onto it, so that a degenerate ground state keeps the
+/// start's member; otherwise, or for a start without weight there, the
+/// first eigenvector.
+fn full_lowest(local: &LocalTensor, x0: &[C64], opts: &EighOptions) -> Result<Vec<C64>, TnError> {
+    let n = x0.len();
+    let e = eigh(local, opts, &EighBackendList::default_cpu(1))?;
+    let v = e.vectors.to_c64_vec();
+    let lowest = e.values[0];
+    let scale_of = e.values.iter().fold(0.0f64, |s, l| s.max(l.abs())).max(1e-300);
+    let deg = e.values.iter().take_while(|&&l| l - lowest <= 1e-11 * scale_of).count();
+    let first: Vec<C64> = (0..n).map(|i| v[i * n]).collect();
+    if deg == 1 {
+        return Ok(first);
+    }
+    let mut p = vec![C64::new(0.0, 0.0); n];
+    for j in 0..deg {
+        let c: C64 = (0..n).map(|i| v[i * n + j].conj() * x0[i]).sum();
+        for (i, pi) in p.iter_mut().enumerate() {
+            *pi += c * v[i * n + j];
+        }
+    }
+    let np = p.iter().map(|z| z.norm_sqr()).sum::<f64>().sqrt();
+    Ok(if np > 1e-8 {
+        p.into_iter().map(|z| z / np).collect()
+    } else {
+        first
+    })
+}
+
 /// The dense solve of [`lanczos_lowest`] (`None` when it does not apply).
 fn dense_lowest(
     ctl: &Controller<'_>,
@@ -413,30 +445,7 @@ fn dense_lowest(
     };
     let y = match found {
         Some(p) => p.vector,
-        None => {
-            let e = eigh(&local, &opts_h, &EighBackendList::default_cpu(1))?;
-            let v = e.vectors.to_c64_vec();
-            let lowest = e.values[0];
-            // The lowest eigenspace (to rounding): project the start vector onto
-            // it, so that a degenerate ground state keeps the start's member.
-            let scale_of = e.values.iter().fold(0.0f64, |s, l| s.max(l.abs())).max(1e-300);
-            let deg = e.values.iter().take_while(|&&l| l - lowest <= 1e-11 * scale_of).count();
-            let mut y: Vec<C64> = (0..n).map(|i| v[i * n]).collect();
-            if deg > 1 {
-                let mut p = vec![C64::new(0.0, 0.0); n];
-                for j in 0..deg {
-                    let c: C64 = (0..n).map(|i| v[i * n + j].conj() * x0[i]).sum();
-                    for (i, pi) in p.iter_mut().enumerate() {
-                        *pi += c * v[i * n + j];
-                    }
-                }
-                let np = p.iter().map(|z| z.norm_sqr()).sum::<f64>().sqrt();
-                if np > 1e-8 {
-                    y = p.into_iter().map(|z| z / np).collect();
-                }
-            }
-            y
-        }
+        None => full_lowest(&local, &x0, &opts_h)?,
     };
     // The residual ||M y - lowest y|| and the Rayleigh quotient of y.
     let my: Vec<C64> = (0..n).map(|i| (0..n).map(|j| m[i * n + j] * y[j]).sum()).collect();

@@ -232,16 +232,7 @@ pub fn lincomb(ctl: &Controller<'_>, terms: &[(C64, &DistTensor)]) -> Result<Dis
         }
         dtype = dtype.promote(t.dtype());
     }
-    if !dtype.is_complex() {
-        if let Some(&(value, _)) = terms.iter().find(|(c, _)| c.im != 0.0) {
-            return Err(ElementwiseError::ComplexScalarForRealOutput {
-                which: "coefficient",
-                value,
-                dtype,
-            }
-            .into());
-        }
-    }
+    uni20_dispatch::check_coefficients(terms.iter().map(|&(c, _)| c), dtype)?;
     check_job(ctl)?;
     let zero = C64::new(0.0, 0.0);
     let kept: Vec<(C64, &DistTensor)> = terms
