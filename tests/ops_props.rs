@@ -265,41 +265,49 @@ fn zeros_and_identity_are_created_on_the_workers() {
 
 /// Reductions on workers with a thread budget run a rank's blocks in parallel; the result
 /// must not depend on the budget (bit for bit) and must match the local kernels, including
-/// operands tiled differently (so `b` is assembled from pieces on the workers).
+/// operands tiled differently (so `b` is assembled from pieces on the workers). The small
+/// case stays below the size at which a rank's items go to several threads, the large one
+/// (about 2.6e5 elements a rank) above it.
 #[test]
 fn reductions_do_not_depend_on_the_thread_budget() {
-    let shape = [37usize, 29];
-    for dtype in [DType::F64, DType::C64] {
-        let la = random_block(11, dtype, &shape, &[0, 0], &shape).unwrap();
-        let lb = random_block(12, dtype, &shape, &[0, 0], &shape).unwrap();
-        let want_inner = local::inner(&la, &lb, 1).unwrap();
-        let want_norm = local::norm_sqr(&la, 1).sqrt();
-        let want_max = local::max_abs(&la, 1);
-        for ranks in [2, 3] {
-            let mut first: Option<(C64, f64, f64)> = None;
-            for threads in [1, 2, 3] {
-                let got = uni20::universe()
-                    .ranks(ranks)
-                    .threads_per_rank(threads)
-                    .run(|ctl| {
-                        // 5 x 4 = 20 blocks of a, 3 x 3 = 9 of b: several items per rank,
-                        // each b box built from up to four pieces.
-                        let a = random(ctl, &shape, dtype, vec![8, 8], 11).unwrap();
-                        let b = random(ctl, &shape, dtype, vec![13, 11], 12).unwrap();
-                        (
-                            inner(ctl, &a, &b).unwrap(),
-                            norm(ctl, &a).unwrap(),
-                            max_abs(ctl, &a).unwrap(),
-                        )
-                    })
-                    .unwrap();
-                let tag = format!("{} ranks={ranks} threads={threads}", dtype.name());
-                assert!((got.0 - want_inner).norm() <= 1e-12 * want_inner.norm(), "inner {tag}");
-                assert!((got.1 - want_norm).abs() <= 1e-12 * want_norm, "norm {tag}");
-                assert_eq!(got.2, want_max, "max_abs {tag}");
-                match first {
-                    None => first = Some(got),
-                    Some(f) => assert_eq!(f, got, "{tag} differs from threads=1"),
+    let cases: [([usize; 2], Vec<usize>, Vec<usize>); 2] = [
+        // 5 x 4 = 20 blocks of a, 3 x 3 = 9 of b: several items per rank,
+        // each b box built from up to four pieces.
+        ([37, 29], vec![8, 8], vec![13, 11]),
+        // 4 x 4 blocks of a, 3 x 5 of b.
+        ([1024, 512], vec![256, 128], vec![384, 110]),
+    ];
+    for (shape, tile_a, tile_b) in cases {
+        for dtype in [DType::F64, DType::C64] {
+            let la = random_block(11, dtype, &shape, &[0, 0], &shape).unwrap();
+            let lb = random_block(12, dtype, &shape, &[0, 0], &shape).unwrap();
+            let want_inner = local::inner(&la, &lb, 1).unwrap();
+            let want_norm = local::norm_sqr(&la, 1).sqrt();
+            let want_max = local::max_abs(&la, 1);
+            for ranks in [2, 3] {
+                let mut first: Option<(C64, f64, f64)> = None;
+                for threads in [1, 2, 3] {
+                    let got = uni20::universe()
+                        .ranks(ranks)
+                        .threads_per_rank(threads)
+                        .run(|ctl| {
+                            let a = random(ctl, &shape, dtype, tile_a.clone(), 11).unwrap();
+                            let b = random(ctl, &shape, dtype, tile_b.clone(), 12).unwrap();
+                            (
+                                inner(ctl, &a, &b).unwrap(),
+                                norm(ctl, &a).unwrap(),
+                                max_abs(ctl, &a).unwrap(),
+                            )
+                        })
+                        .unwrap();
+                    let tag = format!("{} {shape:?} ranks={ranks} threads={threads}", dtype.name());
+                    assert!((got.0 - want_inner).norm() <= 1e-12 * want_inner.norm(), "inner {tag}");
+                    assert!((got.1 - want_norm).abs() <= 1e-12 * want_norm, "norm {tag}");
+                    assert_eq!(got.2, want_max, "max_abs {tag}");
+                    match first {
+                        None => first = Some(got),
+                        Some(f) => assert_eq!(f, got, "{tag} differs from threads=1"),
+                    }
                 }
             }
         }

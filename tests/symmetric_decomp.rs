@@ -464,3 +464,28 @@ fn bad_inputs_are_typed_errors() {
             .unwrap();
     }
 }
+
+/// Sector matrices large enough (summed `m n min(m, n)` about 5.3e5) that a
+/// rank with a thread budget above 1 factorizes them in parallel, the rank's
+/// own thread among the workers: the same singular values as the dense SVD
+/// of the embedding for budgets 1-3, on one rank (every sector on it) and two.
+#[test]
+fn sectors_factorized_in_parallel_match_the_dense_svd() {
+    for ranks in [1, 2] {
+        for threads in [1, 2, 3] {
+            uni20::universe()
+                .ranks(ranks)
+                .threads_per_rank(threads)
+                .run(|ctl| {
+                    let l = leg(Direction::Out, &[(-1, 50), (0, 70), (1, 40)], 128);
+                    let g = Symmetry::u1();
+                    let layout = SymmetricLayout::new(g.clone(), vec![l.clone(), l.dual()], g.identity()).unwrap();
+                    let t = sym_random(ctl, layout, DType::F64, 17).unwrap();
+                    let out = check_sym_svd(ctl, &t, "a|b", &SvdOptions::default());
+                    assert_eq!(out.kept, 160, "ranks {ranks} threads {threads}");
+                    assert_eq!(out.sectors.len(), 3, "ranks {ranks} threads {threads}");
+                })
+                .unwrap();
+        }
+    }
+}

@@ -94,6 +94,7 @@ mod faer_backend;
 mod lower;
 mod options;
 mod pairs;
+pub mod par;
 mod permute;
 mod problem;
 mod random;

@@ -32,7 +32,7 @@ use crate::ops::kit::worker::PARALLEL_MIN_COST;
 use crate::symmetry::SymmetricLayout;
 use crate::tensor::{Block, BlockRef};
 use crate::transfer::{exchange_blocks, Transfer};
-use rayon::prelude::*;
+use uni20_dispatch::par::map_indexed;
 
 /// The family of a symmetric decomposition on the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -382,7 +382,7 @@ fn handle_factorize(ctx: &mut WorkerContext<'_>, d: SymFactorizeDescV1) -> Resul
         .fold(0, u64::saturating_add);
     let parallel = threads > 1 && mine.len() > 1 && cost >= PARALLEL_MIN_COST;
     let mut computed: Vec<Option<Result<Result<Computed, RejectionV1>, HandlerError>>> = if parallel {
-        mine.par_iter().map(|&s| Some(work(s, 1))).collect()
+        map_indexed(mine.len(), threads, |k| Some(work(mine[k], 1)))
     } else {
         Vec::new()
     };

@@ -6,7 +6,7 @@
 //! them in item order, replies `(item index, object id)` per committed
 //! block and releases the replicas the command received.
 
-use rayon::prelude::*;
+use uni20_dispatch::par::map_indexed;
 use uni20_dispatch::LocalTensor;
 use uni20_persist::ObjectId;
 use uni20_worker::{HandlerError, KernelContext, WorkerContext};
@@ -234,10 +234,10 @@ pub fn handle_items<D: ItemWork>(ctx: &mut WorkerContext<'_>, d: D) -> Result<Ve
         // small part of the command's.
         let one = kernels.with_threads(1);
         for chunk in mine.chunks(PARALLEL_CHUNK_PER_THREAD * threads) {
-            let computed: Vec<Result<LocalTensor, HandlerError>> = chunk
-                .par_iter()
-                .map(|&(idx, out_block, item)| d.compute(&one, idx, item).map_err(in_item(idx, out_block)))
-                .collect();
+            let computed: Vec<Result<LocalTensor, HandlerError>> = map_indexed(chunk.len(), threads, |k| {
+                let (idx, out_block, item) = chunk[k];
+                d.compute(&one, idx, item).map_err(in_item(idx, out_block))
+            });
             for (&(idx, out_block, _), t) in chunk.iter().zip(computed) {
                 out.push(commit(out.len(), idx, out_block, t?)?);
             }

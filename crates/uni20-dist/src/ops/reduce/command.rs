@@ -8,8 +8,8 @@
 //! rank order and is the only rank to reply with a value: one scalar
 //! reaches the root.
 
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
+use uni20_dispatch::par::map_indexed;
 use uni20_dispatch::{inner, max_abs, norm_sqr, C64};
 use uni20_persist::PersistentPtr;
 use uni20_worker::transport::{Tag, TAG_DATA_BASE};
@@ -140,6 +140,11 @@ pub(crate) fn decode(b: &[u8], from: usize) -> Result<C64, HandlerError> {
     Ok(C64::new(f(&arr[..8]), f(&arr[8..])))
 }
 
+/// Least number of elements (summed over a rank's items of one reduction) for which the
+/// items are reduced in parallel: a reduction streams its operands once, at a few gigabytes a
+/// second, so below about a megabyte handing items to a second thread costs more than it saves.
+const PARALLEL_MIN_ELEMENTS: usize = 1 << 17;
+
 /// The combined value of this rank's items of one reduction (`items`:
 /// `(item index, item)` of the items it reduces, in item order), with the
 /// rank's thread budget `threads`.
@@ -149,35 +154,48 @@ pub(crate) fn rank_partial(
     items: &[(usize, &ReduceItem)],
     threads: usize,
 ) -> Result<C64, HandlerError> {
+    // The blocks of `a` first: their sizes decide whether the items run in parallel.
+    let loaded: Vec<_> = items
+        .iter()
+        .map(|&(idx, item)| {
+            store
+                .load_wait(PersistentPtr::<Block>::from_id(item.a.id))
+                .map_err(|e| {
+                    HandlerError::from(e)
+                        .with_object(item.a.id)
+                        .context(format!("reduction item {idx}"))
+                })
+        })
+        .collect::<Result<_, _>>()?;
     // One item's partial with `kernel_threads` threads; the kernels give the same bits for
     // any thread count, so the partials (combined below in item order) do not depend on
     // whether the items ran in parallel.
-    let partial = |&(idx, item): &(usize, &ReduceItem), kernel_threads: usize| -> Result<C64, HandlerError> {
+    let partial = |k: usize, kernel_threads: usize| -> Result<C64, HandlerError> {
+        let (idx, item) = items[k];
+        let a = &loaded[k].0;
         let in_item = |e: HandlerError| e.context(format!("reduction item {idx}"));
-        let a = store
-            .load_wait(PersistentPtr::<Block>::from_id(item.a.id))
-            .map_err(|e| in_item(HandlerError::from(e).with_object(item.a.id)))?;
         Ok(match (op, &item.b) {
-            (ReduceOp::NormSqr, _) => C64::new(norm_sqr(&a.0, kernel_threads), 0.0),
-            (ReduceOp::MaxAbs, _) => C64::new(max_abs(&a.0, kernel_threads), 0.0),
+            (ReduceOp::NormSqr, _) => C64::new(norm_sqr(a, kernel_threads), 0.0),
+            (ReduceOp::MaxAbs, _) => C64::new(max_abs(a, kernel_threads), 0.0),
             (ReduceOp::Inner, Some(src)) => {
                 let b = src.assemble(store).map_err(in_item)?;
-                inner(&a.0, b.tensor(), kernel_threads).map_err(|e| in_item(HandlerError::from(e)))?
+                inner(a, b.tensor(), kernel_threads).map_err(|e| in_item(HandlerError::from(e)))?
             }
             (ReduceOp::Inner, None) => return Err(in_item(HandlerError::msg("inner product item without b"))),
         })
     };
-    // Several items and a thread budget: the items run in parallel, one thread each, in at
-    // most `threads` tasks (one fork-join per command instead of one per block); a single
-    // item gets the whole budget.
-    let partials: Vec<C64> = if threads > 1 && items.len() > 1 {
-        items
-            .par_iter()
-            .with_min_len(items.len().div_ceil(threads))
-            .map(|it| partial(it, 1))
+    // Several items, a thread budget and enough elements: the items run in parallel, one
+    // thread each, the calling thread among them (one hand-off per command instead of one
+    // per block); otherwise in order on this thread, a single item with the whole budget.
+    let elements: usize = loaded.iter().map(|a| a.0.len()).sum();
+    let partials: Vec<C64> = if threads > 1 && items.len() > 1 && elements >= PARALLEL_MIN_ELEMENTS {
+        map_indexed(items.len(), threads, |k| partial(k, 1))
+            .into_iter()
             .collect::<Result<_, _>>()?
     } else {
-        items.iter().map(|it| partial(it, threads)).collect::<Result<_, _>>()?
+        (0..items.len())
+            .map(|k| partial(k, threads))
+            .collect::<Result<_, _>>()?
     };
     let mut mine = Combine::new(op);
     for v in partials {
