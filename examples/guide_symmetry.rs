@@ -16,29 +16,18 @@
 
 // ANCHOR: guide
 use uni20::dist::sym_random;
-use uni20::dist::symmetry::{Direction, Leg, Sector, SymmetricLayout, Symmetry};
+use uni20::dist::symmetry::{Direction, Leg, SymmetricLayout, Symmetry};
 use uni20::prelude::*;
 
 fn main() -> anyhow::Result<()> {
     let u1 = Symmetry::u1();
-    // Sectors as (charge, dimension), in increasing charge order.
-    let leg = |dir, sectors: &[(i64, usize)], tile| -> anyhow::Result<Leg> {
-        let sectors = sectors
-            .iter()
-            .map(|&(q, dim)| {
-                Ok(Sector {
-                    charge: u1.charge(&[q])?,
-                    dim,
-                })
-            })
-            .collect::<anyhow::Result<Vec<_>>>()?;
-        Ok(Leg::tiled(u1.clone(), dir, sectors, tile)?)
-    };
-    let left = leg(Direction::In, &[(-1, 2), (1, 2)], 4)?;
-    let phys = leg(Direction::In, &[(-1, 1), (1, 1)], 1)?;
+    // U(1) legs from (charge, dimension) sectors in increasing charge order, tiles of at most
+    // the last argument's size.
+    let left = Leg::u1(Direction::In, &[(-1, 2), (1, 2)], 4)?;
+    let phys = Leg::u1(Direction::In, &[(-1, 1), (1, 1)], 1)?;
     // The right bond's largest sector (charge 0, 6 states) is cut into tiles of 4 and 2,
     // so that it can spread over two ranks.
-    let right = leg(Direction::Out, &[(-2, 2), (0, 6), (2, 2)], 4)?;
+    let right = Leg::u1(Direction::Out, &[(-2, 2), (0, 6), (2, 2)], 4)?;
     let layout = SymmetricLayout::new(
         u1.clone(),
         vec![left.clone(), phys.clone(), right.clone()],

@@ -10,21 +10,13 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use uni20::dist::symmetry::{Direction, Leg, Sector, SymmetricLayout, Symmetry};
+use uni20::dist::symmetry::{Direction, Leg, SymmetricLayout, Symmetry};
 use uni20::dist::{checkpoint, restore_redistributed, sym_random, Checkpoint};
 use uni20::persist::ObjectId;
 use uni20::prelude::*;
 
 fn leg(dir: Direction, sectors: &[(i64, usize)], tile: usize) -> Leg {
-    let g = Symmetry::u1();
-    let s = sectors
-        .iter()
-        .map(|&(q, dim)| Sector {
-            charge: g.charge(&[q]).unwrap(),
-            dim,
-        })
-        .collect();
-    Leg::tiled(g, dir, s, tile).unwrap()
+    Leg::u1(dir, sectors, tile).unwrap()
 }
 
 fn layout() -> Arc<SymmetricLayout> {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use uni20::dispatch::{self as local, ElementwiseError};
 use uni20::dist::error::{LayoutError, SymLayoutError};
-use uni20::dist::symmetry::{Direction, Leg, Sector, SymmetricLayout, Symmetry};
+use uni20::dist::symmetry::{Direction, Leg, SymmetricLayout, Symmetry};
 use uni20::dist::{lincomb, sym_random};
 use uni20::prelude::*;
 
@@ -108,15 +108,7 @@ fn dense_terms_with_other_tilings_match_the_local_kernel_and_the_naive_sum() {
 
 /// A U(1) leg with sectors `(charge, dim)` in tiles of at most `tile`.
 fn leg(dir: Direction, sectors: &[(i64, usize)], tile: usize) -> Leg {
-    let g = Symmetry::u1();
-    let s = sectors
-        .iter()
-        .map(|&(q, dim)| Sector {
-            charge: g.charge(&[q]).unwrap(),
-            dim,
-        })
-        .collect();
-    Leg::tiled(g, dir, s, tile).unwrap()
+    Leg::u1(dir, sectors, tile).unwrap()
 }
 
 fn layout(flux: i64) -> Arc<SymmetricLayout> {

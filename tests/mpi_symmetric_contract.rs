@@ -10,19 +10,11 @@
 mod common;
 
 use uni20::dist::sym_random;
-use uni20::dist::symmetry::{Direction, Leg, Sector, SymmetricLayout, Symmetry};
+use uni20::dist::symmetry::{Direction, Leg, SymmetricLayout, Symmetry};
 use uni20::prelude::*;
 
 fn u1_leg(dir: Direction, sectors: &[(i64, usize)], tile: usize) -> Leg {
-    let g = Symmetry::u1();
-    let s = sectors
-        .iter()
-        .map(|&(q, dim)| Sector {
-            charge: g.charge(&[q]).unwrap(),
-            dim,
-        })
-        .collect();
-    Leg::tiled(g, dir, s, tile).unwrap()
+    Leg::u1(dir, sectors, tile).unwrap()
 }
 
 fn main() {

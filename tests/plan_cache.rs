@@ -7,7 +7,7 @@
 
 use proptest::prelude::*;
 use uni20::dispatch::{einsum as local_einsum, BackendList, ContractOptions as LocalOptions};
-use uni20::dist::symmetry::{Direction, Leg, Sector, SymmetricLayout, Symmetry};
+use uni20::dist::symmetry::{Direction, Leg, SymmetricLayout, Symmetry};
 use uni20::dist::{
     plan_cache_stats, set_plan_cache_budget, set_plan_cache_capacity, sym_random, ContractOptions, PlanSummary,
 };
@@ -121,15 +121,7 @@ const SECTORS: [&[(i64, usize)]; 4] = [
 ];
 
 fn leg(dir: Direction, set: usize, tile: usize) -> Leg {
-    let g = Symmetry::u1();
-    let s = SECTORS[set]
-        .iter()
-        .map(|&(q, dim)| Sector {
-            charge: g.charge(&[q]).unwrap(),
-            dim,
-        })
-        .collect();
-    Leg::tiled(g, dir, s, tile).unwrap()
+    Leg::u1(dir, SECTORS[set], tile).unwrap()
 }
 
 fn layout(legs: Vec<Leg>, q: i64) -> Option<SymmetricLayout> {

@@ -60,15 +60,7 @@ fn most_random_cases_reach_the_comparison() {
 
 /// A U(1) leg with sectors `(charge, dim)` in tiles of at most `tile`.
 fn u1_leg(dir: Direction, sectors: &[(i64, usize)], tile: usize) -> Leg {
-    let g = Symmetry::u1();
-    let s = sectors
-        .iter()
-        .map(|&(q, dim)| Sector {
-            charge: g.charge(&[q]).unwrap(),
-            dim,
-        })
-        .collect();
-    Leg::tiled(g, dir, s, tile).unwrap()
+    Leg::u1(dir, sectors, tile).unwrap()
 }
 
 /// Per tile of a leg built by `u1_leg(dir, sectors, tile)`: its signed

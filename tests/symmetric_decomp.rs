@@ -179,15 +179,7 @@ fn eigh_of_hermitian_symmetric_operators_gives_the_dense_eigenvalues() {
 
 /// A U(1) leg with sectors `(charge, dim)` in tiles of at most `tile`.
 fn leg(dir: Direction, sectors: &[(i64, usize)], tile: usize) -> uni20::dist::symmetry::Leg {
-    let g = Symmetry::u1();
-    let s = sectors
-        .iter()
-        .map(|&(q, dim)| uni20::dist::symmetry::Sector {
-            charge: g.charge(&[q]).unwrap(),
-            dim,
-        })
-        .collect();
-    uni20::dist::symmetry::Leg::tiled(g, dir, s, tile).unwrap()
+    uni20::dist::symmetry::Leg::u1(dir, sectors, tile).unwrap()
 }
 
 /// A truncation that cuts inside one sector and drops a whole sector:

@@ -67,15 +67,7 @@ fn reblock_retiles_the_sectors_and_keeps_the_embedding() {
 
 /// A U(1) leg with sectors `(charge, dim)` in tiles of at most `tile`.
 fn leg(dir: Direction, sectors: &[(i64, usize)], tile: usize) -> Leg {
-    let g = Symmetry::u1();
-    let s = sectors
-        .iter()
-        .map(|&(q, dim)| Sector {
-            charge: g.charge(&[q]).unwrap(),
-            dim,
-        })
-        .collect();
-    Leg::tiled(g, dir, s, tile).unwrap()
+    Leg::u1(dir, sectors, tile).unwrap()
 }
 
 #[test]

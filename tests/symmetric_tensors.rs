@@ -8,22 +8,14 @@
 use std::sync::Arc;
 
 use uni20::dist::error::LayoutError;
-use uni20::dist::symmetry::{Direction, Leg, Sector, SymmetricLayout, Symmetry};
+use uni20::dist::symmetry::{Direction, Leg, SymmetricLayout, Symmetry};
 use uni20::dist::{sym_identity, sym_random, sym_zeros};
 use uni20::prelude::*;
 use uni20::TensorData;
 
 /// A U(1) leg with sectors `(charge, dim)` in tiles of at most `tile`.
 fn leg(dir: Direction, sectors: &[(i64, usize)], tile: usize) -> Leg {
-    let g = Symmetry::u1();
-    let s = sectors
-        .iter()
-        .map(|&(q, dim)| Sector {
-            charge: g.charge(&[q]).unwrap(),
-            dim,
-        })
-        .collect();
-    Leg::tiled(g, dir, s, tile).unwrap()
+    Leg::u1(dir, sectors, tile).unwrap()
 }
 
 /// The charge of every dense position of `sectors`.

@@ -19,7 +19,7 @@ pub mod abs;
 use std::process::ExitCode;
 
 use uni20::dist::sym_random;
-use uni20::dist::symmetry::{Direction, Leg, Sector, SymmetricLayout, Symmetry};
+use uni20::dist::symmetry::{Direction, Leg, SymmetricLayout, Symmetry};
 use uni20::prelude::*;
 
 /// Checks `abs` of a random tensor of `shape`, `dtype` and `block` against
@@ -51,17 +51,7 @@ pub fn check(ctl: &Controller<'_>, shape: &[usize], dtype: DType, block: usize, 
 
 /// A U(1) leg with sectors `(charge, dim)` in tiles of at most `tile`.
 fn u1_leg(dir: Direction, sectors: &[(i64, usize)], tile: usize) -> anyhow::Result<Leg> {
-    let g = Symmetry::u1();
-    let s = sectors
-        .iter()
-        .map(|&(q, dim)| {
-            Ok(Sector {
-                charge: g.charge(&[q])?,
-                dim,
-            })
-        })
-        .collect::<anyhow::Result<_>>()?;
-    Ok(Leg::tiled(g, dir, s, tile)?)
+    Ok(Leg::u1(dir, sectors, tile)?)
 }
 
 /// Checks `abs` of a random symmetric tensor (an MPS-like U(1) tensor of

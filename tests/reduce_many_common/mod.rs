@@ -5,7 +5,7 @@
 //! owners, real and complex) and symmetric ones.
 #![allow(dead_code)]
 
-use uni20::dist::symmetry::{Direction, Leg, Sector, SymmetricLayout, Symmetry};
+use uni20::dist::symmetry::{Direction, Leg, SymmetricLayout, Symmetry};
 use uni20::dist::{reduce, reduce_many, sym_random, Reduction};
 use uni20::prelude::*;
 use uni20::C64;
@@ -108,15 +108,7 @@ pub fn check_dense(ctl: &Controller<'_>, seed: u64) -> usize {
 }
 
 fn u1_leg(dir: Direction, sectors: &[(i64, usize)], tile: usize) -> Leg {
-    let g = Symmetry::u1();
-    let s = sectors
-        .iter()
-        .map(|&(q, dim)| Sector {
-            charge: g.charge(&[q]).unwrap(),
-            dim,
-        })
-        .collect();
-    Leg::tiled(g, dir, s, tile).unwrap()
+    Leg::u1(dir, sectors, tile).unwrap()
 }
 
 /// Symmetric: two random U(1) tensors of one layout (flux 0), a third of

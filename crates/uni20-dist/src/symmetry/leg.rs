@@ -141,6 +141,30 @@ impl Leg {
         Leg::with_tiles(symmetry, direction, sectors, tiles)
     }
 
+    /// A U(1) leg ([`Symmetry::u1`]) from `(charge, dimension)` pairs, in
+    /// increasing charge order, each sector cut into tiles of at most
+    /// `max_tile` states: the usual way to state a bond or physical leg that
+    /// conserves one quantity (2 S^z, particle number). For example, a spin-1/2
+    /// site leg is `Leg::u1(Direction::In, &[(-1, 1), (1, 1)], 1)`.
+    ///
+    /// # Errors
+    /// As [`Leg::tiled`]: [`SymmetryError::UnsortedSectors`] when the charges
+    /// are not strictly increasing, [`SymmetryError::BadSector`] for a zero
+    /// dimension or `max_tile == 0`.
+    pub fn u1(direction: Direction, sectors: &[(i64, usize)], max_tile: usize) -> Result<Leg, SymmetryError> {
+        let g = Symmetry::u1();
+        let sectors = sectors
+            .iter()
+            .map(|&(q, dim)| {
+                Ok(Sector {
+                    charge: g.charge(&[q])?,
+                    dim,
+                })
+            })
+            .collect::<Result<Vec<_>, SymmetryError>>()?;
+        Leg::tiled(g, direction, sectors, max_tile)
+    }
+
     /// A leg with an explicit tiling: `tiles[s]` are the block extents of
     /// sector `s`, in order.
     ///
@@ -406,6 +430,37 @@ mod tests {
         assert!(matches!(
             Leg::new(z2, Direction::Out, two),
             Err(SymmetryError::ComponentCount { .. })
+        ));
+    }
+
+    #[test]
+    fn u1_is_tiled_from_plain_integers() {
+        let g = Symmetry::u1();
+        let sectors = vec![
+            Sector {
+                charge: g.charge(&[-2]).unwrap(),
+                dim: 3,
+            },
+            Sector {
+                charge: g.charge(&[0]).unwrap(),
+                dim: 5,
+            },
+        ];
+        let want = Leg::tiled(g, Direction::In, sectors, 2).unwrap();
+        let got = Leg::u1(Direction::In, &[(-2, 3), (0, 5)], 2).unwrap();
+        assert_eq!(got, want);
+        assert_eq!(got.tile_count(), 2 + 3);
+        assert!(matches!(
+            Leg::u1(Direction::In, &[(1, 2), (0, 1)], 1),
+            Err(SymmetryError::UnsortedSectors { index: 1, .. })
+        ));
+        assert!(matches!(
+            Leg::u1(Direction::In, &[(0, 0)], 1),
+            Err(SymmetryError::BadSector { .. })
+        ));
+        assert!(matches!(
+            Leg::u1(Direction::In, &[(0, 2)], 0),
+            Err(SymmetryError::BadSector { .. })
         ));
     }
 

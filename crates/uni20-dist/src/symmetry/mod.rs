@@ -49,13 +49,5 @@ fn test_values(seed: u64) -> impl FnMut() -> f64 {
 /// the tests of this crate.
 #[cfg(test)]
 pub(crate) fn u1_test_leg(dir: Direction, sectors: &[(i64, usize)], tile: usize) -> Leg {
-    let g = Symmetry::u1();
-    let s = sectors
-        .iter()
-        .map(|&(q, d)| Sector {
-            charge: g.charge(&[q]).unwrap(),
-            dim: d,
-        })
-        .collect();
-    Leg::tiled(g, dir, s, tile).unwrap()
+    Leg::u1(dir, sectors, tile).unwrap()
 }
