@@ -34,6 +34,7 @@ fn _uni20(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tensor::SvdResult>()?;
     m.add_function(wrap_pyfunction!(tensor::einsum, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::axpby, m)?)?;
+    m.add_function(wrap_pyfunction!(tensor::lincomb, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::inner, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::svd, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::qr, m)?)?;

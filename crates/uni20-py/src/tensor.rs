@@ -547,6 +547,40 @@ pub(crate) fn axpby(
     py_result(py, r)
 }
 
+/// ``sum_k c_k * t_k`` over ``terms``, a sequence of ``(coefficient,
+/// tensor)`` pairs of one shape (dense or symmetric with the same legs and
+/// flux; tilings may differ), as one element-wise operation: each output
+/// element is accumulated in double precision in term order and rounded
+/// once. The output has the first tensor's tiling and the promotion of the
+/// terms' dtypes; a term after the first with coefficient 0 is not read.
+/// Returns at once; the result is computed on the workers.
+///
+/// Raises ``ShapeError`` for an empty ``terms``, a term of another shape
+/// or a tensor of another universe; ``SymmetryError`` for dense and
+/// symmetric terms mixed or other legs or flux; ``DTypeError`` for a
+/// complex coefficient with a real output.
+#[pyfunction]
+pub(crate) fn lincomb(py: Python<'_>, terms: Vec<(Bound<'_, PyAny>, PyRef<'_, Tensor>)>) -> PyResult<Tensor> {
+    let r = (|| {
+        let first = terms
+            .first()
+            .ok_or_else(|| Failure::new(Kind::Shape, "lincomb needs at least one (coefficient, tensor) term"))?;
+        let h = first.1.h.clone();
+        let refs: Vec<&Tensor> = terms.iter().map(|(_, t)| &**t).collect();
+        same_universe(&h, &refs)?;
+        let owned: Vec<(C64, DistTensor)> = terms
+            .iter()
+            .map(|(c, t)| Ok((scalar(c)?, t.t.clone())))
+            .collect::<Result<_, Failure>>()?;
+        let out = h.call(py, move |ctl| {
+            let borrowed: Vec<(C64, &DistTensor)> = owned.iter().map(|(c, t)| (*c, t)).collect();
+            Ok(dist::lincomb(ctl, &borrowed)?)
+        })?;
+        Ok(Tensor::wrap(out, &h))
+    })();
+    py_result(py, r)
+}
+
 /// ``numpy.vdot(a, b)``: the sum of ``conj(a) * b`` over all elements
 /// (a complex number).
 #[pyfunction]

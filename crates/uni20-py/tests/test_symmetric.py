@@ -122,6 +122,9 @@ def test_elementwise_and_reductions_match_numpy(u):
     np.testing.assert_allclose((a + b).to_numpy(), na + nb, atol=1e-14)
     np.testing.assert_allclose((2.5 * a - b).to_numpy(), 2.5 * na - nb, atol=1e-14)
     np.testing.assert_allclose(uni20.axpby(0.5, a, -2.0, b).to_numpy(), 0.5 * na - 2.0 * nb, atol=1e-14)
+    ab = uni20.lincomb([(0.5, a), (-2.0, b), (1.0, a)])
+    assert ab.is_symmetric and ab.legs == legs
+    np.testing.assert_allclose(ab.to_numpy(), 1.5 * na - 2.0 * nb, atol=1e-14)
     p = a.transpose([2, 0, 1])
     assert p.is_symmetric and p.legs == [LEG_C, LEG_A, LEG_B]
     np.testing.assert_array_equal(p.to_numpy(), na.transpose(2, 0, 1))
@@ -130,6 +133,8 @@ def test_elementwise_and_reductions_match_numpy(u):
     # Symmetric and dense operands do not mix.
     with pytest.raises(uni20.SymmetryError):
         uni20.einsum("ijk,ijk->", a, u.tensor(nb, block=4))
+    with pytest.raises(uni20.SymmetryError):
+        uni20.lincomb([(1.0, a), (1.0, u.tensor(nb, block=4))])
 
 
 def test_fuse_and_split_legs(u):

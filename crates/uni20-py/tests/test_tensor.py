@@ -87,6 +87,33 @@ def test_elementwise(u):
     np.testing.assert_allclose(got, 2.0 * a - 1j * c.T, rtol=1e-14)
 
 
+def test_lincomb_matches_numpy(u):
+    a, b, c = rand((6, 5)), rand((6, 5), np.complex128), rand((6, 5))
+    # Three tilings: the output takes the first tensor's.
+    ta, tb, tc = u.tensor(a, block=4), u.tensor(b, block=3), u.tensor(c, block=5)
+    got = uni20.lincomb([(2.0, ta), (0.5 - 1j, tb), (-3, tc)])
+    assert got.dtype == "complex128" and got.blocks == ta.blocks
+    np.testing.assert_allclose(got.to_numpy(), 2.0 * a + (0.5 - 1j) * b - 3 * c, rtol=1e-14, atol=1e-14)
+    # One term is a scaled copy; a later zero coefficient drops its term (its infinities too).
+    np.testing.assert_allclose(uni20.lincomb([(1.5, ta)]).to_numpy(), 1.5 * a, rtol=1e-15)
+    inf = u.tensor(np.full((6, 5), np.inf), block=4)
+    np.testing.assert_array_equal(uni20.lincomb([(1.0, ta), (0.0, inf)]).to_numpy(), a)
+
+
+def test_lincomb_errors_are_typed(u):
+    ta = u.tensor(rand((3, 4)), block=2)
+    with pytest.raises(uni20.ShapeError):
+        uni20.lincomb([])
+    with pytest.raises(uni20.ShapeError):
+        uni20.lincomb([(1.0, ta), (1.0, u.tensor(rand((4, 3)), block=2))])
+    with pytest.raises(uni20.DTypeError):
+        uni20.lincomb([(1.0, ta), (1j, ta)])
+    with pytest.raises(TypeError):
+        uni20.lincomb([(ta, 1.0)])
+    # The operands are untouched by a refused call.
+    assert ta.shape == [3, 4]
+
+
 def test_transpose_and_reshape(u):
     a = rand((2, 3, 4))
     t = u.tensor(a, block=2)

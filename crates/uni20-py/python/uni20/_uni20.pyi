@@ -234,6 +234,9 @@ def einsum(
     """``alpha * einsum(spec, *operands) + beta * c`` with numpy's semantics (one or two operands)."""
 
 def axpby(alpha: Scalar, a: Tensor, beta: Scalar, b: Tensor, spec: Optional[str] = None) -> Tensor: ...
+def lincomb(terms: Sequence[Tuple[Scalar, Tensor]]) -> Tensor:
+    """``sum_k c_k * t_k`` over ``(c_k, t_k)`` pairs of one shape, as one element-wise operation."""
+
 def inner(a: Tensor, b: Tensor) -> complex:
     """``numpy.vdot(a, b)``."""
 
