@@ -445,3 +445,37 @@ fn memoized_block_pairs_never_serve_another_structure() {
         })
         .unwrap();
 }
+
+/// An outer product whose one output block (2^20 x 2^20 f64, 8 TiB) is over
+/// the block-size limit is refused on the root with `PlanTooLarge`, before
+/// anything runs, the first time and again when the block pairs come from
+/// the memo; the operands stay usable.
+#[test]
+fn an_output_block_over_the_size_limit_is_refused_before_anything_runs() {
+    let g = Symmetry::u1();
+    let n = 1 << 20;
+    uni20::universe()
+        .ranks(2)
+        .run(|ctl| {
+            let vec_of = |seed| {
+                let leg = u1_leg(Direction::Out, &[(0, n)], n);
+                sym_random(
+                    ctl,
+                    SymmetricLayout::new(g.clone(), vec![leg], g.identity()).unwrap(),
+                    DType::F64,
+                    seed,
+                )
+                .unwrap()
+            };
+            let (x, y) = (vec_of(1), vec_of(2));
+            for attempt in 0..2 {
+                let e = contract(ctl, "i,j->ij", &x, &y).unwrap_err();
+                assert!(
+                    matches!(&e, DistError::PlanTooLarge { what, .. } if what.contains("largest output block")),
+                    "attempt {attempt}: {e:?}"
+                );
+            }
+            assert!(norm(ctl, &x).unwrap() > 0.0);
+        })
+        .unwrap();
+}

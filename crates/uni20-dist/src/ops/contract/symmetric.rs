@@ -147,7 +147,7 @@ pub(crate) fn validate_symmetric(
         conj,
         layouts: [arcs[0].clone(), arcs[1].clone()],
     };
-    let (pairs, out_layout) = match PAIR_MEMO.get(&key) {
+    let (pairs, out_layout, largest_block) = match PAIR_MEMO.get(&key) {
         Some(v) => v,
         None => {
             let mut layouts = Vec::with_capacity(2);
@@ -186,21 +186,9 @@ pub(crate) fn validate_symmetric(
         MAX_BLOCK_PRODUCTS,
         "use larger tiles",
     )?;
-    let largest = (0..pairs.output.blocks().len())
-        .map(|b| {
-            pairs
-                .output
-                .block_extents(b)
-                .iter()
-                .map(|&n| n as u128)
-                .product::<u128>()
-        })
-        .max()
-        .unwrap_or(0)
-        .saturating_mul(out_dtype.size_bytes() as u128);
     check_plan_size(
         "bytes of the largest output block",
-        largest,
+        largest_block.saturating_mul(out_dtype.size_bytes() as u128),
         MAX_BLOCK_BYTES,
         "use smaller tiles",
     )?;
@@ -267,7 +255,10 @@ struct PairMemo {
     inner: Mutex<MemoInner>,
 }
 
-type Memoized = (Arc<PairPlan>, Arc<SymmetricLayout>);
+/// The pairs, their output layout, and the element count of the output's
+/// largest block (checked against `MAX_BLOCK_BYTES` on every call; computed
+/// once here, not once per contraction).
+type Memoized = (Arc<PairPlan>, Arc<SymmetricLayout>, u128);
 
 #[derive(Default)]
 struct MemoInner {
@@ -298,6 +289,10 @@ impl PairMemo {
 
     fn insert(&self, key: MemoKey, pairs: Arc<PairPlan>) -> Memoized {
         let out = Arc::new(pairs.output.clone());
+        let largest = (0..out.blocks().len())
+            .map(|b| out.block_extents(b).iter().map(|&n| n as u128).product::<u128>())
+            .max()
+            .unwrap_or(0);
         let mut m = self.lock();
         if m.map.len() >= PAIR_MEMO_ENTRIES {
             // The least recently used eighth goes at once: one O(entries)
@@ -308,7 +303,7 @@ impl PairMemo {
         }
         m.tick += 1;
         let tick = m.tick;
-        let v = (pairs, out);
+        let v = (pairs, out, largest);
         m.map.insert(key, (v.clone(), tick));
         v
     }
