@@ -187,6 +187,18 @@ impl Store {
         next: u64,
     ) -> Store {
         state.track_lru = budget.is_some();
+        // The index of whatever the state already holds resident (nothing,
+        // for the stores opened today): kept only with a budget.
+        state.lru = if state.track_lru {
+            state
+                .entries
+                .iter()
+                .filter(|(_, e)| e.resident())
+                .map(|(id, e)| (e.tick, *id))
+                .collect()
+        } else {
+            Default::default()
+        };
         Store {
             inner: Arc::new(Inner {
                 rank,

@@ -255,7 +255,8 @@ impl Entry {
 pub(super) struct State {
     /// Every object this store holds.
     pub(super) entries: HashMap<ObjectId, Entry, IdHash>,
-    /// Whether hits reorder the LRU index (only a store with a budget evicts).
+    /// Whether the LRU index is kept and hits reorder it (only a store with a
+    /// budget evicts; set once, when the store is opened).
     pub(super) track_lru: bool,
     /// Objects whose files were found unreadable at open, with the error.
     pub(super) corrupt: HashMap<ObjectId, PersistError>,
@@ -321,12 +322,19 @@ impl State {
             e.tick = self.tick;
         }
         self.stats.bytes_resident = self.stats.bytes_resident.saturating_sub(before) + after;
+        // The LRU index serves eviction only: a store without a budget
+        // (fixed at open) keeps the ticks in the entries and no index, which
+        // saves a B-tree removal and insertion per commit, load and release.
         if was_resident {
-            self.lru.remove(&old_tick);
+            if self.track_lru {
+                self.lru.remove(&old_tick);
+            }
             self.stats.resident_objects = self.stats.resident_objects.saturating_sub(1);
         }
         if now_resident {
-            self.lru.insert(self.tick, id);
+            if self.track_lru {
+                self.lru.insert(self.tick, id);
+            }
             self.stats.resident_objects += 1;
         }
         Some(r)
@@ -344,7 +352,9 @@ impl State {
     pub(super) fn remove(&mut self, id: ObjectId) -> Option<Entry> {
         let e = self.entries.remove(&id)?;
         if e.resident() {
-            self.lru.remove(&e.tick);
+            if self.track_lru {
+                self.lru.remove(&e.tick);
+            }
             self.stats.resident_objects = self.stats.resident_objects.saturating_sub(1);
             self.stats.bytes_resident = self.stats.bytes_resident.saturating_sub(e.charge());
         }
