@@ -31,6 +31,8 @@
 //!   own ordered backend list with the same accept/decline protocol (default lists in
 //!   `decomp/defaults.rs`).
 //! - [`view`]: strided views, the operands of [`contract_views`] and [`contract_into`].
+//! - [`par`]: [`par::map_indexed`], the parallel map of a rank's items in which the rank's
+//!   own thread takes part (rayon helpers claim the rest from a shared counter).
 //! - [`PairContraction`]: many small block products summed into one output block with
 //!   reused buffers (the local kernel of a block-sparse contraction item).
 //! - Entry points: [`contract`] (`C = alpha * einsum(spec, A, B) + beta * C` with dtype

@@ -135,6 +135,12 @@ def test_elementwise_and_reductions_match_numpy(u):
         uni20.einsum("ijk,ijk->", a, u.tensor(nb, block=4))
     with pytest.raises(uni20.SymmetryError):
         uni20.lincomb([(1.0, a), (1.0, u.tensor(nb, block=4))])
+    # Same dense shape, other sectors on the leg: the legs differ.
+    x = u.sym_random([u1_leg("in", [(0, 2), (1, 1)])], seed=6)
+    y = u.sym_random([u1_leg("in", [(0, 1), (1, 2)])], seed=7)
+    assert x.shape == y.shape
+    with pytest.raises(uni20.SymmetryError):
+        uni20.lincomb([(1.0, x), (1.0, y)])
 
 
 def test_fuse_and_split_legs(u):

@@ -181,8 +181,8 @@ impl<'a> WorkerContext<'a> {
     }
     /// What a handler's local kernels may use of this rank (store, backends,
     /// thread budget), without the transport: a [`KernelContext`] is `Sync`,
-    /// so independent work items of one command can run on the rank's
-    /// thread pool at the same time.
+    /// so independent work items of one command can run on several threads
+    /// (the rank's own and rayon helpers) at the same time.
     pub fn kernels(&self) -> KernelContext<'a> {
         KernelContext {
             rank: self.transport.rank(),

@@ -293,6 +293,14 @@ impl Store {
         st.entries.get(&id).filter(|e| !e.dead()).map(|e| e.meta.clone())
     }
 
+    /// The encoded size in bytes of `id` ([`ObjectMeta::size`]) if this store
+    /// holds it (resident or on disk); `None` otherwise. No I/O, no copy of
+    /// the metadata: for deciding how to process an object before loading it.
+    pub fn size_of(&self, id: ObjectId) -> Option<u64> {
+        let st = self.inner.state.lock();
+        st.entries.get(&id).filter(|e| !e.dead()).map(|e| e.meta.size)
+    }
+
     /// True if this store holds `id` (resident or on disk).
     /// No I/O.
     pub fn contains(&self, id: ObjectId) -> bool {

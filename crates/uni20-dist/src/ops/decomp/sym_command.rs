@@ -341,7 +341,8 @@ fn handle_factorize(ctx: &mut WorkerContext<'_>, d: SymFactorizeDescV1) -> Resul
     }
     // Each sector: assemble, factorize and (eigh) measure its Hermiticity.
     // Sectors are independent: with a thread budget above 1 and enough work,
-    // they run in parallel on the rank's pool with one thread each; the
+    // they run in parallel (the rank's thread and rayon helpers, `map_indexed`)
+    // with one thread each; the
     // commits and the reply follow sector order either way, and the first
     // failure in sector order is the one reported.
     let (gpu, threads) = (gpu_first(ctx), ctx.threads());

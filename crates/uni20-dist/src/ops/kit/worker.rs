@@ -1,8 +1,9 @@
 //! The worker side of an item-per-block command: [`ItemWork`] (what a
 //! family supplies: its items, its transfers, one item's output block) and
 //! the one generic handler [`handle_items`], which exchanges the blocks
-//! worker to worker, computes the items of this rank (in parallel on the
-//! rank's pool when it has several items and several threads), commits
+//! worker to worker, computes the items of this rank (in parallel with
+//! `uni20_dispatch::par::map_indexed`, the rank's thread and rayon helpers,
+//! when it has several items, several threads and enough work), commits
 //! them in item order, replies `(item index, object id)` per committed
 //! block and releases the replicas the command received.
 
@@ -119,8 +120,8 @@ impl NamedOutputs {
 }
 
 /// Least estimated work ([`ItemWork::cost`], summed over a rank's items of
-/// one command) for which the items run in parallel on the rank's pool:
-/// below it, waking the pool's threads costs more than they save (2^18, as
+/// one command) for which the items run in parallel (the rank's thread and
+/// rayon helpers): below it, waking a pool thread costs more than it saves (2^18, as
 /// the threshold of a split GEMM). A symmetric DMRG step is thousands of
 /// commands of a few small sector blocks each: with 2 threads on 2 cores
 /// running those in parallel made an L = 60, chi = 100 run 2.1x slower
@@ -178,10 +179,12 @@ const PARALLEL_CHUNK_PER_THREAD: usize = 8;
 /// the item indices of the reply are indices into `d`'s items, which the
 /// root maps back to the plan's for a share.
 ///
-/// With a thread budget above 1 and several items on this rank, the items
-/// run in parallel on the rank's pool, each with a budget of one thread
-/// (many small sector blocks: one fork-join per command rather than one
-/// per kernel); a single item gets the whole budget. The object ids and
+/// With a thread budget above 1, several items on this rank and a summed
+/// cost of at least `PARALLEL_MIN_COST` (2^18; or an unknown cost), the items run
+/// in parallel, the rank's thread and `threads - 1` rayon helpers, each item
+/// with a budget of one thread (many small sector blocks: one hand-off per
+/// chunk of `8 * threads` items rather than one per kernel); a single item
+/// gets the whole budget. The object ids and
 /// the reply do not depend on that: the commits follow item order.
 ///
 /// # Errors

@@ -1,8 +1,9 @@
 //! The `uni20.reduce.v1` command: its descriptor (the reduction, one item
 //! per block of `a`, with the box of `b` for an inner product) and the
 //! worker handler. Each rank reduces its items with the local kernels
-//! (`uni20_dispatch::{norm_sqr, inner, max_abs}`; several items run in
-//! parallel over the rank's thread budget), combines its partials in item
+//! (`uni20_dispatch::{norm_sqr, inner, max_abs}`; several items holding a
+//! mebibyte or more run in parallel over the rank's thread budget, the
+//! rank's thread among the workers), combines its partials in item
 //! order (Neumaier-compensated sum, or maximum), and sends that one scalar to the
 //! leader (the lowest participant), which combines the ranks' scalars in
 //! rank order and is the only rank to reply with a value: one scalar
@@ -140,10 +141,11 @@ pub(crate) fn decode(b: &[u8], from: usize) -> Result<C64, HandlerError> {
     Ok(C64::new(f(&arr[..8]), f(&arr[8..])))
 }
 
-/// Least number of elements (summed over a rank's items of one reduction) for which the
-/// items are reduced in parallel: a reduction streams its operands once, at a few gigabytes a
-/// second, so below about a megabyte handing items to a second thread costs more than it saves.
-const PARALLEL_MIN_ELEMENTS: usize = 1 << 17;
+/// Least encoded size of `a`'s blocks (summed over a rank's items of one reduction) for
+/// which the items are reduced in parallel: a reduction streams its operands once, at a few
+/// gigabytes a second, so below a mebibyte (2^17 doubles) handing items to a second thread
+/// costs more than it saves.
+const PARALLEL_MIN_BYTES: u64 = 1 << 20;
 
 /// The combined value of this rank's items of one reduction (`items`:
 /// `(item index, item)` of the items it reduces, in item order), with the
@@ -154,47 +156,40 @@ pub(crate) fn rank_partial(
     items: &[(usize, &ReduceItem)],
     threads: usize,
 ) -> Result<C64, HandlerError> {
-    // The blocks of `a` first: their sizes decide whether the items run in parallel.
-    let loaded: Vec<_> = items
-        .iter()
-        .map(|&(idx, item)| {
-            store
-                .load_wait(PersistentPtr::<Block>::from_id(item.a.id))
-                .map_err(|e| {
-                    HandlerError::from(e)
-                        .with_object(item.a.id)
-                        .context(format!("reduction item {idx}"))
-                })
-        })
-        .collect::<Result<_, _>>()?;
     // One item's partial with `kernel_threads` threads; the kernels give the same bits for
     // any thread count, so the partials (combined below in item order) do not depend on
-    // whether the items ran in parallel.
+    // whether the items ran in parallel. Each item loads its block when it runs, so a rank
+    // holds only the blocks in flight (a store with a budget may have spilled the others).
     let partial = |k: usize, kernel_threads: usize| -> Result<C64, HandlerError> {
         let (idx, item) = items[k];
-        let a = &loaded[k].0;
         let in_item = |e: HandlerError| e.context(format!("reduction item {idx}"));
+        let a = store
+            .load_wait(PersistentPtr::<Block>::from_id(item.a.id))
+            .map_err(|e| in_item(HandlerError::from(e).with_object(item.a.id)))?;
         Ok(match (op, &item.b) {
-            (ReduceOp::NormSqr, _) => C64::new(norm_sqr(a, kernel_threads), 0.0),
-            (ReduceOp::MaxAbs, _) => C64::new(max_abs(a, kernel_threads), 0.0),
+            (ReduceOp::NormSqr, _) => C64::new(norm_sqr(&a.0, kernel_threads), 0.0),
+            (ReduceOp::MaxAbs, _) => C64::new(max_abs(&a.0, kernel_threads), 0.0),
             (ReduceOp::Inner, Some(src)) => {
                 let b = src.assemble(store).map_err(in_item)?;
-                inner(a, b.tensor(), kernel_threads).map_err(|e| in_item(HandlerError::from(e)))?
+                inner(&a.0, b.tensor(), kernel_threads).map_err(|e| in_item(HandlerError::from(e)))?
             }
             (ReduceOp::Inner, None) => return Err(in_item(HandlerError::msg("inner product item without b"))),
         })
     };
-    // Several items, a thread budget and enough elements: the items run in parallel, one
-    // thread each, the calling thread among them (one hand-off per command instead of one
-    // per block); otherwise in order on this thread, a single item with the whole budget.
-    let elements: usize = loaded.iter().map(|a| a.0.len()).sum();
-    let partials: Vec<C64> = if threads > 1 && items.len() > 1 && elements >= PARALLEL_MIN_ELEMENTS {
+    // Several items, a thread budget and enough bytes of `a` (the store's sizes, no I/O):
+    // the items run in parallel, one thread each, the calling thread among them (one
+    // hand-off per command instead of one per block). Otherwise in order on this thread:
+    // a single item with the whole budget, several with one thread each (a small
+    // reduction does not hand its blocks to the pool one by one either).
+    let bytes: u64 = items.iter().map(|&(_, it)| store.size_of(it.a.id).unwrap_or(0)).sum();
+    let partials: Vec<C64> = if threads > 1 && items.len() > 1 && bytes >= PARALLEL_MIN_BYTES {
         map_indexed(items.len(), threads, |k| partial(k, 1))
             .into_iter()
             .collect::<Result<_, _>>()?
     } else {
+        let kernel_threads = if items.len() == 1 { threads } else { 1 };
         (0..items.len())
-            .map(|k| partial(k, threads))
+            .map(|k| partial(k, kernel_threads))
             .collect::<Result<_, _>>()?
     };
     let mut mine = Combine::new(op);
