@@ -181,8 +181,15 @@ pub(crate) fn rank_partial(
     // hand-off per command instead of one per block). Otherwise in order on this thread:
     // a single item with the whole budget, several with one thread each (a small
     // reduction does not hand its blocks to the pool one by one either).
-    let bytes: u64 = items.iter().map(|&(_, it)| store.size_of(it.a.id).unwrap_or(0)).sum();
-    let partials: Vec<C64> = if threads > 1 && items.len() > 1 && bytes >= PARALLEL_MIN_BYTES {
+    // The sizes are looked up (one store lock per item) only where the answer matters.
+    let parallel = threads > 1
+        && items.len() > 1
+        && items
+            .iter()
+            .map(|&(_, it)| store.size_of(it.a.id).unwrap_or(0))
+            .sum::<u64>()
+            >= PARALLEL_MIN_BYTES;
+    let partials: Vec<C64> = if parallel {
         map_indexed(items.len(), threads, |k| partial(k, 1))
             .into_iter()
             .collect::<Result<_, _>>()?
