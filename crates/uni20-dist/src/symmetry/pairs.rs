@@ -9,7 +9,7 @@
 //! fluxes, and every output block reached by a pair is an allowed block of
 //! the output layout.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::group::SymmetryError;
 use super::layout::SymmetricLayout;
@@ -265,14 +265,14 @@ pub fn plan_pairs(
     let output = SymmetricLayout::new(g.clone(), out_legs, flux)?;
 
     // Group B's blocks by their contracted tiles.
-    let mut b_by_key: HashMap<Vec<usize>, Vec<usize>> = HashMap::new();
+    let mut b_by_key: HashMap<Vec<usize>, Vec<usize>> = HashMap::default();
     for (bi, blk) in b.blocks().iter().enumerate() {
         let key: Vec<usize> = contracted.iter().map(|&(_, j)| blk.tiles[j]).collect();
         b_by_key.entry(key).or_default().push(bi);
     }
     let extent =
         |lay: &SymmetricLayout, leg: usize, tile: usize| lay.legs()[leg].tile(tile).map(|t| t.extent).unwrap_or(0);
-    let mut by_out: HashMap<usize, PairItem> = HashMap::new();
+    let mut by_out: HashMap<usize, PairItem> = HashMap::default();
     for (ai, ablk) in a.blocks().iter().enumerate() {
         let key: Vec<usize> = contracted.iter().map(|&(i, _)| ablk.tiles[i]).collect();
         let Some(bs) = b_by_key.get(&key) else { continue };

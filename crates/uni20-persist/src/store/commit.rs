@@ -151,7 +151,7 @@ impl Store {
                 // not-yet-allocated own ID inserted before.
                 return Err(PersistError::Conflict(id));
             }
-            st.refs_fns.entry(T::TYPE_NAME.to_owned()).or_insert(refs_erased::<T>);
+            st.register_refs(T::TYPE_NAME, refs_erased::<T>);
             let form = resident();
             st.insert(Entry::new(meta, OnDisk::No, Some(refs)));
             st.update(id, |e| {

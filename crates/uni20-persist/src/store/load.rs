@@ -152,7 +152,7 @@ impl Store {
         }
         let src = {
             let mut st = self.inner.state.lock();
-            st.refs_fns.entry(T::TYPE_NAME.to_owned()).or_insert(refs_erased::<T>);
+            st.register_refs(T::TYPE_NAME, refs_erased::<T>);
             if let Some(r) = st.resident_value::<T>(id) {
                 return r.map(|v| Some(PValue::new(id, v)));
             }

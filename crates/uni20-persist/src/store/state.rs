@@ -265,7 +265,8 @@ pub(super) struct State {
     /// Last tick handed out.
     pub(super) tick: u64,
     /// How to find the references of a byte-only object, by type name.
-    pub(super) refs_fns: HashMap<String, RefsFn>,
+    /// (FxHash: looked up by the type's name on every commit and load.)
+    pub(super) refs_fns: rustc_hash::FxHashMap<String, RefsFn>,
     /// Named gc roots.
     pub(super) roots: BTreeMap<String, ObjectId>,
     /// Released objects still present and not kept by a root (pinned, being loaded,
@@ -338,6 +339,15 @@ impl State {
             self.stats.resident_objects += 1;
         }
         Some(r)
+    }
+
+    /// Registers how to find the references of objects of type `name` (for
+    /// `gc` of byte-only objects), once: a lookup by `&str` first, so the
+    /// commits and loads of a known type allocate no key.
+    pub(super) fn register_refs(&mut self, name: &str, f: RefsFn) {
+        if !self.refs_fns.contains_key(name) {
+            self.refs_fns.insert(name.to_owned(), f);
+        }
     }
 
     /// Inserts an entry that has no resident form yet (add forms with `update`).

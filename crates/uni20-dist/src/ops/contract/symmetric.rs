@@ -25,7 +25,7 @@
 //!   without the memo the root spent about a tenth of a symmetric sweep
 //!   enumerating the same pairs again (`docs/performance.md`).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, LazyLock, Mutex};
 
@@ -262,7 +262,9 @@ type Memoized = (Arc<PairPlan>, Arc<SymmetricLayout>, u128);
 
 #[derive(Default)]
 struct MemoInner {
-    map: HashMap<MemoKey, (Memoized, u64)>,
+    // FxHash: a key hashes every leg of both layouts, many small writes,
+    // which SipHash made a measurable part of a symmetric sweep's planning.
+    map: rustc_hash::FxHashMap<MemoKey, (Memoized, u64)>,
     tick: u64,
 }
 
@@ -337,13 +339,6 @@ pub(crate) fn refit_symmetric(v: &SymValidated, p: &mut ItemPlan<ContractDescrip
             None => return false,
         }
     }
-    let mut sizes: rustc_hash::FxHashMap<ObjectId, u64> = rustc_hash::FxHashMap::default();
-    sizes.reserve(ma.blocks.len() + mb.blocks.len() + cm.map_or(0, |c| c.blocks.len()));
-    for m in [Some(*ma), Some(*mb), cm].into_iter().flatten() {
-        for (b, r) in m.blocks.iter().enumerate() {
-            sizes.insert(r.id, m.block_bytes(b));
-        }
-    }
     for it in &mut d.items {
         let b = it.out_block;
         let Some(&pairs) = by_out.get(b) else {
@@ -371,10 +366,21 @@ pub(crate) fn refit_symmetric(v: &SymValidated, p: &mut ItemPlan<ContractDescrip
                 .map(|(&t, l)| l.tile(t).map_or(0, |x| x.extent)),
         );
     }
-    for t in &mut d.transfers {
-        match sizes.get(&t.id) {
-            Some(&bytes) => t.bytes = bytes,
-            None => return false,
+    // The block sizes by id, only for a plan that moves blocks (a one-rank
+    // plan moves none, and this index was most of its re-fit).
+    if !d.transfers.is_empty() {
+        let mut sizes: rustc_hash::FxHashMap<ObjectId, u64> = rustc_hash::FxHashMap::default();
+        sizes.reserve(ma.blocks.len() + mb.blocks.len() + cm.map_or(0, |c| c.blocks.len()));
+        for m in [Some(*ma), Some(*mb), cm].into_iter().flatten() {
+            for (b, r) in m.blocks.iter().enumerate() {
+                sizes.insert(r.id, m.block_bytes(b));
+            }
+        }
+        for t in &mut d.transfers {
+            match sizes.get(&t.id) {
+                Some(&bytes) => t.bytes = bytes,
+                None => return false,
+            }
         }
     }
     // The items, their output blocks and the participants are the template's.

@@ -7,7 +7,7 @@
 use super::command::{ElementwiseDescV1, ElementwiseItem, ElementwiseOp};
 use super::reshape::ReshapeRule;
 use crate::layout::Blocking;
-use crate::ops::kit::{place_reading, Assigner, BoxSource, ItemPlan};
+use crate::ops::kit::{place_reading, stored_alike, Assigner, BoxSource, ItemPlan};
 use crate::tensor::{Manifest, TensorMeta};
 use crate::transfer::TransferSet;
 
@@ -45,6 +45,16 @@ pub(crate) fn plan(
     let mut set = TransferSet::new();
     let mut items = Vec::with_capacity(n);
     let out_b = &v.out.blocking;
+    // Terms of a combination stored as `a` (every term of a symmetric one,
+    // whose legs are checked equal; a dense one of the same tiling) read
+    // block `b` for item `b`: no search of their tiling per block.
+    let aligned: Vec<bool> = match v.op {
+        ElementwiseOp::Combination { .. } => more
+            .iter()
+            .map(|m| *out_b == ma.blocking && stored_alike(m, ma))
+            .collect(),
+        _ => Vec::new(),
+    };
     for (b, a_ref) in ma.blocks.iter().enumerate() {
         let a_multi = ma.stored_multi(b);
         let mut rest = Vec::new();
@@ -56,7 +66,17 @@ pub(crate) fn plan(
             (ElementwiseOp::Combination { .. }, _) => {
                 // Every term is in `a`'s order: output block = `a`'s block.
                 let (o_off, o_shape) = (out_b.block_offset(&a_multi), out_b.block_shape(&a_multi));
-                rest = more.iter().map(|m| BoxSource::of(m, &o_off, &o_shape)).collect();
+                rest = more
+                    .iter()
+                    .zip(&aligned)
+                    .map(|(m, &same)| {
+                        if same {
+                            BoxSource::block(m, b, &o_off, &o_shape)
+                        } else {
+                            BoxSource::of(m, &o_off, &o_shape)
+                        }
+                    })
+                    .collect();
                 let o = match v.out.layout() {
                     None => out_b.linear(&a_multi),
                     Some(l) => l.find(&a_multi).unwrap_or(usize::MAX),

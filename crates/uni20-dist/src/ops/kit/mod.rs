@@ -39,7 +39,7 @@ pub use cache::{
 pub(crate) use items::submit_items;
 pub use items::{defer_items, participants_of, pipelining, set_pipelining, ItemPlan, Shares};
 pub use replicas::{replica_budget, set_replica_budget};
-pub(crate) use source::{place_reading, rebuilt_bytes, BoxSource};
+pub(crate) use source::{place_reading, rebuilt_bytes, stored_alike, BoxSource};
 pub(crate) use tiling::{check_block_bytes, check_plan_size, Tiling, MAX_BLOCK_BYTES};
 pub(crate) use worker::item_work_fields;
 pub use worker::{handle_items, ItemWork, NamedOutputs};

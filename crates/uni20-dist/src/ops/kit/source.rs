@@ -62,6 +62,23 @@ fn overlapping(ext: &[usize], lo: usize, hi: usize) -> Vec<(usize, usize)> {
     out
 }
 
+/// True if `m` stores its blocks exactly as `like` does: the same tiling
+/// and, for symmetric tensors, the same legs, flux and group (so the same
+/// allowed blocks in the same order), so stored block `b` of `m` covers
+/// the elements of stored block `b` of `like`. Checked once per operand,
+/// not per block.
+pub(crate) fn stored_alike(m: &Manifest, like: &Manifest) -> bool {
+    m.blocks.len() == like.blocks.len()
+        && m.blocking == like.blocking
+        && match (m.layout(), like.layout()) {
+            (None, None) => true,
+            (Some(x), Some(y)) => {
+                std::ptr::eq(x, y) || (x.symmetry() == y.symmetry() && x.flux() == y.flux() && x.legs() == y.legs())
+            }
+            _ => false,
+        }
+}
+
 impl BoxSource {
     /// The box at `offset` of `shape` of the tensor of manifest `m`, with
     /// the stored blocks of `m` that overlap it (row-major order of their
@@ -100,6 +117,29 @@ impl BoxSource {
                 }
             }
         }
+        BoxSource {
+            offset: offset.to_vec(),
+            shape: shape.to_vec(),
+            dtype: m.dtype,
+            pieces,
+        }
+    }
+
+    /// The box at `offset` of `shape` when it is exactly stored block `b` of
+    /// `m` (the caller knows the box is that block: a term stored as the
+    /// operation's first operand, [`stored_alike`]): what [`BoxSource::of`]
+    /// returns for it, without searching the tiling.
+    pub(crate) fn block(m: &Manifest, b: usize, offset: &[usize], shape: &[usize]) -> BoxSource {
+        let pieces = if shape.contains(&0) {
+            Vec::new()
+        } else {
+            vec![Piece {
+                block: m.blocks[b],
+                offset: offset.to_vec(),
+                shape: shape.to_vec(),
+                bytes: (shape.iter().product::<usize>() * m.dtype.size_bytes()) as u64,
+            }]
+        };
         BoxSource {
             offset: offset.to_vec(),
             shape: shape.to_vec(),
@@ -285,7 +325,7 @@ pub(crate) fn rebuilt_bytes(from: &Blocking, to: &Blocking, dtype: DType) -> u64
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tensor::test_manifest;
+    use crate::tensor::{test_manifest, TensorMeta};
 
     fn manifest(shape: &[usize], ext: Vec<Vec<usize>>) -> Manifest {
         test_manifest(shape, ext, DType::F64, 1, |b| 1 + b % 2)
@@ -302,6 +342,62 @@ mod tests {
         assert!(!b.is_whole_block());
         assert!(BoxSource::of(&m, &[2, 0], &[2, 3]).is_whole_block());
         assert!(BoxSource::of(&m, &[0, 0], &[0, 3]).pieces.is_empty());
+    }
+
+    /// `BoxSource::block` is what the tiling search gives for every stored
+    /// block of an operand stored alike (dense, and symmetric with its
+    /// charge-forbidden blocks absent), and `stored_alike` tells such
+    /// operands from others.
+    #[test]
+    fn a_block_box_equals_the_searched_box_for_operands_stored_alike() {
+        use crate::symmetry::{Direction, Leg, SymmetricLayout, Symmetry};
+        use std::sync::Arc;
+        let dense = manifest(&[6, 4], vec![vec![2, 2, 2], vec![3, 1]]);
+        let sym_layout = |d: usize| {
+            let legs = vec![
+                Leg::u1(Direction::Out, &[(-1, 3), (1, d)], 2).unwrap(),
+                Leg::u1(Direction::In, &[(-1, 1), (1, 1)], 1).unwrap(),
+                Leg::u1(Direction::In, &[(-2, 2), (0, 3), (2, 1)], 2).unwrap(),
+            ];
+            Arc::new(SymmetricLayout::new(Symmetry::u1(), legs, Symmetry::u1().identity()).unwrap())
+        };
+        let sym_manifest = |d: usize, origin: u32| {
+            let meta = TensorMeta::symmetric(sym_layout(d), DType::C64).unwrap();
+            let n = meta.stored_blocks();
+            let blocks = (0..n)
+                .map(|b| BlockRef {
+                    owner: 1 + b % 3,
+                    id: uni20_persist::ObjectId::new(origin, b as u64),
+                })
+                .collect();
+            Manifest::new(&meta, blocks)
+        };
+        let sym = sym_manifest(4, 1);
+        assert!(
+            sym.stored_blocks() < sym.blocking.num_blocks(),
+            "some blocks are forbidden"
+        );
+        for m in [&dense, &sym] {
+            for b in 0..m.stored_blocks() {
+                let multi = m.stored_multi(b);
+                let (off, shape) = (m.blocking.block_offset(&multi), m.blocking.block_shape(&multi));
+                assert_eq!(
+                    BoxSource::block(m, b, &off, &shape),
+                    BoxSource::of(m, &off, &shape),
+                    "block {b}"
+                );
+            }
+        }
+        // Other ids, same structure: alike. Another tiling or sector size,
+        // or dense against symmetric: not.
+        assert!(stored_alike(&sym_manifest(4, 7), &sym));
+        assert!(!stored_alike(&sym_manifest(3, 1), &sym));
+        assert!(stored_alike(
+            &manifest(&[6, 4], vec![vec![2, 2, 2], vec![3, 1]]),
+            &dense
+        ));
+        assert!(!stored_alike(&manifest(&[6, 4], vec![vec![2, 4], vec![3, 1]]), &dense));
+        assert!(!stored_alike(&dense, &sym));
     }
 
     #[test]
