@@ -237,7 +237,14 @@ impl Blocking {
 
     /// Number of elements of block number `linear`.
     pub fn block_len(&self, linear: usize) -> usize {
-        self.block_shape(&self.multi(linear)).iter().product()
+        // Row-major: the last mode varies fastest.
+        let mut rest = linear;
+        let mut len = 1;
+        for e in self.extents.iter().rev() {
+            len *= e[rest % e.len()];
+            rest /= e.len();
+        }
+        len
     }
 
     /// Element offset of the block at `multi` along each mode.
@@ -360,6 +367,21 @@ mod tests {
         assert_eq!(block_extents(8, 4), vec![4, 4]);
         assert_eq!(block_extents(0, 4), vec![0]);
         assert_eq!(block_extents(3, 8), vec![3]);
+    }
+
+    #[test]
+    fn block_len_is_the_product_of_the_block_shape() {
+        for (shape, ext) in [
+            (vec![10, 3, 7], vec![vec![4, 4, 2], vec![3], vec![1, 2, 4]]),
+            (vec![5], vec![vec![2, 3]]),
+            (vec![], vec![]),
+        ] {
+            let b = Blocking::from_extents(&shape, ext).unwrap();
+            for lin in 0..b.num_blocks() {
+                let want: usize = b.block_shape(&b.multi(lin)).iter().product();
+                assert_eq!(b.block_len(lin), want, "block {lin} of {shape:?}");
+            }
+        }
     }
 
     #[test]

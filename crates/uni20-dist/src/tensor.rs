@@ -101,6 +101,21 @@ fn stored_multi_of(blocking: &Blocking, sym: Option<&SymmetricLayout>, b: usize)
     }
 }
 
+/// Elements of stored block `b` (see [`stored_multi_of`]), without building
+/// its multi-index or shape: the block maps of every operation ask this per
+/// block.
+fn stored_len_of(blocking: &Blocking, sym: Option<&SymmetricLayout>, b: usize) -> usize {
+    match sym {
+        None => blocking.block_len(b),
+        Some(l) => l.blocks()[b]
+            .tiles
+            .iter()
+            .zip(blocking.extents())
+            .map(|(&i, e)| e[i])
+            .product(),
+    }
+}
+
 /// Checks that a symmetric layout sits on `blocking` and `shape`.
 fn check_symmetric(shape: &[usize], blocking: &Blocking, l: &SymmetricLayout) -> Result<(), DistError> {
     if l.dense_shape() != shape {
@@ -177,7 +192,7 @@ impl TensorMeta {
     /// # Panics
     /// If `b` is not below [`TensorMeta::stored_blocks`].
     pub fn block_bytes(&self, b: usize) -> u64 {
-        (self.stored_shape(b).iter().product::<usize>() * self.dtype.size_bytes()) as u64
+        (stored_len_of(&self.blocking, self.layout(), b) * self.dtype.size_bytes()) as u64
     }
 
     /// Number of elements of the (dense embedding of the) tensor.
@@ -246,8 +261,7 @@ impl Manifest {
     /// # Panics
     /// If `b` is not below [`Manifest::stored_blocks`].
     pub fn block_bytes(&self, b: usize) -> u64 {
-        let shape = self.blocking.block_shape(&self.stored_multi(b));
-        (shape.iter().product::<usize>() * self.dtype.size_bytes()) as u64
+        (stored_len_of(&self.blocking, self.layout(), b) * self.dtype.size_bytes()) as u64
     }
 
     /// Copies `blk`, stored block number `b`, into `dense`: the row-major

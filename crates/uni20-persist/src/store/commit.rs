@@ -145,25 +145,22 @@ impl Store {
         // `evict`), never here: most objects of a computation are intermediates
         // released long before either happens.
         {
+            let mut e = Entry::new(meta, OnDisk::No, Some(refs));
+            e.named = named.is_some();
+            match resident() {
+                Resident::Value(v) => {
+                    e.value = Some(v);
+                    e.encoder = Some(encode_erased::<T>);
+                }
+                Resident::Bytes(b) => e.bytes = Some(b),
+            }
             let mut st = self.inner.state.lock();
-            if st.entries.contains_key(&id) {
+            if !st.insert_new_resident(e) {
                 // A reserved ID committed twice, or a replica of a
                 // not-yet-allocated own ID inserted before.
                 return Err(PersistError::Conflict(id));
             }
             st.register_refs(T::TYPE_NAME, refs_erased::<T>);
-            let form = resident();
-            st.insert(Entry::new(meta, OnDisk::No, Some(refs)));
-            st.update(id, |e| {
-                e.named = named.is_some();
-                match form {
-                    Resident::Value(v) => {
-                        e.value = Some(v);
-                        e.encoder = Some(encode_erased::<T>);
-                    }
-                    Resident::Bytes(b) => e.bytes = Some(b),
-                }
-            });
             st.stats.commits += 1;
         }
         Ok(id)

@@ -350,6 +350,28 @@ impl State {
         }
     }
 
+    /// Inserts a new entry that already has its resident form (a commit):
+    /// one map lookup, with the resident counters and the LRU index kept as
+    /// [`State::update`] keeps them. Returns false, and drops `e` without
+    /// touching the store, if the store already holds its ID.
+    pub(super) fn insert_new_resident(&mut self, mut e: Entry) -> bool {
+        let id = e.meta.id;
+        let std::collections::hash_map::Entry::Vacant(slot) = self.entries.entry(id) else {
+            return false;
+        };
+        if e.resident() {
+            self.tick += 1;
+            e.tick = self.tick;
+            self.stats.bytes_resident += e.charge();
+            self.stats.resident_objects += 1;
+            if self.track_lru {
+                self.lru.insert(e.tick, id);
+            }
+        }
+        slot.insert(e);
+        true
+    }
+
     /// Inserts an entry that has no resident form yet (add forms with `update`).
     pub(super) fn insert(&mut self, e: Entry) {
         debug_assert!(!e.resident());
