@@ -71,8 +71,10 @@ pub struct LedgerStats {
 #[derive(Debug)]
 struct Entry {
     bytes: u64,
-    /// `(owner, handles naming the object on that owner)`, counts > 0.
-    owners: Vec<(usize, u32)>,
+    /// `(owner, handles naming the object on that owner)`, counts > 0
+    /// (inline: almost every block has one owner, and a retain per block
+    /// per operation made this an allocation each).
+    owners: smallvec::SmallVec<[(usize, u32); 1]>,
 }
 
 impl Entry {
@@ -148,7 +150,7 @@ impl ReleaseLedger {
         for &(owner, id, bytes) in blocks {
             let e = st.refs.entry(id).or_insert(Entry {
                 bytes,
-                owners: Vec::new(),
+                owners: smallvec::SmallVec::new(),
             });
             match e.owners.iter_mut().find(|(o, _)| *o == owner) {
                 Some((_, n)) => *n += 1,

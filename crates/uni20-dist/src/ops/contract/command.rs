@@ -17,6 +17,11 @@ use crate::ops::kit::{handle_items, item_work_fields, ItemWork};
 use crate::tensor::{Block, BlockRef};
 use crate::transfer::record::Transfer;
 
+/// One term of a work item: a block of each input operand (one or two),
+/// stored inline (a plan has one per block pair, and the plan cache copies
+/// its template on every hit). Encoded as a sequence, as a `Vec` is.
+pub(crate) type Term = smallvec::SmallVec<[BlockRef; 2]>;
+
 /// One output block's work: `out = alpha * sum_k einsum(A_k, B_k) + beta * C_in`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct WorkItem {
@@ -28,7 +33,7 @@ pub(crate) struct WorkItem {
     pub(crate) out_shape: Vec<usize>,
     /// The block products to sum: per term, one block of each input operand
     /// (one or two), in operand order.
-    pub(crate) terms: Vec<Vec<BlockRef>>,
+    pub(crate) terms: Vec<Term>,
     /// The existing output block, when `beta != 0`.
     pub(crate) c_in: Option<BlockRef>,
     /// Multiply-adds of the item (sum over its terms of `m * n * k`).

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use uni20_dispatch::backends::check_scalars;
 use uni20_dispatch::{ContractError, ContractOptions, DType, ResolveSpec, ResolvedSpec, SpecError, C64};
 
-use super::command::{ContractDescriptorV1, WorkItem};
+use super::command::{ContractDescriptorV1, Term, WorkItem};
 use crate::error::DistError;
 use crate::layout::Blocking;
 use crate::ops::kit::items::split_shares;
@@ -386,7 +386,7 @@ pub(crate) fn plan(v: &Validated, workers: &[usize], inputs: &[&Manifest], cm: O
         let mut terms = Vec::with_capacity(n_terms);
         for r in &reduce_multi {
             index[n_out_labels..n_out_labels + r.len()].copy_from_slice(r);
-            let term: Vec<BlockRef> = operands
+            let term: Term = operands
                 .iter()
                 .zip(inputs)
                 .zip(bytes_of.iter_mut().zip(&canon))
@@ -618,7 +618,7 @@ mod reference {
             let mut terms = Vec::with_capacity(n_terms);
             for r_lin in 0..n_terms {
                 let r = v.reduce_blocking.multi(r_lin);
-                let term: Vec<BlockRef> = spec
+                let term: Term = spec
                     .inputs()
                     .iter()
                     .zip(inputs)

@@ -411,7 +411,7 @@ pub(crate) fn plan_symmetric(
             Some(it) => (
                 it.pairs
                     .iter()
-                    .map(|&(ai, bi)| vec![ma.blocks[ai], mb.blocks[bi]])
+                    .map(|&(ai, bi)| smallvec::smallvec![ma.blocks[ai], mb.blocks[bi]])
                     .collect(),
                 it.flops,
             ),
