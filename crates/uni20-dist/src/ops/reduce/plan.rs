@@ -6,7 +6,7 @@
 //! more; under a load cap), with the blocks that must move.
 
 use super::command::{ReduceDescV1, ReduceItem, ReduceOp};
-use crate::ops::kit::{participants_of, place_reading, Assigner, BoxSource};
+use crate::ops::kit::{participants_of, place_reading, stored_alike, Assigner, BoxSource};
 use crate::summary::PlanSummary;
 use crate::tensor::Manifest;
 use crate::transfer::TransferSet;
@@ -23,9 +23,19 @@ pub(crate) fn plan(
     let mut assign = Assigner::new(workers, n);
     let mut set = TransferSet::new();
     let mut items = Vec::with_capacity(n);
+    // `b` stored as `a` (an inner product of two Lanczos vectors): item
+    // `blk` reads block `blk` of `b`, found without a tiling search.
+    let aligned = mb.is_some_and(|mb| stored_alike(mb, ma));
     for (blk, a) in ma.blocks.iter().enumerate() {
         let multi = ma.stored_multi(blk);
-        let b = mb.map(|mb| BoxSource::of(mb, &ma.blocking.block_offset(&multi), &ma.blocking.block_shape(&multi)));
+        let b = mb.map(|mb| {
+            let (offset, shape) = (ma.blocking.block_offset(&multi), ma.blocking.block_shape(&multi));
+            if aligned {
+                BoxSource::block(mb, blk, &offset, &shape)
+            } else {
+                BoxSource::of(mb, &offset, &shape)
+            }
+        });
         let rank = place_reading(&mut assign, &mut set, a, ma.block_bytes(blk), b.as_ref().as_slice());
         items.push(ReduceItem { rank, a: *a, b });
     }
