@@ -1,7 +1,8 @@
 //! The store's mutable state: the entry of each object (its metadata, resident forms,
 //! disk state, references, pins), the LRU index over resident entries, the
 //! resident-bytes account that the memory budget reads, the named roots and the
-//! counters. `State::update`, `State::insert` and `State::remove` are the only
+//! counters. `State::update`, `State::insert`, `State::insert_new_resident` (a
+//! commit's entry, inserted with its resident form) and `State::remove` are the only
 //! places that change resident forms, so the account and the LRU index stay exact.
 //! Also the type-erased helpers that let one map hold objects of every type.
 
@@ -193,7 +194,8 @@ pub(super) struct Entry {
 }
 
 impl Entry {
-    /// A fresh entry with no resident form (add forms with [`State::update`]).
+    /// A fresh entry with no resident form (add forms with [`State::update`], or set
+    /// them before [`State::insert_new_resident`]).
     pub(super) fn new(meta: ObjectMeta, disk: OnDisk, refs: Option<Vec<ObjectId>>) -> Entry {
         Entry {
             meta,

@@ -94,7 +94,6 @@ impl crate::ops::kit::Rebind for ContractDescriptorV1 {
     }
     fn approx_bytes(&self) -> usize {
         use std::mem::size_of;
-        let vec = size_of::<Vec<u8>>();
         let items: usize = self
             .items
             .iter()
@@ -103,7 +102,15 @@ impl crate::ops::kit::Rebind for ContractDescriptorV1 {
                     + it.out_shape.len() * size_of::<usize>()
                     + it.terms
                         .iter()
-                        .map(|t| vec + t.len() * size_of::<BlockRef>())
+                        // Inline up to two blocks; a longer term spills to the heap.
+                        .map(|t| {
+                            size_of::<Term>()
+                                + if t.spilled() {
+                                    t.len() * size_of::<BlockRef>()
+                                } else {
+                                    0
+                                }
+                        })
                         .sum::<usize>()
             })
             .sum();

@@ -45,9 +45,10 @@ pub(crate) fn plan(
     let mut set = TransferSet::new();
     let mut items = Vec::with_capacity(n);
     let out_b = &v.out.blocking;
-    // Terms of a combination stored as `a` (every term of a symmetric one,
-    // whose legs are checked equal; a dense one of the same tiling) read
-    // block `b` for item `b`: no search of their tiling per block.
+    // Terms of a combination stored as `a` (`stored_alike`: the same tiling
+    // and, for symmetric terms, the same legs; the usual case of a Krylov
+    // recurrence) read block `b` for item `b`: no search of their tiling
+    // per block. Others (a symmetric term tiled differently) search.
     let aligned: Vec<bool> = match v.op {
         ElementwiseOp::Combination { .. } => more
             .iter()

@@ -130,6 +130,11 @@ impl BoxSource {
     /// operation's first operand, [`stored_alike`]): what [`BoxSource::of`]
     /// returns for it, without searching the tiling.
     pub(crate) fn block(m: &Manifest, b: usize, offset: &[usize], shape: &[usize]) -> BoxSource {
+        debug_assert_eq!(
+            m.blocking.block_shape(&m.stored_multi(b)),
+            shape,
+            "block {b} is not the box"
+        );
         let pieces = if shape.contains(&0) {
             Vec::new()
         } else {
