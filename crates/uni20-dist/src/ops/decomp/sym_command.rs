@@ -32,7 +32,7 @@ use crate::ops::kit::worker::PARALLEL_MIN_COST;
 use crate::symmetry::SymmetricLayout;
 use crate::tensor::{Block, BlockRef};
 use crate::transfer::{exchange_blocks, Transfer};
-use uni20_dispatch::par::map_indexed;
+use uni20_dispatch::par::map_largest_first;
 
 /// The family of a symmetric decomposition on the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -341,7 +341,8 @@ fn handle_factorize(ctx: &mut WorkerContext<'_>, d: SymFactorizeDescV1) -> Resul
     }
     // Each sector: assemble, factorize and (eigh) measure its Hermiticity.
     // Sectors are independent: with a thread budget above 1 and enough work,
-    // they run in parallel (the rank's thread and rayon helpers, `map_indexed`)
+    // they run in parallel (the rank's thread and rayon helpers, the largest
+    // sectors claimed first, `map_largest_first`)
     // with one thread each; the
     // commits and the reply follow sector order either way, and the first
     // failure in sector order is the one reported.
@@ -374,16 +375,18 @@ fn handle_factorize(ctx: &mut WorkerContext<'_>, d: SymFactorizeDescV1) -> Resul
         );
         Ok(Ok((factors, values, attempts, hermitian)))
     };
-    let cost: u64 = mine
+    let costs: Vec<u64> = mine
         .iter()
         .map(|&s| {
             let (m, n) = (geo.sectors[s].m as u64, geo.sectors[s].n as u64);
             m.saturating_mul(n).saturating_mul(m.min(n))
         })
-        .fold(0, u64::saturating_add);
+        .collect();
+    let cost = costs.iter().copied().fold(0, u64::saturating_add);
     let parallel = threads > 1 && mine.len() > 1 && cost >= PARALLEL_MIN_COST;
     let mut computed: Vec<Option<Result<Result<Computed, RejectionV1>, HandlerError>>> = if parallel {
-        map_indexed(mine.len(), threads, |k| Some(work(mine[k], 1)))
+        // The largest sectors first: the one that costs most starts at once.
+        map_largest_first(mine.len(), threads, &costs, |k| Some(work(mine[k], 1)))
     } else {
         Vec::new()
     };

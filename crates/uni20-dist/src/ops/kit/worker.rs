@@ -2,12 +2,12 @@
 //! family supplies: its items, its transfers, one item's output block) and
 //! the one generic handler [`handle_items`], which exchanges the blocks
 //! worker to worker, computes the items of this rank (in parallel with
-//! `uni20_dispatch::par::map_indexed`, the rank's thread and rayon helpers,
+//! `uni20_dispatch::par::map_largest_first`, the rank's thread and rayon helpers,
 //! when it has several items, several threads and enough work), commits
 //! them in item order, replies `(item index, object id)` per committed
 //! block and releases the replicas the command received.
 
-use uni20_dispatch::par::map_indexed;
+use uni20_dispatch::par::map_largest_first;
 use uni20_dispatch::LocalTensor;
 use uni20_persist::ObjectId;
 use uni20_worker::{HandlerError, KernelContext, WorkerContext};
@@ -181,7 +181,8 @@ const PARALLEL_CHUNK_PER_THREAD: usize = 8;
 ///
 /// With a thread budget above 1, several items on this rank and a summed
 /// cost of at least `PARALLEL_MIN_COST` (2^18; or an unknown cost), the items run
-/// in parallel, the rank's thread and `threads - 1` rayon helpers, each item
+/// in parallel, the rank's thread and `threads - 1` rayon helpers claiming
+/// the costliest items first (`map_largest_first`), each item
 /// with a budget of one thread (many small sector blocks: one hand-off per
 /// chunk of `8 * threads` items rather than one per kernel); a single item
 /// gets the whole budget. The object ids and
@@ -237,10 +238,14 @@ pub fn handle_items<D: ItemWork>(ctx: &mut WorkerContext<'_>, d: D) -> Result<Ve
         // small part of the command's.
         let one = kernels.with_threads(1);
         for chunk in mine.chunks(PARALLEL_CHUNK_PER_THREAD * threads) {
-            let computed: Vec<Result<LocalTensor, HandlerError>> = map_indexed(chunk.len(), threads, |k| {
-                let (idx, out_block, item) = chunk[k];
-                d.compute(&one, idx, item).map_err(in_item(idx, out_block))
-            });
+            // Costliest first (unknown costs count as equal, keeping item
+            // order), so that the largest sector block does not start last.
+            let costs: Vec<u64> = chunk.iter().map(|&(_, _, item)| d.cost(item).unwrap_or(0)).collect();
+            let computed: Vec<Result<LocalTensor, HandlerError>> =
+                map_largest_first(chunk.len(), threads, &costs, |k| {
+                    let (idx, out_block, item) = chunk[k];
+                    d.compute(&one, idx, item).map_err(in_item(idx, out_block))
+                });
             for (&(idx, out_block, _), t) in chunk.iter().zip(computed) {
                 out.push(commit(out.len(), idx, out_block, t?)?);
             }
