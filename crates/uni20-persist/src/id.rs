@@ -162,19 +162,22 @@ impl ObjectMeta {
     /// The metadata of the concatenation of `parts` (as [`ObjectMeta::of_bytes`] of
     /// the joined bytes, without joining them).
     pub fn of_parts(id: ObjectId, type_name: &str, parts: &[&[u8]]) -> ObjectMeta {
-        let mut crc = crc32fast::Hasher::new();
-        let mut size = 0u64;
-        for p in parts {
-            crc.update(p);
-            size += p.len() as u64;
-        }
         ObjectMeta {
             id,
             type_name: type_name.to_owned(),
-            size,
-            checksum: crc.finalize(),
+            size: parts.iter().map(|p| p.len() as u64).sum(),
+            checksum: crc_of_parts(parts),
         }
     }
+}
+
+/// The CRC-32 (IEEE, `crc32fast`) of the concatenation of `parts`.
+pub(crate) fn crc_of_parts(parts: &[&[u8]]) -> u32 {
+    let mut crc = crc32fast::Hasher::new();
+    for p in parts {
+        crc.update(p);
+    }
+    crc.finalize()
 }
 
 /// Typed handle naming one immutable committed value of type `T`.

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use super::state::{encode_erased, refs_erased, verify, AnyArc, Entry, OnDisk};
+use super::state::{crc_erased, encode_erased, refs_erased, verify, AnyArc, CrcFn, Entry, OnDisk};
 use super::Store;
 use crate::{ObjectId, ObjectMeta, Persist, PersistError, PersistentPtr};
 
@@ -14,6 +14,15 @@ use crate::{ObjectId, ObjectMeta, Persist, PersistError, PersistentPtr};
 enum Resident {
     Value(AnyArc),
     Bytes(Arc<Vec<u8>>),
+}
+
+/// The size and checksum of a commit's encoding.
+enum Sum {
+    /// Both computed.
+    Known(u64, u32),
+    /// The size; the checksum is computed from the resident value on first
+    /// need by the function.
+    Lazy(u64, CrcFn),
 }
 
 /// Seq numbers reserved (and recorded durably) at a time by a disk store.
@@ -60,9 +69,13 @@ impl Store {
 
     /// Commits `value` as a new immutable object and returns its handle.
     ///
-    /// The value is encoded once (to compute its size and CRC-32), then kept resident
-    /// as the decoded value. Types whose [`Persist::encode_borrowed`] gives a view are
-    /// checksummed in place, with no encoding copy. The handle is returned only once
+    /// The value is kept resident as the decoded value. Types whose
+    /// [`Persist::encode_borrowed`] or [`Persist::encode_split`] gives a view of their
+    /// own memory are not encoded at all: their CRC-32 is computed in place when first
+    /// needed (the object spilled, flushed, served to another rank, or its
+    /// [`meta`](Store::meta) asked for), so an intermediate released before any of
+    /// that is never checksummed. Other types are encoded once here, for the size and
+    /// the CRC-32. The handle is returned only once
     /// the object is servable by this store.
     ///
     /// A disk store writes nothing here (write-behind): the object's file is written
@@ -88,21 +101,18 @@ impl Store {
         let id = {
             let value = Arc::new(value);
             let resident: AnyArc = value.clone();
-            let (owned, head);
-            let parts: [&[u8]; 2] = match (value.encode_borrowed(), value.encode_split()) {
-                // Zero-copy: checksum the value's own memory.
-                (Some(b), _) => [b, &[]],
-                // A header, then the value's own memory: checksummed in place.
-                (None, Some((h, body))) => {
-                    head = h;
-                    [&head, body]
-                }
+            // The value's own memory (borrowed, or a header then borrowed):
+            // its size now, its checksum when first needed (`Entry::checksum`).
+            // Otherwise the encoding is built here anyway, and checksummed.
+            let sum = match (value.encode_borrowed(), value.encode_split()) {
+                (Some(b), _) => Sum::Lazy(b.len() as u64, crc_erased::<T>),
+                (None, Some((h, body))) => Sum::Lazy((h.len() + body.len()) as u64, crc_erased::<T>),
                 (None, None) => {
-                    owned = value.encode();
-                    [&owned, &[]]
+                    let owned = value.encode();
+                    Sum::Known(owned.len() as u64, crate::id::crc_of_parts(&[&owned]))
                 }
             };
-            self.commit_parts::<T>(named, &parts, refs, move || Resident::Value(resident))?
+            self.commit_parts::<T>(named, sum, refs, move || Resident::Value(resident))?
         };
         // After the local handle is gone, so the new entry is not counted as pinned.
         self.sweep_released(true);
@@ -119,18 +129,19 @@ impl Store {
         refs: Vec<ObjectId>,
     ) -> Result<PersistentPtr<T>, PersistError> {
         let bytes: Arc<Vec<u8>> = bytes.into();
-        let id = self.commit_parts::<T>(None, &[&bytes], refs, || Resident::Bytes(bytes.clone()))?;
+        let sum = Sum::Known(bytes.len() as u64, crate::id::crc_of_parts(&[&bytes]));
+        let id = self.commit_parts::<T>(None, sum, refs, || Resident::Bytes(bytes.clone()))?;
         self.sweep_released(true);
         self.enforce_budget();
         Ok(PersistentPtr::from_id(id))
     }
 
-    /// Allocates an ID (or takes the reserved `named` one) for the encoding `bytes` (its parts, in order), then inserts the entry (no file yet) with the resident form made by `resident`. No ID escapes on error.
+    /// Allocates an ID (or takes the reserved `named` one) for an encoding of the size and checksum `sum`, then inserts the entry (no file yet) with the resident form made by `resident`. No ID escapes on error.
     /// The caller enforces the memory budget afterwards.
     fn commit_parts<T: Persist>(
         &self,
         named: Option<ObjectId>,
-        bytes: &[&[u8]],
+        sum: Sum,
         refs: Vec<ObjectId>,
         resident: impl FnOnce() -> Resident,
     ) -> Result<ObjectId, PersistError> {
@@ -139,13 +150,25 @@ impl Store {
             None => self.alloc_id()?,
         };
         self.take_injected_io_failure(id)?;
-        let meta = ObjectMeta::of_parts(id, T::TYPE_NAME, bytes);
+        let (size, checksum, crc_fn) = match sum {
+            Sum::Known(size, crc) => (size, crc, None),
+            Sum::Lazy(size, f) => (size, 0, Some(f)),
+        };
+        let meta = ObjectMeta {
+            id,
+            type_name: T::TYPE_NAME.to_owned(),
+            size,
+            checksum,
+        };
         // Write-behind: a disk store writes the object's file only when it is
         // flushed (a checkpoint reaches it) or spilled (the budget evicts it, or
         // `evict`), never here: most objects of a computation are intermediates
         // released long before either happens.
         {
-            let mut e = Entry::new(meta, OnDisk::No, Some(refs));
+            let mut e = match crc_fn {
+                None => Entry::new(meta, OnDisk::No, Some(refs)),
+                Some(f) => Entry::unsealed(meta, Some(f), OnDisk::No, Some(refs)),
+            };
             e.named = named.is_some();
             match resident() {
                 Resident::Value(v) => {
@@ -197,7 +220,7 @@ impl Store {
                     // A released object that nothing held: this copy starts afresh.
                     st.remove(id);
                 } else {
-                    if e.meta != meta || e.bytes.as_ref().is_some_and(|b| **b != *bytes) {
+                    if e.meta() != meta || e.bytes.as_ref().is_some_and(|b| **b != *bytes) {
                         return Err(PersistError::Conflict(id));
                     }
                     return Ok(());

@@ -48,7 +48,7 @@ impl Store {
             st.entries
                 .values()
                 .filter(|e| !e.dead() && e.disk != OnDisk::Durable && !e.released_unrooted())
-                .map(|e| e.meta.id)
+                .map(|e| e.head.id)
                 .collect()
         };
         ids.sort_unstable();
@@ -88,7 +88,7 @@ impl Store {
                 continue;
             }
             if e.disk != OnDisk::Durable {
-                todo.push((id, e.disk, e.meta.clone(), e.refs.clone()));
+                todo.push((id, e.disk, e.meta(), e.refs.clone()));
             }
         }
         let results = for_each_parallel(&todo, |(id, state, meta, refs)| {

@@ -89,7 +89,7 @@ impl Store {
             let mut start: Vec<ObjectId> = roots.to_vec();
             start.extend(st.roots.values().copied());
             start.extend(self.inner.loading.lock().keys().copied());
-            start.extend(st.entries.values().filter(|e| e.pinned()).map(|e| e.meta.id));
+            start.extend(st.entries.values().filter(|e| e.pinned()).map(|e| e.head.id));
             let reach = match st.reach(start) {
                 Ok(r) => r,
                 Err(unknown) => {
@@ -101,8 +101,8 @@ impl Store {
             let victims: Vec<ObjectId> = st
                 .entries
                 .values()
-                .filter(|e| e.dead() || (!reach.contains(&e.meta.id) && !e.pinned()))
-                .map(|e| e.meta.id)
+                .filter(|e| e.dead() || (!reach.contains(&e.head.id) && !e.pinned()))
+                .map(|e| e.head.id)
                 .collect();
             let corrupt: Vec<ObjectId> = st.corrupt.keys().filter(|id| !reach.contains(id)).copied().collect();
             let mut report = GcReport::default();

@@ -160,8 +160,8 @@ impl Store {
                 // Released and unpinned: gone, and not to be fetched back either.
                 Some(e) if e.dead() => return Ok(None),
                 Some(e) => {
-                    if e.meta.type_name != T::TYPE_NAME {
-                        return Err(type_mismatch::<T>(&e.meta));
+                    if e.head.type_name != T::TYPE_NAME {
+                        return Err(type_mismatch::<T>(&e.head));
                     }
                     if let Some(b) = &e.bytes {
                         Src::Bytes(b.clone())
@@ -172,7 +172,7 @@ impl Store {
                         return Err(PersistError::TypeMismatch {
                             id,
                             expected: T::TYPE_NAME.to_owned(),
-                            found: format!("{} (a different Rust type)", e.meta.type_name),
+                            found: format!("{} (a different Rust type)", e.head.type_name),
                         });
                     }
                 }
@@ -194,7 +194,7 @@ impl Store {
                 let mut st = self.inner.state.lock();
                 st.stats.disk_reads += 1;
                 if let Some(e) = st.entries.get(&id) {
-                    if e.meta != h.meta {
+                    if e.meta() != h.meta {
                         return Err(PersistError::Corrupt {
                             id: Some(id),
                             path: disk.object_path(id),
@@ -257,7 +257,7 @@ impl Store {
         if !wanted(&st) {
             return Ok(false);
         }
-        if st.entries.get(&id).is_some_and(|e| e.meta != h.meta) {
+        if st.entries.get(&id).is_some_and(|e| e.meta() != h.meta) {
             return Err(PersistError::Corrupt {
                 id: Some(id),
                 path: disk.object_path(id),
@@ -336,11 +336,11 @@ impl Store {
                 return Err(PersistError::NotFound(id));
             };
             if let Some(b) = &e.bytes {
-                return Ok((e.meta.clone(), b.clone()));
+                return Ok((e.meta(), b.clone()));
             }
             match (e.decoded(), e.encoder) {
-                (Some(v), Some(enc)) => (e.meta.clone(), Src::Value(v, enc)),
-                _ if e.disk != OnDisk::No => (e.meta.clone(), Src::Disk),
+                (Some(v), Some(enc)) => (e.meta(), Src::Value(v, enc)),
+                _ if e.disk != OnDisk::No => (e.meta(), Src::Disk),
                 _ => return Err(PersistError::NotFound(id)),
             }
         };

@@ -290,7 +290,7 @@ impl Store {
     /// Metadata of `id` if this store holds it (resident or on disk). No I/O.
     pub fn meta(&self, id: ObjectId) -> Option<ObjectMeta> {
         let st = self.inner.state.lock();
-        st.entries.get(&id).filter(|e| !e.dead()).map(|e| e.meta.clone())
+        st.entries.get(&id).filter(|e| !e.dead()).map(|e| e.meta())
     }
 
     /// The encoded size in bytes of `id` ([`ObjectMeta::size`]) if this store
@@ -298,7 +298,7 @@ impl Store {
     /// the metadata: for deciding how to process an object before loading it.
     pub fn size_of(&self, id: ObjectId) -> Option<u64> {
         let st = self.inner.state.lock();
-        st.entries.get(&id).filter(|e| !e.dead()).map(|e| e.meta.size)
+        st.entries.get(&id).filter(|e| !e.dead()).map(|e| e.head.size)
     }
 
     /// True if this store holds `id` (resident or on disk).
@@ -313,7 +313,7 @@ impl Store {
     pub fn ids(&self) -> Vec<ObjectId> {
         let mut v: Vec<ObjectId> = {
             let st = self.inner.state.lock();
-            st.entries.values().filter(|e| !e.dead()).map(|e| e.meta.id).collect()
+            st.entries.values().filter(|e| !e.dead()).map(|e| e.head.id).collect()
         };
         v.sort_unstable();
         v
@@ -345,10 +345,10 @@ impl Store {
             s.objects += 1;
             if e.pinned() {
                 s.pinned_objects += 1;
-                s.bytes_pinned += if e.resident() { e.charge() } else { e.meta.size };
+                s.bytes_pinned += if e.resident() { e.charge() } else { e.head.size };
             } else if !e.resident() && e.disk != OnDisk::No {
                 s.spilled_objects += 1;
-                s.bytes_spilled += e.meta.size;
+                s.bytes_spilled += e.head.size;
             }
             if e.released {
                 s.releases_pending += 1;

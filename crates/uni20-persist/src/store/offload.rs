@@ -133,7 +133,7 @@ impl Store {
                 _ => return Ok(Offloaded::default()),
             };
             e.spilling = true;
-            (e.meta.clone(), e.refs.clone(), src)
+            (e.meta(), e.refs.clone(), src)
         };
         let res = (|| {
             let disk = self.offload_disk()?;
@@ -202,10 +202,10 @@ impl Store {
         let size = {
             let st = self.inner.state.lock();
             let e = st.entries.get(&id).filter(|e| !e.dead())?;
-            if e.resident() || e.decoded().is_some() || e.meta.type_name != T::TYPE_NAME || e.disk == OnDisk::No {
+            if e.resident() || e.decoded().is_some() || e.head.type_name != T::TYPE_NAME || e.disk == OnDisk::No {
                 return None;
             }
-            e.meta.size
+            e.head.size
         };
         let store = self.clone();
         // Allocated here, by the rank thread that asks: the load thread only

@@ -32,7 +32,7 @@ impl State {
             let Some(e) = self.entries.get(&id) else { continue };
             match &e.refs {
                 Some(r) => stack.extend(r.iter().copied()),
-                None => unknown.push((id, e.meta.type_name.clone(), e.bytes.clone())),
+                None => unknown.push((id, e.head.type_name.clone(), e.bytes.clone())),
             }
         }
         if unknown.is_empty() {

@@ -75,7 +75,7 @@ impl Store {
                 (None, Some(v), Some(enc)) => Err((v, enc)),
                 _ => return Ok(()),
             };
-            (e.meta.clone(), e.refs.clone(), src)
+            (e.meta(), e.refs.clone(), src)
         };
         self.take_injected_spill_failure(id)?;
         let bytes: Arc<Vec<u8>> = match src {
@@ -157,7 +157,7 @@ impl Store {
                     }
                 };
                 e.spilling = true;
-                (id, e.meta.clone(), e.refs.clone(), src)
+                (id, e.meta(), e.refs.clone(), src)
             };
             let res = (|| {
                 self.take_injected_spill_failure(id)?;

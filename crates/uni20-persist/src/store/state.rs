@@ -22,6 +22,21 @@ pub(super) type EncodeFn = fn(&(dyn Any + Send + Sync)) -> Option<Vec<u8>>;
 /// Decodes a payload and returns the references of the value.
 pub(super) type RefsFn = fn(&[u8]) -> Result<Vec<ObjectId>, PersistError>;
 
+/// The CRC-32 of a type-erased value's encoding, computed in place from its
+/// borrowed or split encoding (`None` if it is not the expected type).
+pub(super) type CrcFn = fn(&(dyn Any + Send + Sync)) -> Option<u32>;
+
+/// [`CrcFn`] of `T`: over [`Persist::encode_borrowed`], else the parts of
+/// [`Persist::encode_split`], else [`Persist::encode`].
+pub(super) fn crc_erased<T: Persist>(v: &(dyn Any + Send + Sync)) -> Option<u32> {
+    let v = v.downcast_ref::<T>()?;
+    Some(match (v.encode_borrowed(), v.encode_split()) {
+        (Some(b), _) => crate::id::crc_of_parts(&[b]),
+        (None, Some((head, body))) => crate::id::crc_of_parts(&[&head, body]),
+        (None, None) => crate::id::crc_of_parts(&[&v.encode()]),
+    })
+}
+
 /// [`EncodeFn`] of `T`.
 pub(super) fn encode_erased<T: Persist>(v: &(dyn Any + Send + Sync)) -> Option<Vec<u8>> {
     v.downcast_ref::<T>().map(T::encode)
@@ -159,8 +174,18 @@ impl StoreStats {
 
 /// One object known to the store.
 pub(super) struct Entry {
-    /// Its metadata.
-    pub(super) meta: ObjectMeta,
+    /// Its metadata, but for the checksum: `head.checksum` is not read (it is 0
+    /// while unsealed); the checksum is [`Entry::checksum`] and the whole
+    /// metadata [`Entry::meta`].
+    pub(super) head: ObjectMeta,
+    /// The CRC-32 of its encoding: known from the start for a replica, a file
+    /// or bytes; for a committed value computed on first need (the object
+    /// leaving memory or the rank, or its metadata asked for), from the
+    /// resident value by `crc_fn`. Most intermediates of a computation are
+    /// released before any of that happens and are never checksummed.
+    pub(super) crc: std::cell::OnceCell<u32>,
+    /// Checksums the resident value in place (a committed value's type).
+    pub(super) crc_fn: Option<CrcFn>,
     /// Resident decoded value; extra strong references are live `PValue`s.
     pub(super) value: Option<AnyArc>,
     /// Encoder of `value`'s type (to re-encode for `encoded` and spills).
@@ -197,8 +222,24 @@ impl Entry {
     /// A fresh entry with no resident form (add forms with [`State::update`], or set
     /// them before [`State::insert_new_resident`]).
     pub(super) fn new(meta: ObjectMeta, disk: OnDisk, refs: Option<Vec<ObjectId>>) -> Entry {
+        let e = Entry::unsealed(meta, None, disk, refs);
+        let _ = e.crc.set(e.head.checksum);
+        e
+    }
+
+    /// A fresh entry whose checksum is computed on first need by `crc_fn` from
+    /// the value set before [`State::insert_new_resident`] (or from resident
+    /// bytes); `head.checksum` is ignored.
+    pub(super) fn unsealed(
+        head: ObjectMeta,
+        crc_fn: Option<CrcFn>,
+        disk: OnDisk,
+        refs: Option<Vec<ObjectId>>,
+    ) -> Entry {
         Entry {
-            meta,
+            head,
+            crc: std::cell::OnceCell::new(),
+            crc_fn,
             value: None,
             encoder: None,
             bytes: None,
@@ -212,6 +253,38 @@ impl Entry {
             rooted: false,
             held: None,
             named: false,
+        }
+    }
+
+    /// The CRC-32 of its encoding, computed (once) from the resident bytes or
+    /// value when the entry was committed unsealed. An unsealed entry keeps a
+    /// resident form until it is sealed: a spill or flush asks for
+    /// [`Entry::meta`] before it writes, and a released object needs none.
+    pub(super) fn checksum(&self) -> u32 {
+        *self.crc.get_or_init(|| {
+            if let Some(b) = &self.bytes {
+                return crate::id::crc_of_parts(&[b]);
+            }
+            match (self.decoded(), self.crc_fn) {
+                (Some(v), Some(f)) => f(&*v).unwrap_or_else(|| {
+                    tracing::error!(object = %self.head.id, "checksum: the resident value is not of the committed type");
+                    0
+                }),
+                _ => {
+                    // Unreachable by the invariant above; a zero checksum makes
+                    // any later verification fail loudly.
+                    tracing::error!(object = %self.head.id, "checksum of an object with no resident form");
+                    0
+                }
+            }
+        })
+    }
+
+    /// Its full metadata, checksum included ([`Entry::checksum`]).
+    pub(super) fn meta(&self) -> ObjectMeta {
+        ObjectMeta {
+            checksum: self.checksum(),
+            ..self.head.clone()
         }
     }
 
@@ -235,7 +308,7 @@ impl Entry {
     /// Bytes charged to the memory budget: the encoded size for a resident value
     /// plus the length of resident bytes.
     pub(super) fn charge(&self) -> u64 {
-        let v = if self.value.is_some() { self.meta.size } else { 0 };
+        let v = if self.value.is_some() { self.head.size } else { 0 };
         let b = self.bytes.as_ref().map_or(0, |b| b.len() as u64);
         v + b
     }
@@ -357,7 +430,7 @@ impl State {
     /// [`State::update`] keeps them. Returns false, and drops `e` without
     /// touching the store, if the store already holds its ID.
     pub(super) fn insert_new_resident(&mut self, mut e: Entry) -> bool {
-        let id = e.meta.id;
+        let id = e.head.id;
         let std::collections::hash_map::Entry::Vacant(slot) = self.entries.entry(id) else {
             return false;
         };
@@ -377,10 +450,10 @@ impl State {
     /// Inserts an entry that has no resident form yet (add forms with `update`).
     pub(super) fn insert(&mut self, e: Entry) {
         debug_assert!(!e.resident());
-        if let Some(old) = self.remove(e.meta.id) {
-            tracing::error!(object = %old.meta.id, "replacing an existing entry");
+        if let Some(old) = self.remove(e.head.id) {
+            tracing::error!(object = %old.head.id, "replacing an existing entry");
         }
-        self.entries.insert(e.meta.id, e);
+        self.entries.insert(e.head.id, e);
     }
 
     pub(super) fn remove(&mut self, id: ObjectId) -> Option<Entry> {
@@ -462,7 +535,7 @@ impl State {
         if file && !io {
             return Settled::Kept { delete_file: false };
         }
-        let size = e.meta.size;
+        let size = e.head.size;
         self.remove(id);
         self.stats.releases += 1;
         Settled::Freed { size, file }
@@ -476,13 +549,13 @@ impl State {
     pub(super) fn resident_value<T: Persist>(&mut self, id: ObjectId) -> Option<Result<Arc<T>, PersistError>> {
         let e = self.entries.get(&id)?;
         let v = e.decoded()?;
-        if e.meta.type_name != T::TYPE_NAME {
-            return Some(Err(type_mismatch::<T>(&e.meta)));
+        if e.head.type_name != T::TYPE_NAME {
+            return Some(Err(type_mismatch::<T>(&e.head)));
         }
         let r = v.downcast::<T>().map_err(|_| PersistError::TypeMismatch {
             id,
             expected: T::TYPE_NAME.to_owned(),
-            found: format!("{} (a different Rust type)", e.meta.type_name),
+            found: format!("{} (a different Rust type)", e.head.type_name),
         });
         if r.is_ok() {
             self.stats.hits += 1;

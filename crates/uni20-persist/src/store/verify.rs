@@ -110,8 +110,8 @@ impl Store {
             if e.decoded().is_some() {
                 return Ok(Integrity::Intact);
             }
-            let refs_fn = st.refs_fns.get(&e.meta.type_name).copied();
-            (e.meta.clone(), e.bytes.clone(), e.disk != OnDisk::No, refs_fn)
+            let refs_fn = st.refs_fns.get(&e.head.type_name).copied();
+            (e.meta(), e.bytes.clone(), e.disk != OnDisk::No, refs_fn)
         };
         let path = self.object_path(id);
         let payload = match (bytes, self.inner.disk.as_ref()) {
