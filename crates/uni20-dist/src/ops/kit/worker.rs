@@ -165,8 +165,16 @@ macro_rules! item_work_fields {
 pub(crate) use item_work_fields;
 
 /// Items per thread computed at once before their commits, when a
-/// command's items run in parallel.
-const PARALLEL_CHUNK_PER_THREAD: usize = 8;
+/// command's items run in parallel. Each chunk ends in a join (the rank's
+/// thread waits for the helpers' last items), which costs tens of
+/// microseconds on the 2-core guest of `docs/performance.md`; at 8 items
+/// per thread a chunk of sector blocks held only 25-100 us of kernels at
+/// chi = 400, and one rank with 2 threads took 1.14x as long per converged
+/// sweep as at 64 (L = 100, chi = 400, Sz). A command's outputs at that
+/// size are a few megabytes, so holding 128 of them before their commits
+/// stays small; for larger tensors the chunk is still a small part of a
+/// command with many more items.
+const PARALLEL_CHUNK_PER_THREAD: usize = 64;
 
 /// The handler of every [`ItemWork`] command: exchanges the blocks of
 /// `d.work()`, computes the items this rank owns, commits each output block
@@ -184,7 +192,7 @@ const PARALLEL_CHUNK_PER_THREAD: usize = 8;
 /// in parallel, the rank's thread and `threads - 1` rayon helpers claiming
 /// the costliest items first (`map_largest_first`), each item
 /// with a budget of one thread (many small sector blocks: one hand-off per
-/// chunk of `8 * threads` items rather than one per kernel); a single item
+/// chunk of `64 * threads` items rather than one per kernel); a single item
 /// gets the whole budget. The object ids and
 /// the reply do not depend on that: the commits follow item order.
 ///
