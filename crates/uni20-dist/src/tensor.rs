@@ -34,8 +34,8 @@ impl Persist for Block {
     fn encode(&self) -> Vec<u8> {
         self.0.encode()
     }
-    /// The tensor's header, then its elements in place: a commit checksums the
-    /// block without copying it.
+    /// The tensor's header, then its elements in place: the store checksums the
+    /// block without copying it, when it first needs the checksum.
     fn encode_split(&self) -> Option<(Vec<u8>, &[u8])> {
         Some((self.0.encode_header(), self.0.as_bytes()))
     }

@@ -26,8 +26,9 @@ pub trait Persist: Sized + Send + Sync + 'static {
 
     /// The encoding as a borrowed view of the value's own memory, when the payload is
     /// exactly that memory (a byte vector, a string, a raw little-endian numeric vector
-    /// on a little-endian machine). [`Store::commit`](crate::Store::commit) then writes
-    /// and checksums the value in place: no encoding copy at all. The default is `None`
+    /// on a little-endian machine). The store then writes and checksums the value in
+    /// place, when it first needs to (a spill, a flush, a transfer, `Store::meta`), not
+    /// at commit: no encoding copy at all. The default is `None`
     /// (commit calls [`encode`](Persist::encode)). When `Some`, the bytes must equal
     /// `encode()`.
     fn encode_borrowed(&self) -> Option<&[u8]> {
@@ -36,8 +37,8 @@ pub trait Persist: Sized + Send + Sync + 'static {
 
     /// The encoding as a short owned head followed by a borrowed body, when the
     /// payload is a header and then the value's own memory (a tensor: its shape, then
-    /// its elements). [`Store::commit`](crate::Store::commit) then checksums the two
-    /// parts in place instead of building the encoding: no copy of the body. Used
+    /// its elements). The store then checksums the two parts in place, when it first
+    /// needs to (not at commit), instead of building the encoding: no copy of the body. Used
     /// only when [`encode_borrowed`](Persist::encode_borrowed) is `None`. The default
     /// is `None`. When `Some((head, body))`, `head ++ body` must equal `encode()`.
     fn encode_split(&self) -> Option<(Vec<u8>, &[u8])> {

@@ -107,3 +107,29 @@ fn a_value_spilled_and_flushed_before_its_metadata_was_asked_reads_back_verified
         assert_eq!(*r.load_wait(*p).unwrap(), *v);
     }
 }
+
+#[test]
+fn a_root_does_not_keep_a_released_object_whose_last_value_is_gone() {
+    let s = Store::in_memory(0);
+    let v = Split(vec![3; 500]);
+    let p = s.commit(v.clone()).unwrap();
+    let list = s.commit(vec![p.id()]).unwrap();
+    let held = s.load_wait(p).unwrap();
+    s.release(p.id()).unwrap();
+    drop(held);
+    // Now nothing of it is left (no store call has swept it yet). A root
+    // that reaches it must not revive an entry with no data: its checksum
+    // could not be computed any more.
+    s.set_root("list", list.id()).unwrap();
+    assert!(s.meta(p.id()).is_none());
+    assert!(s.load_wait(p).is_err());
+    // Released while held, then rooted while the value still lives: kept.
+    let q = s.commit(v.clone()).unwrap();
+    let held = s.load_wait(q).unwrap();
+    s.release(q.id()).unwrap();
+    let list2 = s.commit(vec![q.id()]).unwrap();
+    s.set_root("list2", list2.id()).unwrap();
+    drop(held);
+    assert_eq!(s.meta(q.id()).map(|m| m.checksum), Some(crc(&v.encode())));
+    assert_eq!(*s.load_wait(q).unwrap(), v);
+}

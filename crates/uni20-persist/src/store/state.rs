@@ -257,9 +257,11 @@ impl Entry {
     }
 
     /// The CRC-32 of its encoding, computed (once) from the resident bytes or
-    /// value when the entry was committed unsealed. An unsealed entry keeps a
-    /// resident form until it is sealed: a spill or flush asks for
-    /// [`Entry::meta`] before it writes, and a released object needs none.
+    /// the resident or held value when the entry was committed unsealed. An
+    /// entry that is not released keeps a resident form until it is sealed (a
+    /// spill, flush or offload asks for [`Entry::meta`] before it writes and
+    /// drops the form only after); a released one without a value or file is
+    /// dead, or removed by `State::settle` if a root reaches it.
     pub(super) fn checksum(&self) -> u32 {
         *self.crc.get_or_init(|| {
             if let Some(b) = &self.bytes {
@@ -271,8 +273,9 @@ impl Entry {
                     0
                 }),
                 _ => {
-                    // Unreachable by the invariant above; a zero checksum makes
-                    // any later verification fail loudly.
+                    // Unreachable by the invariant above (`State::settle`
+                    // removes a rooted entry whose value is gone); a zero
+                    // checksum makes any later verification fail loudly.
                     tracing::error!(object = %self.head.id, "checksum of an object with no resident form");
                     0
                 }
@@ -500,6 +503,15 @@ impl State {
                         e.value = Some(v);
                     }
                 });
+            } else if !e.resident() && e.disk == OnDisk::No && !loading {
+                // The last `PValue` dropped the value before a root reached
+                // the object, and it has no file: nothing of it is left to
+                // load, serve or checksum, so a root cannot keep it.
+                tracing::warn!(object = %id, "a root reaches a released object whose last value is gone: removed");
+                let size = e.head.size;
+                self.remove(id);
+                self.stats.releases += 1;
+                return Settled::Freed { size, file: false };
             }
             self.pending.remove(&id);
             self.retained.insert(id);

@@ -220,6 +220,9 @@ impl ItemWork for ContractDescriptorV1 {
         let out: u64 = item.out_shape.iter().map(|&n| n as u64).product();
         Some(item.flops.saturating_add(out))
     }
+    fn out_elements(&self, item: &WorkItem) -> Option<u64> {
+        Some(item.out_shape.iter().map(|&n| n as u64).product())
+    }
     fn compute(&self, ctx: &KernelContext<'_>, _: usize, item: &WorkItem) -> Result<LocalTensor, HandlerError> {
         let load = |r: &BlockRef| {
             ctx.store()

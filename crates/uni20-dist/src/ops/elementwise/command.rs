@@ -108,6 +108,9 @@ impl ItemWork for ElementwiseDescV1 {
         // A few operations per element written (and per further term read).
         Some(4 * (1 + item.rest.len() as u64) * item.out_shape.iter().map(|&n| n as u64).product::<u64>())
     }
+    fn out_elements(&self, item: &ElementwiseItem) -> Option<u64> {
+        Some(item.out_shape.iter().map(|&n| n as u64).product())
+    }
     fn compute(&self, ctx: &KernelContext<'_>, _: usize, item: &ElementwiseItem) -> Result<LocalTensor, HandlerError> {
         let store = ctx.store();
         let a = store

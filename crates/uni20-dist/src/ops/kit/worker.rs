@@ -50,6 +50,14 @@ pub trait ItemWork: Sync {
         None
     }
 
+    /// Elements of the item's output block, when known: bounds the bytes
+    /// of the outputs a rank holds before their commits when its items run
+    /// in parallel. `None` (the default): unknown, so chunks stay short.
+    fn out_elements(&self, item: &Self::Item) -> Option<u64> {
+        let _ = item;
+        None
+    }
+
     /// The descriptor's item list and transfer list, for the root to split
     /// the plan into per-rank shares at submission: each participant then
     /// receives a copy of the descriptor holding only the items it computes
@@ -164,16 +172,45 @@ macro_rules! item_work_fields {
 }
 pub(crate) use item_work_fields;
 
+/// How many of `items` (at least one) the next parallel chunk takes: at
+/// most `PARALLEL_CHUNK_PER_THREAD * threads` items whose outputs (16
+/// bytes an element, the widest element type) stay within
+/// `PARALLEL_CHUNK_BYTES` (a first item always fits); with an output size
+/// unknown, at most `UNSIZED_CHUNK_PER_THREAD * threads` items.
+fn chunk_len<I>(items: &[(usize, usize, &I)], threads: usize, out_elements: impl Fn(&I) -> Option<u64>) -> usize {
+    let mut bytes = 0u64;
+    for (k, &(_, _, item)) in items.iter().enumerate() {
+        if k == PARALLEL_CHUNK_PER_THREAD * threads {
+            return k;
+        }
+        let Some(n) = out_elements(item) else {
+            return items.len().min(UNSIZED_CHUNK_PER_THREAD * threads).max(1);
+        };
+        bytes = bytes.saturating_add(n.saturating_mul(16));
+        if k > 0 && bytes > PARALLEL_CHUNK_BYTES {
+            return k;
+        }
+    }
+    items.len()
+}
+
+/// Most output bytes held by one parallel chunk before its commits (the
+/// store's budget is enforced at commit): 64 MiB.
+const PARALLEL_CHUNK_BYTES: u64 = 64 << 20;
+
+/// Items per thread of a chunk when the family does not say how large its
+/// outputs are.
+const UNSIZED_CHUNK_PER_THREAD: usize = 8;
+
 /// Items per thread computed at once before their commits, when a
-/// command's items run in parallel. Each chunk ends in a join (the rank's
+/// command's items run in parallel (and their outputs fit
+/// `PARALLEL_CHUNK_BYTES`). Each chunk ends in a join (the rank's
 /// thread waits for the helpers' last items), which costs tens of
 /// microseconds on the 2-core guest of `docs/performance.md`; at 8 items
 /// per thread a chunk of sector blocks held only 25-100 us of kernels at
 /// chi = 400, and one rank with 2 threads took 1.14x as long per converged
 /// sweep as at 64 (L = 100, chi = 400, Sz). A command's outputs at that
-/// size are a few megabytes, so holding 128 of them before their commits
-/// stays small; for larger tensors the chunk is still a small part of a
-/// command with many more items.
+/// size are a few megabytes, well within `PARALLEL_CHUNK_BYTES`.
 const PARALLEL_CHUNK_PER_THREAD: usize = 64;
 
 /// The handler of every [`ItemWork`] command: exchanges the blocks of
@@ -192,7 +229,7 @@ const PARALLEL_CHUNK_PER_THREAD: usize = 64;
 /// in parallel, the rank's thread and `threads - 1` rayon helpers claiming
 /// the costliest items first (`map_largest_first`), each item
 /// with a budget of one thread (many small sector blocks: one hand-off per
-/// chunk of `64 * threads` items rather than one per kernel); a single item
+/// chunk of up to `64 * threads` items and 64 MiB of outputs rather than one per kernel); a single item
 /// gets the whole budget. The object ids and
 /// the reply do not depend on that: the commits follow item order.
 ///
@@ -241,13 +278,17 @@ pub fn handle_items<D: ItemWork>(ctx: &mut WorkerContext<'_>, d: D) -> Result<Ve
         .map(|&(_, _, item)| d.cost(item))
         .try_fold(0u64, |acc, c| c.map(|c| acc.saturating_add(c)));
     if threads > 1 && mine.len() > 1 && known.is_none_or(|c| c >= PARALLEL_MIN_COST) {
-        // A bounded number of items in flight, so that the outputs held
-        // before their commit (which enforces the store's budget) stay a
-        // small part of the command's.
+        // A bounded number of items and output bytes in flight
+        // (`chunk_len`), so that the outputs held before their commit
+        // (which enforces the store's budget) stay bounded.
         let one = kernels.with_threads(1);
-        for chunk in mine.chunks(PARALLEL_CHUNK_PER_THREAD * threads) {
-            // Costliest first (unknown costs count as equal, keeping item
-            // order), so that the largest sector block does not start last.
+        let mut rest: &[(usize, usize, &D::Item)] = &mine;
+        while !rest.is_empty() {
+            let (chunk, tail) = rest.split_at(chunk_len(rest, threads, |item| d.out_elements(item)));
+            rest = tail;
+            // Costliest first (the families give a cost for every item or
+            // for none; none keeps item order), so that the largest sector
+            // block does not start last.
             let costs: Vec<u64> = chunk.iter().map(|&(_, _, item)| d.cost(item).unwrap_or(0)).collect();
             let computed: Vec<Result<LocalTensor, HandlerError>> =
                 map_largest_first(chunk.len(), threads, &costs, |k| {
@@ -277,4 +318,31 @@ pub fn handle_items<D: ItemWork>(ctx: &mut WorkerContext<'_>, d: D) -> Result<Ve
             .map_err(|e| HandlerError::from(e).context("dropping the replicas of this command"))?;
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn items(sizes: &[u64]) -> Vec<(usize, usize, &u64)> {
+        sizes.iter().enumerate().map(|(i, s)| (i, i, s)).collect()
+    }
+
+    #[test]
+    fn chunks_are_bounded_by_count_and_bytes() {
+        let elems = |n: &u64| Some(*n);
+        // Small outputs: the count bound (64 per thread).
+        let small = vec![10u64; 1000];
+        assert_eq!(chunk_len(&items(&small), 2, elems), 128);
+        assert_eq!(chunk_len(&items(&small[..50]), 2, elems), 50);
+        // 16 MiB outputs (1 Mi elements of 16 bytes): four fit in 64 MiB.
+        let big = vec![1u64 << 20; 10];
+        assert_eq!(chunk_len(&items(&big), 2, elems), 4);
+        // One output above the bound still runs, alone.
+        let huge = vec![1u64 << 30; 3];
+        assert_eq!(chunk_len(&items(&huge), 2, elems), 1);
+        // Unknown output sizes: 8 per thread.
+        assert_eq!(chunk_len(&items(&small), 2, |_: &u64| None), 16);
+        assert_eq!(chunk_len(&items(&small[..3]), 2, |_: &u64| None), 3);
+    }
 }
