@@ -327,6 +327,8 @@ impl Store {
             Value(AnyArc, EncodeFn),
             Disk,
         }
+        // A fresh commit's checksum, computed outside the lock.
+        self.seal(id);
         let (meta, src) = {
             let st = self.inner.state.lock();
             let Some(e) = st.entries.get(&id).filter(|e| released || !e.dead()) else {

@@ -289,8 +289,37 @@ impl Store {
 
     /// Metadata of `id` if this store holds it (resident or on disk). No I/O.
     pub fn meta(&self, id: ObjectId) -> Option<ObjectMeta> {
+        self.seal(id);
         let st = self.inner.state.lock();
         st.entries.get(&id).filter(|e| !e.dead()).map(|e| e.meta())
+    }
+
+    /// Computes the checksum of a committed value of `id` not yet checksummed
+    /// (`Entry::checksum`) outside the state lock, so that loads and commits
+    /// on other threads do not wait behind a CRC pass over a large block; the
+    /// first result stored wins (every pass gives the same value). Nothing to
+    /// do for an entry already sealed or not held.
+    pub(super) fn seal(&self, id: ObjectId) {
+        let (value, bytes, crc_fn) = {
+            let st = self.inner.state.lock();
+            let Some(e) = st.entries.get(&id) else { return };
+            if e.crc.get().is_some() {
+                return;
+            }
+            (e.decoded(), e.bytes.clone(), e.crc_fn)
+        };
+        let crc = match (bytes, value, crc_fn) {
+            (Some(b), _, _) => crate::id::crc_of_parts(&[&b]),
+            (None, Some(v), Some(f)) => match f(&*v) {
+                Some(c) => c,
+                None => return,
+            },
+            _ => return,
+        };
+        let st = self.inner.state.lock();
+        if let Some(e) = st.entries.get(&id) {
+            let _ = e.crc.set(crc);
+        }
     }
 
     /// The encoded size in bytes of `id` ([`ObjectMeta::size`]) if this store
