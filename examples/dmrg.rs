@@ -55,8 +55,9 @@ use uni20::Controller;
     allow_negative_numbers = true
 )]
 struct Args {
-    /// Chain length L.
-    #[arg(long, default_value_t = 32)]
+    /// Chain length L (2 to 1048576, `MAX_SITES`: two-site DMRG needs two).
+    #[arg(long, default_value_t = 32,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(2..=uni20::tn::MAX_SITES as u64))]
     sites: usize,
     /// Largest bond dimension kept by each SVD.
     #[arg(long, default_value_t = 64)]
