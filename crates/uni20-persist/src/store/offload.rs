@@ -151,10 +151,25 @@ impl Store {
             Ok::<u64, PersistError>(bytes.len() as u64)
         })();
         let mut st = self.inner.state.lock();
-        if let Some(e) = st.entries.get_mut(&id) {
-            e.spilling = false;
-        }
+        let present = match st.entries.get_mut(&id) {
+            Some(e) => {
+                e.spilling = false;
+                true
+            }
+            None => false,
+        };
         let written = res?;
+        if !present {
+            // Released and freed while its file was written (the release
+            // found no file yet): delete the file it left.
+            st.stats.disk_writes += 1;
+            drop(st);
+            self.remove_orphan_file(id);
+            return Ok(Offloaded {
+                bytes_dropped: 0,
+                bytes_written: written,
+            });
+        }
         st.stats.disk_writes += 1;
         st.stats.offload_writes += 1;
         let dropped = st

@@ -185,6 +185,15 @@ impl Store {
                     e.spill_failed = res.is_err();
                     first
                 }
+                None if res.is_ok() => {
+                    // Released and freed while its file was being written
+                    // (the release found no file yet): nothing will delete the
+                    // file it left, so this does.
+                    st.stats.disk_writes += 1;
+                    drop(st);
+                    self.remove_orphan_file(id);
+                    continue;
+                }
                 None => true,
             };
             if let Err(err) = res {
@@ -264,6 +273,27 @@ impl Store {
 
     /// Deletes the files of `ids` (a missing file is fine), counting each in the
     /// stats. Tries them all; returns how many were deleted and the first error.
+    /// Deletes the file a spill or offload wrote for `id` after a release had
+    /// already freed it; a failure is counted and logged, and kept for
+    /// [`take_background_error`](Store::take_background_error).
+    pub(super) fn remove_orphan_file(&self, id: ObjectId) {
+        let res = self.offload_disk().and_then(|disk| disk.remove_object(id));
+        let mut st = self.inner.state.lock();
+        match res {
+            Ok(()) => {
+                st.stats.disk_deletes += 1;
+                st.unsynced_deletes = true;
+            }
+            Err(e) => {
+                tracing::error!(object = %id, error = %e, "cannot delete the file of an object freed during its spill");
+                st.stats.delete_failures += 1;
+                if st.background_error.is_none() {
+                    st.background_error = Some(e);
+                }
+            }
+        }
+    }
+
     pub(super) fn delete_object_files(&self, ids: &[ObjectId]) -> (u64, Result<(), PersistError>) {
         let Some(disk) = self.file_disk() else {
             return (0, Ok(()));
