@@ -300,21 +300,16 @@ impl Store {
     /// first result stored wins (every pass gives the same value). Nothing to
     /// do for an entry already sealed or not held.
     pub(super) fn seal(&self, id: ObjectId) {
-        let (value, bytes, crc_fn) = {
+        let src = {
             let st = self.inner.state.lock();
             let Some(e) = st.entries.get(&id) else { return };
             if e.crc.get().is_some() {
                 return;
             }
-            (e.decoded(), e.bytes.clone(), e.crc_fn)
+            e.crc_source()
         };
-        let crc = match (bytes, value, crc_fn) {
-            (Some(b), _, _) => crate::id::crc_of_parts(&[&b]),
-            (None, Some(v), Some(f)) => match f(&*v) {
-                Some(c) => c,
-                None => return,
-            },
-            _ => return,
+        let Some(crc) = src.and_then(|s| s.compute()) else {
+            return;
         };
         let st = self.inner.state.lock();
         if let Some(e) = st.entries.get(&id) {

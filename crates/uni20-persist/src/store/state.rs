@@ -37,6 +37,25 @@ pub(super) fn crc_erased<T: Persist>(v: &(dyn Any + Send + Sync)) -> Option<u32>
     })
 }
 
+/// What an entry's checksum is computed from ([`Entry::crc_source`]).
+pub(super) enum CrcSource {
+    /// Its resident encoded bytes.
+    Bytes(Arc<Vec<u8>>),
+    /// Its decoded value and the in-place CRC of the value's type.
+    Value(AnyArc, CrcFn),
+}
+
+impl CrcSource {
+    /// The CRC-32 of the encoding; `None` if the value is not of the
+    /// function's type.
+    pub(super) fn compute(&self) -> Option<u32> {
+        match self {
+            CrcSource::Bytes(b) => Some(crate::id::crc_of_parts(&[b])),
+            CrcSource::Value(v, f) => f(&**v),
+        }
+    }
+}
+
 /// [`EncodeFn`] of `T`.
 pub(super) fn encode_erased<T: Persist>(v: &(dyn Any + Send + Sync)) -> Option<Vec<u8>> {
     v.downcast_ref::<T>().map(T::encode)
@@ -264,23 +283,29 @@ impl Entry {
     /// dead, or removed by `State::settle` if a root reaches it.
     pub(super) fn checksum(&self) -> u32 {
         *self.crc.get_or_init(|| {
-            if let Some(b) = &self.bytes {
-                return crate::id::crc_of_parts(&[b]);
-            }
-            match (self.decoded(), self.crc_fn) {
-                (Some(v), Some(f)) => f(&*v).unwrap_or_else(|| {
-                    tracing::error!(object = %self.head.id, "checksum: the resident value is not of the committed type");
-                    0
-                }),
-                _ => {
-                    // Unreachable by the invariant above (`State::settle`
-                    // removes a rooted entry whose value is gone); a zero
-                    // checksum makes any later verification fail loudly.
-                    tracing::error!(object = %self.head.id, "checksum of an object with no resident form");
-                    0
-                }
-            }
+            let Some(src) = self.crc_source() else {
+                // Unreachable by the invariant above (`State::settle`
+                // removes a rooted entry whose value is gone); a zero
+                // checksum makes any later verification fail loudly.
+                tracing::error!(object = %self.head.id, "checksum of an object with no resident form");
+                return 0;
+            };
+            src.compute().unwrap_or_else(|| {
+                tracing::error!(object = %self.head.id, "checksum: the resident value is not of the committed type");
+                0
+            })
         })
+    }
+
+    /// What the checksum of this entry is computed from (resident bytes
+    /// first, else the resident or held value with its type's [`CrcFn`]):
+    /// cheap to take, so that `Store::seal` can compute it
+    /// outside the state lock. `None` without either.
+    pub(super) fn crc_source(&self) -> Option<CrcSource> {
+        if let Some(b) = &self.bytes {
+            return Some(CrcSource::Bytes(b.clone()));
+        }
+        Some(CrcSource::Value(self.decoded()?, self.crc_fn?))
     }
 
     /// Its full metadata, checksum included ([`Entry::checksum`]).
